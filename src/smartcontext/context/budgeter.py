@@ -1,0 +1,145 @@
+"""Fit ranked items into a token budget, keeping structure.
+
+Greedy by score: the top items get their full code while the full-code share of the
+budget lasts, the rest get signatures; a method brings its class header; an item whose
+ancestor is already shown in full is not repeated. Costs are exact token counts of the
+fragments the exporter will print; the exporter's final text is counted again and
+trimmed, so the result never exceeds ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..store.sqlite import StoredItem
+from .models import ExtractionConfig, ScoredItem, SelectedItem
+
+# Largest item shown in full when it contains others (a whole module or class): beyond
+# this, its signature plus its best members say more per token.
+MAX_FULL_CONTAINER = {"module": 1200, "class": 1500, "text": 3000}
+PER_ITEM_OVERHEAD = 8  # sigil line, path or line numbers, blank line
+PER_FILE_OVERHEAD = 12
+MAX_CONSECUTIVE_MISSES = 40
+
+
+@dataclass
+class Plan:
+    selected: list[SelectedItem] = field(default_factory=list)
+    used: int = 0
+    truncated: bool = False  # a relevant item did not fit at all
+    skipped_for_budget: int = 0
+
+
+def signature_text(item) -> str:
+    doc = (item.docstring or "").strip().splitlines()
+    first_doc = doc[0] if doc else ""
+    return f"{item.signature}\n{first_doc}".strip()
+
+
+def plan_budget(
+    ranked: list[ScoredItem],
+    stored: dict[int, StoredItem],
+    parents: dict[str, StoredItem],
+    config: ExtractionConfig,
+    reserve: int = 0,
+) -> Plan:
+    """Choose what to show and how. ``reserve`` tokens are kept for headers and framing."""
+    budget = max(0, config.max_tokens - reserve)
+    full_budget = int(budget * config.full_code_share)
+    plan = Plan()
+    chosen: dict[str, SelectedItem] = {}
+    full_ids: set[str] = set()
+    files: set[str] = set()
+    used = full_used = 0
+    misses = 0
+
+    def ancestors_of(si: StoredItem) -> list[str]:
+        out, pid, seen = [], si.item.parent_id, set()
+        while pid and pid not in seen:
+            seen.add(pid)
+            out.append(pid)
+            p = parents.get(pid) or _find(stored, pid)
+            pid = p.item.parent_id if p else None
+        return out
+
+    for cand in ranked:
+        si = stored.get(cand.rowid)
+        if si is None:
+            continue
+        item = si.item
+        if item.id in chosen:
+            continue
+        anc = ancestors_of(si)
+        if any(a in full_ids for a in anc):
+            continue  # already visible inside an ancestor shown in full
+        file_cost = 0 if item.path in files else PER_FILE_OVERHEAD
+        parent_cost = 0
+        parent_si = None
+        if config.include_parent and item.kind == "method" and item.parent_id:
+            parent_si = parents.get(item.parent_id) or _find(stored, item.parent_id)
+            if parent_si is not None and parent_si.item.id not in chosen:
+                parent_cost = parent_si.sig_tokens + PER_ITEM_OVERHEAD
+        limit = MAX_FULL_CONTAINER.get(item.kind)
+        full_ok = item.tokens > 0 and (limit is None or item.tokens <= limit)
+        full_cost = item.tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
+        sig_cost = si.sig_tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
+        mode = None
+        if full_ok and full_used + full_cost <= full_budget and used + full_cost <= budget:
+            mode, cost = "full", full_cost
+        elif used + sig_cost <= budget and si.sig_tokens > 0:
+            mode, cost = "signature", sig_cost
+        elif used + full_cost <= budget and full_ok:
+            mode, cost = "full", full_cost
+        if mode is None:
+            plan.truncated = True
+            plan.skipped_for_budget += 1
+            misses += 1
+            if misses >= MAX_CONSECUTIVE_MISSES:
+                break
+            continue
+        misses = 0
+        if parent_cost and parent_si is not None:
+            chosen[parent_si.item.id] = SelectedItem(
+                parent_si.item, cand.score, "signature", {}, context_only=True
+            )
+        sel = SelectedItem(item, cand.score, mode, cand.signals())
+        chosen[item.id] = sel
+        files.add(item.path)
+        used += cost
+        if mode == "full":
+            full_used += cost
+            full_ids.add(item.id)
+            # Members already chosen are now shown inside this item: refund them.
+            for other_id in list(chosen):
+                if other_id == item.id:
+                    continue
+                other = chosen[other_id]
+                if _is_inside(other.item, item):
+                    refund = (other.item.tokens if other.mode == "full" else 0) + PER_ITEM_OVERHEAD
+                    used -= refund
+                    if other.mode == "full":
+                        full_used -= refund
+                    del chosen[other_id]
+                    full_ids.discard(other_id)
+        if used >= budget:
+            break
+    plan.selected = list(chosen.values())
+    plan.used = used
+    return plan
+
+
+def _find(stored: dict[int, StoredItem], item_id: str) -> StoredItem | None:
+    for si in stored.values():
+        if si.item.id == item_id:
+            return si
+    return None
+
+
+def _is_inside(inner, outer) -> bool:
+    return (
+        inner.path == outer.path
+        and inner.id != outer.id
+        and outer.start_line <= inner.start_line
+        and inner.end_line <= outer.end_line
+        and outer.kind != "section"
+    )

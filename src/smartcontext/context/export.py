@@ -1,0 +1,177 @@
+"""Render a selection for a model: MU sigils, Markdown with fenced code, or JSON.
+
+MU format, one line per symbol, grouped by module:
+
+    ! requests/sessions.py :: module=requests.sessions
+    @ requests.adapters, requests.auth
+    $ Session < SessionRedirectMixin
+      # Session.request(self, method, url, ...) :: relevance=0.91 L456-520
+        <the code, when shown in full>
+
+``!`` module, ``$`` class (``<`` bases), ``#`` function or method, ``@`` dependencies,
+``::`` annotations; sections of notes use ``§`` and plain text ``~``.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections import OrderedDict
+
+from .models import SelectedItem
+
+SIGIL = {"module": "!", "class": "$", "function": "#", "method": "#", "section": "§",
+         "text": "~", "message": ">"}
+FENCE_LANG = {"python": "python", "javascript": "javascript", "typescript": "typescript",
+              "tsx": "tsx", "go": "go", "rust": "rust", "java": "java", "c": "c", "cpp": "cpp",
+              "markdown": "markdown", "text": "text"}
+
+
+def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]]) -> list[str]:
+    """The item's code as it stands in the file (dedented), or its stored text."""
+    it = sel.item
+    lines = file_lines.get(it.path)
+    if lines is not None and it.kind not in ("section", "message", "text") and it.kind != "module":
+        chunk = lines[it.start_line - 1 : it.end_line]
+        if chunk:
+            return textwrap.dedent("\n".join(chunk)).splitlines()
+    return it.text.splitlines()
+
+
+def _short_signature(sel: SelectedItem) -> str:
+    it = sel.item
+    sig = " ".join(it.signature.split()) if it.signature else it.qualname
+    return sig
+
+
+def _group(selection: list[SelectedItem]) -> "OrderedDict[str, list[SelectedItem]]":
+    """Files in order of their best item; inside a file, items in source order."""
+    best: dict[str, float] = {}
+    for s in selection:
+        if not s.context_only or s.item.path not in best:
+            best[s.item.path] = max(best.get(s.item.path, 0.0), s.score)
+    groups: OrderedDict[str, list[SelectedItem]] = OrderedDict()
+    for path in sorted(best, key=lambda p: -best[p]):
+        groups[path] = sorted(
+            (s for s in selection if s.item.path == path),
+            key=lambda s: (s.item.start_line, -s.item.end_line),
+        )
+    return groups
+
+
+def render_mu(
+    selection: list[SelectedItem],
+    file_lines: dict[str, list[str]],
+    deps: dict[str, list[str]],
+    modules: dict[str, str],
+    include_scores: bool = False,
+) -> str:
+    out: list[str] = []
+    for path, items in _group(selection).items():
+        head = f"! {path}"
+        if modules.get(path):
+            head += f" :: module={modules[path]}"
+        out.append(head)
+        if deps.get(path):
+            out.append("@ " + ", ".join(deps[path]))
+        depth_of: dict[str, int] = {}
+        for s in items:
+            it = s.item
+            if it.kind == "module":
+                if s.mode == "full":
+                    out.extend("  " + ln for ln in it.text.splitlines())
+                elif it.docstring:
+                    out.append("  :: " + it.docstring.strip().splitlines()[0])
+                continue
+            depth = depth_of.get(it.parent_id or "", -1) + 1
+            depth_of[it.id] = depth
+            pad = "  " * depth
+            sigil = SIGIL.get(it.kind, "#")
+            line = f"{pad}{sigil} {_short_signature(s)}"
+            if it.kind == "class" and it.meta.get("bases"):
+                bases = it.meta["bases"]
+                if isinstance(bases, list) and bases:
+                    line = f"{pad}$ {it.qualname} < {', '.join(map(str, bases))}"
+            notes = []
+            if include_scores and not s.context_only:
+                notes.append(f"relevance={s.score:.2f}")
+            notes.append(f"L{it.start_line}-{it.end_line}")
+            line += " :: " + " ".join(notes)
+            out.append(line)
+            if s.mode == "full":
+                out.extend(pad + "    " + ln if ln else "" for ln in body_lines(s, file_lines))
+            elif it.docstring:
+                out.append(pad + "  :: " + it.docstring.strip().splitlines()[0])
+        out.append("")
+    return "\n".join(out).rstrip() + "\n" if out else ""
+
+
+def render_markdown(
+    selection: list[SelectedItem],
+    file_lines: dict[str, list[str]],
+    deps: dict[str, list[str]],
+    modules: dict[str, str],
+    include_scores: bool = False,
+) -> str:
+    out: list[str] = []
+    for path, items in _group(selection).items():
+        out.append(f"### {path}")
+        if deps.get(path):
+            out.append("Imports: " + ", ".join(f"`{d}`" for d in deps[path]))
+        out.append("")
+        for s in items:
+            it = s.item
+            lang = FENCE_LANG.get(it.language, "")
+            score = f" (relevance {s.score:.2f})" if include_scores and not s.context_only else ""
+            if s.mode == "full":
+                body = "\n".join(body_lines(s, file_lines))
+                fence = "````" if "```" in body else "```"
+                label = it.qualname if it.kind != "module" else "whole file"
+                out.append(f"`{label}` lines {it.start_line}-{it.end_line}{score}:")
+                out.append(f"{fence}{lang}\n{body}\n{fence}")
+            else:
+                sig = _short_signature(s)
+                doc = it.docstring.strip().splitlines()[0] if it.docstring.strip() else ""
+                line = f"- `{sig}` lines {it.start_line}-{it.end_line}{score}"
+                if doc:
+                    line += f": {doc}"
+                out.append(line)
+            out.append("")
+    return "\n".join(out).rstrip() + "\n" if out else ""
+
+
+def render_json(
+    selection: list[SelectedItem],
+    file_lines: dict[str, list[str]],
+    deps: dict[str, list[str]],
+    modules: dict[str, str],
+    include_scores: bool = False,
+) -> str:
+    files = []
+    for path, items in _group(selection).items():
+        files.append(
+            {
+                "path": path,
+                "module": modules.get(path, ""),
+                "imports": deps.get(path, []),
+                "items": [
+                    {
+                        "id": s.item.id,
+                        "kind": s.item.kind,
+                        "name": s.item.qualname,
+                        "lines": [s.item.start_line, s.item.end_line],
+                        "signature": s.item.signature,
+                        "mode": s.mode,
+                        "score": round(s.score, 3),
+                        **({"code": "\n".join(body_lines(s, file_lines))} if s.mode == "full" else {}),
+                        **({"doc": s.item.docstring.strip().splitlines()[0]}
+                           if s.mode != "full" and s.item.docstring.strip() else {}),
+                    }
+                    for s in items
+                ],
+            }
+        )
+    return json.dumps({"files": files}, ensure_ascii=False, indent=1)
+
+
+RENDERERS = {"mu": render_mu, "markdown": render_markdown, "json": render_json}

@@ -1,0 +1,185 @@
+"""Results and options of a context extraction."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..model import Item
+from ..retrieval.entities import ExtractedEntity
+
+MAX_BUDGET = 2_000_000
+FORMATS = ("mu", "json", "markdown")
+
+
+@dataclass
+class ExtractionConfig:
+    """Options of ``Workspace.context``.
+
+    max_tokens:       hard limit on the rendered output, counted exactly.
+    include_imports:  list each module's dependencies (``@`` lines in MU).
+    include_parent:   a method brings its class header, a section its note title.
+    expand_depth:     graph hops from the direct matches (0 turns the graph off).
+    entity_weight, keyword_weight, vector_weight, proximity_weight: fusion weights.
+    min_relevance:    drop items whose normalised score is below this (0..1).
+    exclude_tests:    leave out test files.
+    include_scores:   annotate MU output with ``:: relevance=0.85``.
+    full_code_share:  the share of the budget the top items may spend on full bodies;
+                      the rest goes to signatures of further matches.
+    encoding:         tokenizer used to count (cl100k_base or o200k_base).
+    kinds:            restrict to these item kinds (None = all).
+    paths:            restrict to these folder/file prefixes (None = all).
+    """
+
+    max_tokens: int = 8000
+    include_imports: bool = True
+    include_parent: bool = True
+    expand_depth: int = 1
+    entity_weight: float = 1.0
+    keyword_weight: float = 1.0
+    vector_weight: float = 0.7
+    proximity_weight: float = 0.3
+    min_relevance: float = 0.1
+    exclude_tests: bool = False
+    include_scores: bool = False
+    full_code_share: float = 0.8
+    encoding: str = "cl100k_base"
+    kinds: list[str] | None = None
+    paths: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise InvalidArgument(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
+        if self.max_tokens > MAX_BUDGET:
+            raise InvalidArgument(f"max_tokens must be at most {MAX_BUDGET:,}, got {self.max_tokens:,}")
+        if not 0 <= self.expand_depth <= 3:
+            raise InvalidArgument("expand_depth (--depth) must be between 0 and 3")
+        if not 0.0 <= self.min_relevance <= 1.0:
+            raise InvalidArgument("min_relevance must be between 0 and 1")
+
+    @classmethod
+    def from_options(cls, **options: Any) -> "ExtractionConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise InvalidArgument(
+                f"unknown context option(s): {', '.join(unknown)}; valid: {', '.join(sorted(names))}"
+            )
+        return cls(**options)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ScoredItem:
+    """A candidate with its fused score and the contribution of each signal (0..1)."""
+
+    rowid: int
+    item_id: str
+    score: float = 0.0
+    entity_score: float = 0.0
+    keyword_score: float = 0.0
+    vector_score: float = 0.0
+    proximity_score: float = 0.0
+    direct: bool = False  # found by a name, keyword or vector match (not only the graph)
+
+    def signals(self) -> dict[str, float]:
+        return {
+            k: round(v, 4)
+            for k, v in (
+                ("entity", self.entity_score),
+                ("keyword", self.keyword_score),
+                ("vector", self.vector_score),
+                ("proximity", self.proximity_score),
+            )
+            if v
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SelectedItem:
+    """An item placed in the context: ``mode`` is ``full`` (code/body) or ``signature``."""
+
+    item: Item
+    score: float
+    mode: str
+    signals: dict[str, float] = field(default_factory=dict)
+    context_only: bool = False  # brought in as structure (a class header), not as a match
+
+    def to_dict(self, include_text: bool = True) -> dict[str, Any]:
+        it = self.item
+        d: dict[str, Any] = {
+            "id": it.id,
+            "path": it.path,
+            "kind": it.kind,
+            "name": it.name,
+            "qualname": it.qualname,
+            "start_line": it.start_line,
+            "end_line": it.end_line,
+            "signature": it.signature,
+            "score": round(self.score, 4),
+            "mode": self.mode,
+            "signals": self.signals,
+            "context_only": self.context_only,
+        }
+        if include_text:
+            d["text"] = it.text if self.mode == "full" else ""
+            d["docstring"] = it.docstring
+        return d
+
+
+@dataclass
+class ContextResult:
+    """The context for one question.
+
+    text:             the rendered context (``format``: mu, json or markdown).
+    items:            what was selected, in output order.
+    token_count:      exact tokens of ``text`` (never more than ``max_tokens``).
+    relevance_scores: item id -> normalised score.
+    files:            files ranked by relevance (including ones that did not fit).
+    stats:            entities, candidates per signal, selected, tokens vs budget, timings.
+    warnings:         e.g. the budget was too small, nothing matched.
+    """
+
+    question: str
+    text: str
+    format: str
+    items: list[SelectedItem]
+    token_count: int
+    max_tokens: int
+    relevance_scores: dict[str, float]
+    files: list[str]
+    entities: list[ExtractedEntity]
+    stats: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    nearest: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def mu_text(self) -> str:
+        """The seed's name for the rendered context."""
+        return self.text
+
+    @property
+    def nodes(self) -> list[Item]:
+        return [s.item for s in self.items]
+
+    def to_dict(self, include_text: bool = True) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "format": self.format,
+            "token_count": self.token_count,
+            "max_tokens": self.max_tokens,
+            "files": self.files,
+            "items": [s.to_dict(include_text) for s in self.items],
+            "relevance_scores": self.relevance_scores,
+            "entities": [e.to_dict() for e in self.entities],
+            "stats": self.stats,
+            "warnings": self.warnings,
+            "nearest": self.nearest,
+            "text": self.text if self.format != "json" else None,
+        }

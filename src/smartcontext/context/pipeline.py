@@ -1,0 +1,272 @@
+"""The code context pipeline: question -> entities -> candidates -> fused ranking ->
+budget -> export. Each stage lives in its own module; this one only wires them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..retrieval import graph, scoring
+from ..retrieval.catalogue import Catalogue
+from ..retrieval.entities import EntityExtractor
+from ..retrieval.keyword import KeywordSearcher
+from ..retrieval.vector import VectorIndex
+from ..store.sqlite import Store, StoredItem
+from ..tokens import count_tokens
+from .budgeter import PER_FILE_OVERHEAD, plan_budget
+from .export import RENDERERS
+from .models import FORMATS, ContextResult, ExtractionConfig, ScoredItem, SelectedItem
+
+MAX_QUESTION_CHARS = 200_000
+CANDIDATES_PER_SIGNAL = 200
+GRAPH_SEEDS = 12
+
+
+class SmartContextExtractor:
+    """Answers ``extract(question)`` from one store.
+
+    catalogue:  a callable returning the current Catalogue (cached by the workspace).
+    vectors:    a callable returning (VectorIndex, query_embedder) or None when the index
+                has no embeddings yet: the pipeline then runs on names, keywords and graph.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        catalogue: Callable[[], Catalogue],
+        vectors: Callable[[], tuple[VectorIndex, Any] | None] | None = None,
+        config: ExtractionConfig | None = None,
+    ):
+        self.store = store
+        self._catalogue = catalogue
+        self._vectors = vectors
+        self.config = config or ExtractionConfig()
+        self.keyword = KeywordSearcher(store)
+
+    def extract(self, question: str, format: str = "mu") -> ContextResult:
+        cfg = self.config
+        if format not in FORMATS:
+            from ..errors import InvalidArgument
+
+            raise InvalidArgument(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        question = question[:MAX_QUESTION_CHARS]
+        cat = self._catalogue()
+        timings["catalogue"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        entities = EntityExtractor(is_known=cat.is_known).extract(question)
+        ent = scoring.entity_scores(cat, entities)
+        timings["entities"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        kw_hits = self.keyword.search(question, CANDIDATES_PER_SIGNAL)
+        kw = scoring.keyword_scores(kw_hits)
+        timings["keyword"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        vec: dict[int, float] = {}
+        signals_used = ["names", "keywords"]
+        vectors = self._vectors() if self._vectors else None
+        if vectors is not None:
+            index, embedder = vectors
+            if len(index):
+                qv = embedder.embed_query(question)
+                vec = scoring.vector_scores(index.search(qv, CANDIDATES_PER_SIGNAL))
+                signals_used.append("vectors")
+        timings["vector"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        allowed = self._allowed(cat)
+        ent = {r: s for r, s in ent.items() if allowed(r)}
+        kw = {r: s for r, s in kw.items() if allowed(r)}
+        vec = {r: s for r, s in vec.items() if allowed(r)}
+        scored = scoring.fuse(cat, cfg, ent, kw, vec)
+        seeds = [s.rowid for s in sorted(scored.values(), key=lambda s: -s.score)[:GRAPH_SEEDS]]
+        neighbours = graph.expand(self.store, cat, seeds, depth=cfg.expand_depth)
+        neighbours = {r: n for r, n in neighbours.items() if allowed(r)}
+        if neighbours:
+            signals_used.append("graph")
+        scoring.add_graph(scored, neighbours, cat, cfg)
+        scoring.normalise_final(scored)
+        ranked_all = sorted(scored.values(), key=lambda s: (-s.score, s.item_id))
+        ranked = [s for s in ranked_all if s.score >= cfg.min_relevance]
+        timings["fuse"] = time.perf_counter() - t
+
+        files = _rank_files(ranked_all, cat)
+
+        t = time.perf_counter()
+        result = self._budget_and_render(question, format, ranked, cat, files, entities)
+        timings["budget_export"] = time.perf_counter() - t
+        result.stats.update(
+            {
+                "entities": len(entities),
+                "candidates": {
+                    "entity": len(ent),
+                    "keyword": len(kw),
+                    "vector": len(vec),
+                    "graph": len(neighbours),
+                    "fused": len(scored),
+                    "above_min_relevance": len(ranked),
+                },
+                "signals": signals_used,
+                "selected": len(result.items),
+                "tokens_used": result.token_count,
+                "max_tokens": cfg.max_tokens,
+                "seconds": {k: round(v, 4) for k, v in timings.items()},
+            }
+        )
+        if not vec and vectors is None:
+            result.stats["note"] = "no embeddings in the index yet: ranked by names, keywords and graph"
+        return result
+
+    def _allowed(self, cat: Catalogue) -> Callable[[int], bool]:
+        cfg = self.config
+        kinds = set(cfg.kinds) if cfg.kinds else None
+        prefixes = [p.strip("/") for p in cfg.paths] if cfg.paths else None
+
+        def ok(rowid: int) -> bool:
+            e = cat.entries.get(rowid)
+            if e is None:
+                return False
+            if cfg.exclude_tests and e.path in cat.test_paths:
+                return False
+            if kinds is not None and e.kind not in kinds:
+                return False
+            if prefixes is not None and not any(
+                e.path == p or e.path.startswith(p + "/") for p in prefixes
+            ):
+                return False
+            return True
+
+        return ok
+
+    def _budget_and_render(
+        self,
+        question: str,
+        format: str,
+        ranked: list[ScoredItem],
+        cat: Catalogue,
+        files: list[str],
+        entities,
+    ) -> ContextResult:
+        cfg = self.config
+        pool = ranked[:400]
+        stored = self.store.items_by_rowids([s.rowid for s in pool])
+        parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
+        parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
+        plan = plan_budget(pool, stored, parents, cfg)
+        selection = plan.selected
+        file_lines, deps, modules = self._file_context(selection, cat)
+        render = RENDERERS[format]
+        text = render(selection, file_lines, deps, modules, cfg.include_scores)
+        tokens = count_tokens(text, cfg.encoding)
+        # Trim the weakest items until the exact count fits (framing is not in the plan).
+        while tokens > cfg.max_tokens and selection:
+            victim = min(
+                (s for s in selection if not s.context_only), key=lambda s: s.score, default=None
+            ) or selection[-1]
+            if victim.mode == "full" and victim.item.signature:
+                victim.mode = "signature"
+            else:
+                selection.remove(victim)
+                self._drop_orphan_parents(selection)
+            file_lines, deps, modules = self._file_context(selection, cat)
+            text = render(selection, file_lines, deps, modules, cfg.include_scores)
+            tokens = count_tokens(text, cfg.encoding)
+        warnings: list[str] = []
+        nearest: list[dict[str, Any]] = []
+        if not ranked:
+            warnings.append(
+                "nothing in the index matched the question; try the names of functions, "
+                "classes or files, or a broader question"
+            )
+        elif not selection:
+            warnings.append(
+                f"the budget of {cfg.max_tokens} tokens is too small for even one signature; "
+                "raise --max-tokens"
+            )
+        elif plan.truncated:
+            warnings.append(
+                f"the budget was constraining: {plan.skipped_for_budget} relevant item(s) did not fit "
+                f"in {cfg.max_tokens} tokens"
+            )
+        if not selection and ranked:
+            for s in ranked[:5]:
+                e = cat.entries[s.rowid]
+                nearest.append({"id": e.id, "path": e.path, "kind": e.kind, "score": round(s.score, 3)})
+        relevance = {s.item.id: round(s.score, 4) for s in selection if not s.context_only}
+        return ContextResult(
+            question=question,
+            text=text,
+            format=format,
+            items=selection,
+            token_count=tokens,
+            max_tokens=cfg.max_tokens,
+            relevance_scores=relevance,
+            files=files,
+            entities=entities,
+            stats={},
+            warnings=warnings,
+            nearest=nearest,
+        )
+
+    @staticmethod
+    def _drop_orphan_parents(selection: list[SelectedItem]) -> None:
+        needed = {s.item.parent_id for s in selection if not s.context_only}
+        selection[:] = [s for s in selection if not s.context_only or s.item.id in needed]
+
+    def _file_context(
+        self, selection: list[SelectedItem], cat: Catalogue
+    ) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
+        paths = sorted({s.item.path for s in selection})
+        file_lines: dict[str, list[str]] = {}
+        modules: dict[str, str] = {}
+        need_lines = {s.item.path for s in selection if s.mode == "full" and s.item.kind not in ("module", "section", "text", "message")}
+        mod_rows = [cat.module_of_path[p] for p in paths if p in cat.module_of_path]
+        mods = self.store.items_by_rowids(mod_rows) if mod_rows else {}
+        mod_by_path: dict[str, StoredItem] = {si.item.path: si for si in mods.values()}
+        for p in paths:
+            si = mod_by_path.get(p)
+            if si is None:
+                continue
+            if si.item.kind == "module":
+                modules[p] = si.item.qualname
+            if p in need_lines:
+                file_lines[p] = si.item.text.splitlines()
+        deps: dict[str, list[str]] = {}
+        if self.config.include_imports and mod_by_path:
+            ids = [si.item.id for si in mod_by_path.values() if si.item.kind == "module"]
+            for src, kind, dst, dst_name in self.store.edges_from(ids):
+                if kind != "imports" or not dst_name:
+                    continue
+                path = cat.entries[cat.by_id[src]].path if src in cat.by_id else None
+                if path is None:
+                    continue
+                lst = deps.setdefault(path, [])
+                # "a.b" and "a.b.C" both arrive for `from a.b import C`: keep the module.
+                if not any(dst_name.startswith(d + ".") for d in lst) and dst_name not in lst:
+                    lst.append(dst_name)
+            for p in deps:
+                deps[p] = deps[p][:12]
+        return file_lines, deps, modules
+
+
+def _rank_files(ranked: list[ScoredItem], cat: Catalogue) -> list[str]:
+    """Files by their best item, with a small bonus for several matching items."""
+    best: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for s in ranked:
+        e = cat.entries.get(s.rowid)
+        if e is None:
+            continue
+        if e.path not in best:
+            best[e.path] = s.score
+        else:
+            extra[e.path] = extra.get(e.path, 0.0) + s.score
+    return sorted(best, key=lambda p: -(best[p] + 0.1 * min(extra.get(p, 0.0), 2.0)))
+
+
+__all__ = ["SmartContextExtractor", "PER_FILE_OVERHEAD"]

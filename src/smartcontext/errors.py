@@ -1,0 +1,37 @@
+"""Typed errors with messages a user can act on.
+
+The CLI prints ``str(error)`` without a traceback and exits non-zero; tools answer
+``{"success": false, "error": str(error)}``.
+"""
+
+
+class SmartContextError(Exception):
+    """Base class of every error Smart Context raises on purpose."""
+
+
+class WorkspaceNotFound(SmartContextError):
+    """The folder to open does not exist or is not a folder."""
+
+
+class EmptyWorkspace(SmartContextError):
+    """The folder holds no file that any source can index."""
+
+
+class IndexCorrupt(SmartContextError):
+    """The index file cannot be read; it can be rebuilt with ``smartcontext index --rebuild``."""
+
+
+class PathOutsideWorkspace(SmartContextError):
+    """A path from a user or a model resolves outside the workspace root."""
+
+
+class InvalidArgument(SmartContextError):
+    """An argument is out of range or malformed."""
+
+
+class EmbeddingError(SmartContextError):
+    """An embedding model could not be loaded or failed to embed."""
+
+
+class ConfigError(SmartContextError):
+    """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""

@@ -1,0 +1,310 @@
+"""Build and update a workspace index: discover -> parse -> store -> (embed).
+
+Only new or changed files are parsed; each file is replaced in one transaction, so an
+interrupted run leaves a consistent index that the next run completes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .model import Edge, Item, ParsedFile
+from .sources.discover import (
+    DiscoveredFile,
+    DiscoveryOptions,
+    classify,
+    discover,
+    looks_binary,
+    looks_generated,
+)
+from .store.sqlite import Store
+
+Progress = Callable[[str, int, int], None]
+
+# Below this many changed files, a process pool costs more than it saves.
+_PARALLEL_THRESHOLD = 64
+_TEXT_CHUNK_LINES = 60
+
+
+@dataclass
+class IndexStats:
+    """What one indexing run did."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    items: int = 0
+    edges: int = 0
+    warnings: list[str] = field(default_factory=list)
+    embedded: int = 0
+    embed_cache_hits: int = 0
+    embedding_model: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["skipped_total"] = self.skipped_total
+        return d
+
+
+def embed_text(item: Item) -> str:
+    """The text an item is embedded from: where it is, what it is, then its content."""
+    head = f"{item.path} {item.kind} {item.qualname}"
+    body = item.text or f"{item.signature}\n{item.docstring}"
+    # The model truncates at 256 tokens anyway; cutting characters first saves tokenising.
+    return f"{head}\n{body}"[:2000]
+
+
+def _content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _text_items(path: str, text: str) -> ParsedFile:
+    """Plain text (reST, .txt, unparsable code): fixed line windows, so long files stay findable."""
+    lines = text.splitlines()
+    parsed = ParsedFile(path=path, language="text")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if not lines:
+        lines = [""]
+    for start in range(0, len(lines), _TEXT_CHUNK_LINES):
+        chunk = lines[start : start + _TEXT_CHUNK_LINES]
+        suffix = "" if start == 0 else f"@{start + 1}"
+        parsed.items.append(
+            Item(
+                id=f"{path}{suffix}", path=path, kind="text", name=stem, qualname=stem,
+                start_line=start + 1, end_line=start + len(chunk), text="\n".join(chunk),
+                language="text",
+            )
+        )
+    return parsed
+
+
+def parse_file(path: str, source: str, language: str, data: bytes) -> ParsedFile:
+    """Dispatch to the source that reads this kind of file. Never raises."""
+    text = data.decode("utf-8", errors="replace")
+    try:
+        if source == "code":
+            from .sources.code import parse_code
+
+            return parse_code(path, data, language)
+        if source == "markdown":
+            from .sources.markdown import parse_markdown
+
+            return parse_markdown(path, text)
+    except Exception as exc:  # a parser bug must not abort a run over thousands of files
+        parsed = _text_items(path, text)
+        parsed.warnings.append(f"{path}: could not parse ({type(exc).__name__}: {exc}); indexed as text")
+        return parsed
+    return _text_items(path, text)
+
+
+def module_name(path: str, source: str) -> str:
+    if source == "code":
+        from .sources.code import module_name_for_path
+
+        return module_name_for_path(path)
+    return os.path.splitext(path)[0]
+
+
+def _fqname(item: Item, module: str) -> str:
+    if item.kind == "module":
+        return item.qualname or module
+    if item.kind in ("class", "function", "method"):
+        return f"{module}.{item.qualname}" if module else item.qualname
+    return f"{module}#{item.qualname}"
+
+
+@dataclass
+class _Processed:
+    file: DiscoveredFile
+    hash: str
+    status: str  # "parsed" | "same" | "binary" | "generated" | "unreadable"
+    parsed: ParsedFile | None = None
+    module: str = ""
+    rows: list[tuple[Item, str, int, str]] = field(default_factory=list)
+
+
+def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
+    """Read, hash and parse one file; runs in worker processes, so it only returns data."""
+    try:
+        data = file.abs_path.read_bytes()
+    except OSError:
+        return _Processed(file, "", "unreadable")
+    digest = hashlib.sha1(data).hexdigest()
+    if known_hash == digest:
+        return _Processed(file, digest, "same")
+    if looks_binary(data):
+        return _Processed(file, digest, "binary")
+    if file.source == "code" and looks_generated(data):
+        return _Processed(file, digest, "generated")
+    parsed = parse_file(file.path, file.source, file.language, data)
+    module = module_name(file.path, file.source)
+    from .tokens import count_many
+
+    texts = [it.text for it in parsed.items]
+    sigs = [f"{it.signature}\n{it.docstring}".strip() for it in parsed.items]
+    counts = count_many(texts + sigs)
+    rows = []
+    for i, item in enumerate(parsed.items):
+        item.tokens = counts[i]
+        rows.append((item, _fqname(item, module), counts[len(texts) + i], _content_hash(embed_text(item))))
+    return _Processed(file, digest, "parsed", parsed, module, rows)
+
+
+def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:
+    return _process(*args)
+
+
+class Indexer:
+    def __init__(self, root: Path, store: Store, options: DiscoveryOptions | None = None):
+        self.root = root
+        self.store = store
+        self.options = options or DiscoveryOptions()
+
+    def run(self, progress: Progress | None = None, workers: int | None = None) -> IndexStats:
+        stats = IndexStats()
+        t0 = time.perf_counter()
+        found = discover(self.root, self.options)
+        stats.seconds["discover"] = time.perf_counter() - t0
+        stats.files_seen = len(found.files)
+        skipped = dict(found.skipped)
+        known = self.store.file_states()
+
+        todo: list[tuple[DiscoveredFile, str | None]] = []
+        for f in found.files:
+            state = known.get(f.path)
+            if state and state.mtime_ns == f.mtime_ns and state.size == f.size:
+                stats.files_unchanged += 1
+                continue
+            todo.append((f, state.hash if state else None))
+
+        t1 = time.perf_counter()
+        present = {f.path for f in found.files}
+        gone = [p for p in known if p not in present]
+        self._apply(todo, known, stats, skipped, progress, workers)
+        if gone:
+            stats.files_deleted = self.store.delete_files(gone)
+        stats.seconds["parse_and_store"] = time.perf_counter() - t1
+        stats.skipped = skipped
+        counts = self.store.counts()
+        stats.items, stats.edges = counts["items"], counts["edges"]
+        return stats
+
+    def update_paths(self, paths: list[str]) -> IndexStats:
+        """Re-read just these files (after a tool wrote, moved or deleted them)."""
+        stats = IndexStats()
+        known = self.store.file_states()
+        todo = []
+        gone = []
+        skipped: dict[str, int] = {}
+        for rel in paths:
+            abs_path = self.root / rel
+            kind = classify(rel)
+            if not abs_path.is_file() or kind is None:
+                if rel in known:
+                    gone.append(rel)
+                continue
+            st = abs_path.stat()
+            f = DiscoveredFile(rel, abs_path, kind[0], kind[1], st.st_mtime_ns, st.st_size)
+            state = known.get(rel)
+            todo.append((f, state.hash if state else None))
+        self._apply(todo, known, stats, skipped, None, 1)
+        if gone:
+            stats.files_deleted = self.store.delete_files(gone)
+        stats.skipped = skipped
+        return stats
+
+    def _apply(self, todo, known, stats, skipped, progress, workers) -> None:
+        total = len(todo)
+        if progress:
+            progress("parse", 0, total)
+        workers = workers or min(2, os.cpu_count() or 1)
+        if total >= _PARALLEL_THRESHOLD and workers > 1:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                results = pool.map(_process_star, todo, chunksize=16)
+                self._store_results(results, known, stats, skipped, progress, total)
+        else:
+            self._store_results(
+                (_process(f, h) for f, h in todo), known, stats, skipped, progress, total
+            )
+
+    def _store_results(self, results, known, stats, skipped, progress, total) -> None:
+        for done, res in enumerate(results, 1):
+            f = res.file
+            if res.status == "same":
+                self.store.touch_file(f.path, f.mtime_ns, f.size)
+                stats.files_unchanged += 1
+            elif res.status == "parsed":
+                assert res.parsed is not None
+                self.store.replace_file(
+                    path=f.path, mtime_ns=f.mtime_ns, size=f.size, hash=res.hash,
+                    language=res.parsed.language or f.language, source=f.source,
+                    module=res.module, warnings=res.parsed.warnings, items=res.rows,
+                    edges=res.parsed.edges,
+                )
+                stats.files_indexed += 1
+                stats.warnings.extend(res.parsed.warnings)
+            else:
+                skipped[res.status] = skipped.get(res.status, 0) + 1
+                if f.path in known:
+                    self.store.delete_files([f.path])
+            if progress:
+                progress("parse", done, total)
+
+
+def embed_pending(
+    store: Store,
+    embedder,
+    progress: Progress | None = None,
+    batch_size: int = 64,
+) -> tuple[int, int]:
+    """Embed every item that has no vector for ``embedder``; returns (embedded, cache_hits).
+
+    Vectors are written batch by batch, so an interrupted run keeps what it finished.
+    """
+    from .embeddings.cache import EmbeddingCache
+
+    missing = store.items_missing_vectors(embedder.name)
+    total = len(missing)
+    if not total:
+        return 0, 0
+    cache = EmbeddingCache(store.db, lock=store._lock) if _cache_takes_lock() else EmbeddingCache(store.db)
+    embedded = hits = 0
+    if progress:
+        progress("embed", 0, total)
+    for start in range(0, total, batch_size):
+        batch = missing[start : start + batch_size]
+        rows = store.items_by_rowids([r for r, _ in batch])
+        rowids = [r for r, _ in batch if r in rows]
+        texts = [embed_text(rows[r].item) for r in rowids]
+        if not texts:
+            continue
+        matrix = cache.embed_cached(embedder, texts)
+        store.put_vectors(embedder.name, rowids, matrix)
+        stats = getattr(cache, "stats", None) or {}
+        hits += int(stats.get("hits", 0)) if isinstance(stats, dict) else int(getattr(stats, "hits", 0))
+        embedded += len(texts)
+        if progress:
+            progress("embed", min(start + batch_size, total), total)
+    return embedded, hits
+
+
+def _cache_takes_lock() -> bool:
+    import inspect
+
+    from .embeddings.cache import EmbeddingCache
+
+    return "lock" in inspect.signature(EmbeddingCache.__init__).parameters

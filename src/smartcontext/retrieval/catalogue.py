@@ -1,0 +1,129 @@
+"""An in-memory catalogue of item names and places, rebuilt when the index changes.
+
+Name lookups happen many times per question; a dict beats a SQL query each time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..store.sqlite import Store
+
+_TEST_FILE = re.compile(
+    r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
+)
+_TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "test_utils"}
+
+
+def is_test_path(path: str) -> bool:
+    """True for test files and files under test folders."""
+    parts = path.lower().split("/")
+    if any(p in _TEST_DIRS for p in parts[:-1]):
+        return True
+    return bool(_TEST_FILE.search(path.lower()))
+
+
+@dataclass(slots=True)
+class Entry:
+    rowid: int
+    id: str
+    path: str
+    kind: str
+    name: str
+    qualname: str
+    fqname: str
+    parent_id: str | None
+    tokens: int
+    sig_tokens: int
+    start_line: int
+    end_line: int
+
+
+class Catalogue:
+    def __init__(self, store: Store):
+        self.generation = store.generation()
+        self.entries: dict[int, Entry] = {}
+        self.by_id: dict[str, int] = {}
+        self.by_name: dict[str, list[int]] = defaultdict(list)  # lower-cased short name
+        self.by_fqname: dict[str, list[int]] = defaultdict(list)  # lower-cased
+        self.by_path: dict[str, list[int]] = defaultdict(list)
+        self.module_of_path: dict[str, int] = {}
+        self.by_stem: dict[str, list[str]] = defaultdict(list)  # file stem -> paths
+        self.children: dict[str, list[int]] = defaultdict(list)
+        self.test_paths: set[str] = set()
+        for row in store.item_light_rows():
+            e = Entry(*row)
+            self.entries[e.rowid] = e
+            self.by_id[e.id] = e.rowid
+            self.by_name[e.name.lower()].append(e.rowid)
+            self.by_fqname[e.fqname.lower()].append(e.rowid)
+            self.by_path[e.path].append(e.rowid)
+            if e.parent_id:
+                self.children[e.parent_id].append(e.rowid)
+            if e.kind in ("module", "text") and e.start_line == 1:
+                self.module_of_path.setdefault(e.path, e.rowid)
+        for path in self.by_path:
+            stem = os.path.splitext(os.path.basename(path))[0].lower()
+            self.by_stem[stem].append(path)
+            if is_test_path(path):
+                self.test_paths.add(path)
+        self.paths = sorted(self.by_path)
+
+    def is_known(self, name: str) -> bool:
+        low = name.lower()
+        return low in self.by_name or low in self.by_fqname or low in self.by_stem
+
+    def paths_matching(self, fragment: str) -> list[str]:
+        """Files whose path equals ``fragment`` or ends with ``/fragment``."""
+        frag = fragment.strip("/").lower()
+        if not frag:
+            return []
+        out = [p for p in self.paths if p.lower() == frag or p.lower().endswith("/" + frag)]
+        return out
+
+    def parent(self, rowid: int) -> Entry | None:
+        e = self.entries.get(rowid)
+        if e is None or not e.parent_id:
+            return None
+        pr = self.by_id.get(e.parent_id)
+        return self.entries.get(pr) if pr is not None else None
+
+    def ancestors(self, rowid: int) -> list[int]:
+        out = []
+        seen = {rowid}
+        e = self.entries.get(rowid)
+        while e is not None and e.parent_id:
+            pr = self.by_id.get(e.parent_id)
+            if pr is None or pr in seen:
+                break
+            seen.add(pr)
+            out.append(pr)
+            e = self.entries.get(pr)
+        return out
+
+    def resolve_name(self, name: str, from_path: str | None = None, limit: int = 3) -> list[int]:
+        """Items a dotted or bare name refers to: exact fully-qualified name first, then a
+        qualified suffix (``Cls.meth``), then the bare name, preferring the same file."""
+        low = name.lower()
+        hits = self.by_fqname.get(low)
+        if hits:
+            return hits[:limit]
+        last = low.rsplit(".", 1)[-1]
+        cands = self.by_name.get(last, [])
+        if not cands:
+            return []
+        if "." in low:
+            suffix = "." + low
+            exact = [r for r in cands if self.entries[r].fqname.lower().endswith(suffix)]
+            if exact:
+                cands = exact
+        if from_path is not None:
+            cands = sorted(cands, key=lambda r: self.entries[r].path != from_path)
+        # A name defined in many places is too ambiguous to follow.
+        if len(cands) > 8:
+            same = [r for r in cands if self.entries[r].path == from_path]
+            return same[:limit]
+        return cands[:limit]

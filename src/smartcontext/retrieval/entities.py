@@ -1,0 +1,168 @@
+"""Find the code entities a question names: identifiers, qualified names, paths, quotes.
+
+Every pattern here is linear: character classes joined by single separators, no nested
+quantifiers that can overlap, so a 100,000-character question cannot backtrack
+catastrophically. Known names (from the index) raise confidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Identifier: a letter or underscore, then word characters (Unicode-aware).
+_WORD = r"[^\W\d]\w*"
+_IDENT_RE = re.compile(r"(?<!\w)[^\W\d]\w*+")
+# Dotted names (auth.service.login, self.session.send): separators are single dots.
+# Possessive quantifiers and the look-behind keep matching linear on long inputs.
+_DOTTED_RE = re.compile(r"(?<![\w.])[^\W\d]\w*+(?:\.[^\W\d]\w*+)++")
+# A maximal run of path characters; whether it is a path is decided in Python.
+_PATHLIKE_RE = re.compile(r"(?<![\w/.-])[\w./-]++")
+_MAX_WORD = 200
+_QUOTED_RE = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'")
+_SOURCE_EXTS = {
+    "py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "java", "c", "h", "cc",
+    "cpp", "cxx", "hpp", "hh", "cs", "rb", "php", "kt", "swift", "scala", "md", "rst", "txt",
+    "toml", "json", "yaml", "yml", "cfg", "ini",
+}
+
+# Confidence by how an entity was found; a name the index knows is raised to >= 0.9.
+CONFIDENCE = {
+    "path": 0.95,
+    "quoted": 0.8,
+    "qualified": 0.8,
+    "camel": 0.75,
+    "snake": 0.7,
+    "constant": 0.7,
+    "known": 0.6,
+}
+KNOWN_BONUS = 0.2
+MAX_ENTITIES = 200
+
+
+@dataclass
+class ExtractedEntity:
+    """A name found in a question.
+
+    text:       as written (``AuthService``, ``config.py``, ``auth.service.login``).
+    kind:       how it was found: path, quoted, qualified, camel, snake, constant, known.
+    confidence: 0..1; names the index knows get higher confidence.
+    known:      True when an indexed item has this name (exactly or as a suffix).
+    """
+
+    text: str
+    kind: str
+    confidence: float
+    known: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _as_path(token: str) -> str | None:
+    """``src/auth/service.py`` or ``config.py`` -> itself; anything else -> None."""
+    token = token.strip("./-")
+    if "." not in token or len(token) > 300:
+        return None
+    ext = token.rsplit(".", 1)[-1].lower()
+    if ext not in _SOURCE_EXTS:
+        return None
+    return token
+
+
+def _shape(word: str) -> str | None:
+    """camel, snake or constant for identifier-shaped words; None for plain words.
+
+    Plain string checks rather than regexes: Unicode-aware (``größeKlasse``) and linear.
+    """
+    if len(word) > _MAX_WORD:
+        return None
+    core = word.strip("_")
+    if not core:
+        return None
+    has_lower = any(c.islower() for c in core)
+    has_upper = any(c.isupper() for c in core)
+    if "_" in core:
+        if has_lower:
+            return "snake"
+        return "constant" if has_upper else None
+    if has_upper and not has_lower:
+        return "constant" if len(core) >= 3 and core[0].isalpha() else None
+    if has_lower and any(c.isupper() for c in core[1:]):
+        return "camel"
+    return None
+
+
+class EntityExtractor:
+    """Extract code entity names from natural-language text.
+
+    known_names: names of indexed items (lower-cased lookups are done through ``is_known``
+    so a large index need not be copied into a set here).
+    """
+
+    def __init__(
+        self,
+        known_names: Iterable[str] | None = None,
+        is_known: Callable[[str], bool] | None = None,
+    ):
+        names = {n.lower() for n in known_names} if known_names else set()
+        self._is_known = is_known or (lambda s: s.lower() in names)
+
+    def extract(self, text: str) -> list[ExtractedEntity]:
+        found: dict[str, ExtractedEntity] = {}
+
+        def add(value: str, kind: str) -> None:
+            value = value.strip().strip(".,;:()[]{}")
+            if len(value) < 2 or len(value) > 200:
+                return
+            key = value.lower()
+            confidence = CONFIDENCE[kind]
+            known = self._is_known(value) or (
+                "." in value and self._is_known(value.rsplit(".", 1)[-1])
+            )
+            if known:
+                confidence = min(1.0, max(confidence + KNOWN_BONUS, 0.9))
+            prev = found.get(key)
+            if prev is None or confidence > prev.confidence:
+                found[key] = ExtractedEntity(value, kind, round(confidence, 3), known)
+
+        for m in _QUOTED_RE.finditer(text):
+            inner = next(g for g in m.groups() if g is not None)
+            # Only quotes that look like names or paths; skip quoted prose.
+            if " " not in inner.strip():
+                add(inner, "path" if _as_path(inner) == inner.strip() else "quoted")
+            else:
+                for w in _IDENT_RE.findall(inner):
+                    if _shape(w):
+                        add(w, _shape(w) or "quoted")
+        for m in _PATHLIKE_RE.finditer(text):
+            value = _as_path(m.group(0))
+            if value and ("/" in value or not self._is_known(value)):
+                add(value, "path")
+        for m in _DOTTED_RE.finditer(text):
+            value = m.group(0)
+            if len(value) > _MAX_WORD:
+                continue
+            if _as_path(value) and not self._is_known(value):
+                continue  # a file name, handled above
+            add(value, "qualified")
+            for part in value.split("."):
+                if _shape(part):
+                    add(part, _shape(part) or "known")
+                elif self._is_known(part) and len(part) > 2:
+                    add(part, "known")
+        for m in _IDENT_RE.finditer(text):
+            word = m.group(0)
+            if len(word) > _MAX_WORD:
+                continue
+            shape = _shape(word)
+            if shape:
+                add(word, shape)
+            elif len(word) > 2 and self._is_known(word):
+                add(word, "known")
+            if len(found) >= MAX_ENTITIES * 2:
+                break
+        ranked = sorted(found.values(), key=lambda e: (-e.confidence, e.text))
+        return ranked[:MAX_ENTITIES]

@@ -1,0 +1,94 @@
+"""BM25 candidates: one ranked FTS5 query over the question's most telling terms."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..store.sqlite import Store, split_identifier
+
+_WORD_RE = re.compile(r"(?<!\w)[^\W\d]\w*+")
+
+# Words that say nothing about which code is meant.
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are aren as at be because
+    been before being below between both but by can cannot could did didn do does doesn
+    doing don down during each else few for from further get got had has have having he her
+    here hers herself him himself his how i if in into is isn it its itself just let like
+    me might more most must my myself no nor not now of off on once only or other ought our
+    ours ourselves out over own same shall she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    upon us use used using very was wasn we were weren what when where which while who whom
+    why will with won would you your yours yourself yourselves e g eg ie etc via vs one two
+    way want wants need needs seems seem thing things work works working happen happens
+    make makes made see seen look looks looking trying try tried expected actual instead
+    however still even though well example code file files please thanks thank hi hello
+    issue bug problem error errors fix fixed line lines version python true false none
+    null self cls""".split()
+)
+
+MAX_TERMS = 40
+
+
+def question_terms(text: str) -> tuple[list[str], list[str]]:
+    """(terms, phrases): lower-cased words and identifier parts; phrases for compound
+    identifiers (``get_netrc_auth`` -> ``get netrc auth``) so adjacency earns extra score."""
+    terms: dict[str, None] = {}
+    phrases: dict[str, None] = {}
+    for m in _WORD_RE.finditer(text[:200_000]):
+        word = m.group(0)
+        if len(word) > 100:
+            continue
+        parts = split_identifier(word)
+        if len(parts) > 1:
+            phrases[" ".join(parts)] = None
+        for p in parts or [word.lower()]:
+            if len(p) > 1 and p not in STOPWORDS:
+                terms[p] = None
+    return list(terms), list(phrases)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+class KeywordSearcher:
+    def __init__(self, store: Store):
+        self.store = store
+
+    def doc_freqs(self, terms: list[str]) -> dict[str, int]:
+        if not terms:
+            return {}
+        marks = ",".join("?" * len(terms))
+        rows = self.store.db.execute(
+            f"SELECT term, doc FROM items_fts_vocab WHERE term IN ({marks})", terms
+        ).fetchall()
+        return dict(rows)
+
+    def build_match(self, text: str, max_terms: int = MAX_TERMS) -> tuple[str, list[str]]:
+        """The FTS5 MATCH expression and the terms it uses (rarest first)."""
+        terms, phrases = question_terms(text)
+        if not terms:
+            return "", []
+        df = self.doc_freqs(terms)
+        n_docs = max(1, self.store.db.execute("SELECT COUNT(*) FROM items").fetchone()[0])
+        present = [t for t in terms if df.get(t, 0) > 0]
+        # Keep the rarest terms: they carry the most information, and a long bug report
+        # would otherwise turn into a slow query over hundreds of common words.
+        present.sort(key=lambda t: df[t])
+        chosen = [t for t in present if df[t] < 0.5 * n_docs][:max_terms] or present[:max_terms]
+        clauses = [_quote(t) for t in chosen]
+        chosen_set = set(chosen)
+        for ph in phrases[:20]:
+            parts = ph.split()
+            if all(p in chosen_set or df.get(p, 0) > 0 for p in parts):
+                clauses.append(_quote(ph))
+        return " OR ".join(clauses), chosen
+
+    def search(self, text: str, limit: int = 200) -> list[tuple[int, float]]:
+        match, _ = self.build_match(text)
+        return self.store.fts_search(match, limit)
+
+
+def idf(df: int, n: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))

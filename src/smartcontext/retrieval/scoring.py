@@ -1,0 +1,165 @@
+"""Turn signals into one ranking.
+
+Each signal is normalised to 0..1 (best = 1) and combined with the configured weights.
+Graph neighbours add to direct matches but never push them out: an item found only
+through the graph is capped below every strong direct match.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from ..context.models import ExtractionConfig, ScoredItem
+from .catalogue import Catalogue
+from .entities import ExtractedEntity
+from .graph import Neighbour
+
+# Match strengths for names (the seed's figures).
+EXACT, SUFFIX, CASE_INSENSITIVE = 1.0, 0.5, 0.3
+STRONG_SHARE = 0.5  # direct matches within this share of the best are "strong"
+
+
+def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, float]:
+    """Noisy-or of every entity's match with each item, damped for ambiguous names."""
+    miss: dict[int, float] = defaultdict(lambda: 1.0)
+
+    def hit(rowid: int, strength: float) -> None:
+        miss[rowid] *= 1.0 - min(0.99, strength)
+
+    for ent in entities:
+        text = ent.text
+        low = text.lower()
+        if ent.kind == "path":
+            paths = cat.paths_matching(text)
+            if 0 < len(paths) <= 5:
+                for p in paths:
+                    mod = cat.module_of_path.get(p)
+                    if mod is not None:
+                        hit(mod, ent.confidence)
+                    for r in cat.by_path[p]:
+                        if r != mod:
+                            hit(r, 0.15 * ent.confidence)
+            continue
+        matches: dict[int, float] = {}
+        fq = cat.by_fqname.get(low, [])
+        for r in fq:
+            matches[r] = EXACT
+        last = low.rsplit(".", 1)[-1]
+        for r in cat.by_name.get(last, []):
+            e = cat.entries[r]
+            if "." in low:
+                if e.fqname.lower().endswith("." + low) or e.qualname.lower() == low:
+                    matches[r] = max(matches.get(r, 0), 0.95)
+                else:
+                    matches[r] = max(matches.get(r, 0), SUFFIX * 0.6)
+            elif e.name == text:
+                matches[r] = max(matches.get(r, 0), EXACT)
+            else:
+                matches[r] = max(matches.get(r, 0), CASE_INSENSITIVE)
+        # A module named like the entity (``sessions`` -> requests/sessions.py).
+        for p in cat.by_stem.get(last, []):
+            mod = cat.module_of_path.get(p)
+            if mod is not None:
+                matches[mod] = max(matches.get(mod, 0), 0.6)
+        if not matches:
+            continue
+        ambiguity = 1.0 / (1.0 + math.log(len(matches)))
+        for r, m in matches.items():
+            hit(r, ent.confidence * m * ambiguity)
+    return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
+
+
+def _normalise(scores: dict[int, float]) -> dict[int, float]:
+    if not scores:
+        return {}
+    top = max(scores.values())
+    if top <= 0:
+        return {}
+    return {r: s / top for r, s in scores.items()}
+
+
+def keyword_scores(hits: list[tuple[int, float]]) -> dict[int, float]:
+    return _normalise({r: s for r, s in hits if s > 0})
+
+
+def vector_scores(hits: list[tuple[int, float]]) -> dict[int, float]:
+    """Cosines rescaled so the best is 1 and the weakest kept hit is 0."""
+    if not hits:
+        return {}
+    values = [s for _, s in hits]
+    hi, lo = max(values), min(values)
+    if hi <= 0:
+        return {}
+    span = max(hi - lo, 1e-6)
+    return {r: max(0.0, (s - lo) / span) * hi for r, s in hits}
+
+
+def fuse(
+    cat: Catalogue,
+    config: ExtractionConfig,
+    entity: dict[int, float],
+    keyword: dict[int, float],
+    vector: dict[int, float],
+) -> dict[int, ScoredItem]:
+    weights = {"entity": config.entity_weight, "keyword": config.keyword_weight}
+    if vector:
+        weights["vector"] = config.vector_weight
+    total_w = sum(weights.values()) or 1.0
+    out: dict[int, ScoredItem] = {}
+    for r in set(entity) | set(keyword) | set(vector):
+        e = cat.entries.get(r)
+        if e is None:
+            continue
+        s = ScoredItem(r, e.id, entity_score=entity.get(r, 0.0),
+                       keyword_score=keyword.get(r, 0.0), vector_score=vector.get(r, 0.0),
+                       direct=True)
+        s.score = (
+            weights["entity"] * s.entity_score
+            + weights["keyword"] * s.keyword_score
+            + weights.get("vector", 0.0) * s.vector_score
+        ) / total_w
+        out[r] = s
+    return out
+
+
+def add_graph(
+    scored: dict[int, ScoredItem],
+    neighbours: dict[int, Neighbour],
+    cat: Catalogue,
+    config: ExtractionConfig,
+) -> None:
+    """Proximity = 1 / (1 + distance), scaled by the seed's score and the edge strength."""
+    if not neighbours:
+        return
+    direct_scores = sorted((s.score for s in scored.values() if s.direct), reverse=True)
+    best = direct_scores[0] if direct_scores else 0.0
+    strong = [s for s in direct_scores if s >= STRONG_SHARE * best]
+    cap = 0.99 * min(strong) if strong else best
+    for r, nb in neighbours.items():
+        seed = scored.get(nb.via)
+        seed_score = seed.score if seed else 0.0
+        proximity = nb.strength * seed_score / (1.0 + nb.distance)
+        if proximity <= 0:
+            continue
+        if r in scored:
+            s = scored[r]
+            s.proximity_score = proximity
+            s.score += config.proximity_weight * proximity
+        else:
+            e = cat.entries.get(r)
+            if e is None:
+                continue
+            s = ScoredItem(r, e.id, proximity_score=proximity, direct=False)
+            s.score = min(config.proximity_weight * proximity * 2.0, cap)
+            scored[r] = s
+
+
+def normalise_final(scored: dict[int, ScoredItem]) -> None:
+    if not scored:
+        return
+    top = max(s.score for s in scored.values())
+    if top <= 0:
+        return
+    for s in scored.values():
+        s.score = s.score / top

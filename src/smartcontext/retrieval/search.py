@@ -1,0 +1,172 @@
+"""Ranked search over items: keyword (BM25), semantic (vectors) or hybrid (both fused).
+
+Hybrid uses reciprocal rank fusion, which needs no calibration between BM25 scores and
+cosines, and rewards items that both signals rank well.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..store.sqlite import Store, StoredItem
+from .catalogue import Catalogue
+from .keyword import KeywordSearcher, question_terms
+from .vector import VectorIndex
+
+MODES = ("hybrid", "keyword", "semantic")
+RRF_K = 60
+SNIPPET_CHARS = 240
+
+
+@dataclass
+class SearchHit:
+    id: str
+    path: str
+    kind: str
+    name: str
+    heading: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    signals: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
+    """A short window of ``text`` around the first query term it contains."""
+    flat = " ".join(text.split())
+    if not flat:
+        return ""
+    low = flat.lower()
+    pos = -1
+    for t in terms:
+        m = re.search(r"(?<!\w)" + re.escape(t), low)
+        if m:
+            pos = m.start()
+            break
+    if pos < 0 or len(flat) <= width:
+        return flat[:width] + ("…" if len(flat) > width else "")
+    start = max(0, pos - width // 3)
+    end = min(len(flat), start + width)
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+def _item_tags(si: StoredItem) -> list[str]:
+    tags = si.item.meta.get("tags") or []
+    return [str(t).lstrip("#").lower() for t in tags] if isinstance(tags, list) else []
+
+
+def search(
+    store: Store,
+    cat: Catalogue,
+    query: str,
+    *,
+    limit: int = 10,
+    mode: str = "hybrid",
+    vectors: tuple[VectorIndex, Any] | None = None,
+    paths: list[str] | None = None,
+    tags: list[str] | None = None,
+    kinds: list[str] | None = None,
+    min_score: float = 0.0,
+) -> tuple[list[SearchHit], dict[str, Any]]:
+    """Returns (hits, info); info says which signals answered."""
+    if mode not in MODES:
+        raise InvalidArgument(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
+    if not isinstance(limit, int) or limit < 1 or limit > 1000:
+        raise InvalidArgument("limit must be an integer between 1 and 1000")
+    query = (query or "").strip()
+    if not query:
+        raise InvalidArgument("the query is empty")
+    info: dict[str, Any] = {"mode": mode, "signals": []}
+    pool = max(limit * 10, 100)
+    ranks: dict[str, dict[int, int]] = {}
+    raw: dict[str, dict[int, float]] = {}
+    if mode in ("keyword", "hybrid"):
+        hits = KeywordSearcher(store).search(query, pool)
+        ranks["keyword"] = {r: i for i, (r, _) in enumerate(hits)}
+        raw["keyword"] = dict(hits)
+        info["signals"].append("keyword")
+    if mode in ("semantic", "hybrid"):
+        if vectors is None or not len(vectors[0]):
+            if mode == "semantic":
+                raise InvalidArgument(
+                    "semantic search needs embeddings: run `smartcontext index` with an "
+                    "embedding model configured"
+                )
+            info["note"] = "no embeddings yet: hybrid search answered with keywords only"
+        else:
+            index, embedder = vectors
+            hits = index.search(embedder.embed_query(query), pool)
+            ranks["semantic"] = {r: i for i, (r, _) in enumerate(hits)}
+            raw["semantic"] = dict(hits)
+            info["signals"].append("semantic")
+
+    fused: dict[int, float] = {}
+    for signal, rk in ranks.items():
+        for r, i in rk.items():
+            fused[r] = fused.get(r, 0.0) + 1.0 / (RRF_K + i + 1)
+    if mode == "keyword" and raw.get("keyword"):
+        top = max(raw["keyword"].values()) or 1.0
+        fused = {r: s / top for r, s in raw["keyword"].items()}
+    elif mode == "semantic":
+        fused = dict(raw.get("semantic", {}))
+    elif fused:
+        # Rescale RRF so a top hit in both signals scores 1.0.
+        best_possible = len(ranks) / (RRF_K + 1)
+        fused = {r: s / best_possible for r, s in fused.items()}
+
+    prefixes = [p.strip("/") for p in paths] if paths else None
+    kind_set = set(kinds) if kinds else None
+    want_tags = {t.lstrip("#").lower() for t in tags} if tags else None
+    ordered = sorted(fused.items(), key=lambda kv: -kv[1])
+    candidates = []
+    for r, s in ordered:
+        if s < min_score:
+            break
+        e = cat.entries.get(r)
+        if e is None:
+            continue
+        if prefixes and not any(e.path == p or e.path.startswith(p + "/") for p in prefixes):
+            continue
+        if kind_set and e.kind not in kind_set:
+            continue
+        candidates.append((r, s))
+        if want_tags is None and len(candidates) >= limit * 3:
+            break
+    stored = store.items_by_rowids([r for r, _ in candidates])
+    terms, _ = question_terms(query)
+    out: list[SearchHit] = []
+    seen_sections: set[tuple[str, str]] = set()
+    for r, s in candidates:
+        si = stored.get(r)
+        if si is None:
+            continue
+        item_tags = _item_tags(si)
+        if want_tags and not want_tags & set(item_tags) and not any(
+            t.startswith(w + "/") for t in item_tags for w in want_tags
+        ):
+            continue
+        heading = " > ".join(si.item.meta.get("heading_path", [])) if si.item.kind == "section" else ""
+        key = (si.item.path, heading or si.item.qualname)
+        if si.item.kind == "section" and key in seen_sections:
+            continue  # parts of one long section: show it once
+        seen_sections.add(key)
+        signals = [sig for sig, rk in ranks.items() if r in rk]
+        out.append(
+            SearchHit(
+                id=si.item.id, path=si.item.path, kind=si.item.kind, name=si.item.qualname,
+                heading=heading, start_line=si.item.start_line, end_line=si.item.end_line,
+                score=round(float(s), 4), snippet=_snippet(si.item.text or si.item.signature, terms),
+                signals=signals, tags=item_tags,
+            )
+        )
+        if len(out) >= limit:
+            break
+    return out, info

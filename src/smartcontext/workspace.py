@@ -1,0 +1,347 @@
+"""The facade: open a folder, index it, answer questions.
+
+    ws = Workspace.open("path/to/repo")
+    ws.index()
+    print(ws.context("How does the session send requests?", max_tokens=4000).text)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .context.models import ContextResult, ExtractionConfig
+from .context.pipeline import SmartContextExtractor
+from .errors import EmptyWorkspace, PathOutsideWorkspace, WorkspaceNotFound
+from .indexer import IndexStats, Indexer, Progress, embed_pending
+from .retrieval.catalogue import Catalogue
+from .retrieval.search import SearchHit, search
+from .retrieval.vector import VectorIndex
+from .sources.discover import DiscoveryOptions
+from .store.sqlite import Store
+
+INDEX_DIR = ".smartcontext"
+INDEX_FILE = "index.db"
+
+
+@dataclass
+class WorkspaceStatus:
+    root: str
+    index_path: str
+    indexed: bool
+    files: int
+    items: int
+    edges: int
+    vectors: int
+    kinds: dict[str, int]
+    embedding_model: str | None
+    vector_models: dict[str, int]
+    last_indexed: str | None
+    warnings: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Workspace:
+    """A folder (repository, vault, or both) with its index in ``<root>/.smartcontext/``."""
+
+    def __init__(self, root: Path, config: Config | None = None):
+        self.root = root
+        self.config = config or Config.load(root)
+        self.index_dir = root / INDEX_DIR
+        self.index_path = self.index_dir / INDEX_FILE
+        self._store: Store | None = None
+        self._catalogue: Catalogue | None = None
+        self._vectors: VectorIndex | None = None
+        self._embedder = None
+        self._lock = threading.RLock()
+
+    # -- opening -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] = ".", config: Config | None = None) -> "Workspace":
+        root = Path(path).expanduser()
+        if not root.exists():
+            raise WorkspaceNotFound(f"no such folder: {root}")
+        if not root.is_dir():
+            raise WorkspaceNotFound(f"not a folder: {root}")
+        return cls(root.resolve(), config)
+
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self.index_dir.mkdir(exist_ok=True)
+                self._store = Store(self.index_path)
+            return self._store
+
+    @property
+    def has_index(self) -> bool:
+        return self.index_path.exists() and self.store.counts()["files"] > 0
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+            self._catalogue = None
+            self._vectors = None
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- indexing ------------------------------------------------------------------
+
+    def _discovery_options(self) -> DiscoveryOptions:
+        ic = self.config.index
+        return DiscoveryOptions(
+            include=list(ic.include), exclude=list(ic.exclude), max_file_bytes=ic.max_file_bytes,
+            respect_gitignore=ic.respect_gitignore, index_text_files=ic.text_files,
+        )
+
+    def index(
+        self,
+        embeddings: bool | None = None,
+        progress: Progress | None = None,
+        rebuild: bool = False,
+        workers: int | None = None,
+    ) -> IndexStats:
+        """Bring the index up to date with the folder; only changed files are parsed.
+
+        embeddings: compute vectors for new items (default: when a model is configured).
+        rebuild:    throw the old index away first (for a corrupt or outdated index).
+        """
+        if rebuild:
+            self.close()
+            if self.index_dir.exists():
+                for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
+                    p = self.index_dir / name
+                    if p.exists():
+                        p.unlink()
+        with self._lock:
+            t0 = time.perf_counter()
+            stats = Indexer(self.root, self.store, self._discovery_options()).run(progress, workers)
+            if stats.files_seen == 0 and stats.items == 0:
+                raise EmptyWorkspace(
+                    f"nothing to index in {self.root}: no source, markdown or text files were found"
+                    + (f" ({stats.skipped_total} skipped: {_reasons(stats.skipped)})" if stats.skipped else "")
+                )
+            want = self.config.embeddings.enabled if embeddings is None else embeddings
+            if want:
+                t1 = time.perf_counter()
+                embedder = self.embedder()
+                stats.embedding_model = embedder.name
+                stats.embedded, stats.embed_cache_hits = embed_pending(
+                    self.store, embedder, progress, batch_size=max(8, self.config.embeddings.batch_size)
+                )
+                stats.seconds["embed"] = time.perf_counter() - t1
+            self.store.set_meta("last_indexed", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            stats.seconds["total"] = time.perf_counter() - t0
+            return stats
+
+    def ensure_index(self, progress: Progress | None = None) -> IndexStats | None:
+        """Build an index (names, keywords, graph; no embeddings) when there is none yet."""
+        if self.has_index:
+            return None
+        return self.index(embeddings=False, progress=progress)
+
+    def update_files(self, paths: list[str]) -> IndexStats:
+        """Re-index just these files (relative paths) after a write, move or delete."""
+        rel = [self._relative(p) for p in paths]
+        with self._lock:
+            stats = Indexer(self.root, self.store, self._discovery_options()).update_paths(rel)
+            if self.config.embeddings.enabled and self.store.vector_models():
+                try:
+                    embed_pending(self.store, self.embedder())
+                except Exception as exc:  # the text index is updated; vectors can catch up later
+                    stats.warnings.append(f"embedding the changed files failed: {exc}")
+            return stats
+
+    def _relative(self, path: str) -> str:
+        p = Path(path)
+        full = (p if p.is_absolute() else self.root / p).resolve()
+        try:
+            return full.relative_to(self.root).as_posix()
+        except ValueError:
+            raise PathOutsideWorkspace(f"{path} is outside the workspace {self.root}") from None
+
+    # -- retrieval state ------------------------------------------------------------
+
+    def embedder(self):
+        with self._lock:
+            if self._embedder is None:
+                from .embeddings import get_embedder
+
+                ec = self.config.embeddings
+                options: dict[str, Any] = {}
+                if ec.api_base:
+                    options["api_base"] = ec.api_base
+                if ec.api_key_env and os.environ.get(ec.api_key_env):
+                    options["api_key"] = os.environ[ec.api_key_env]
+                self._embedder = get_embedder(ec.model, **options)
+            return self._embedder
+
+    def catalogue(self) -> Catalogue:
+        with self._lock:
+            gen = self.store.generation()
+            if self._catalogue is None or self._catalogue.generation != gen:
+                self._catalogue = Catalogue(self.store)
+            return self._catalogue
+
+    def vectors(self) -> tuple[VectorIndex, Any] | None:
+        """The vector index and query embedder, or None when there are no vectors to use."""
+        if not self.config.embeddings.enabled:
+            return None
+        with self._lock:
+            models = self.store.vector_models()
+            if not models:
+                return None
+            try:
+                embedder = self.embedder()
+            except Exception:
+                return None
+            if embedder.name not in models:
+                return None  # vectors of another model: never compare across models
+            gen = self.store.generation()
+            if self._vectors is None or self._vectors.generation != gen:
+                self._vectors = VectorIndex(self.store, embedder.name)
+            return self._vectors, embedder
+
+    # -- questions -----------------------------------------------------------------
+
+    def context(
+        self,
+        question: str,
+        max_tokens: int | None = None,
+        format: str = "mu",
+        progress: Progress | None = None,
+        **options: Any,
+    ) -> ContextResult:
+        """The best context for ``question`` within ``max_tokens`` (exact count).
+
+        options: any ExtractionConfig field (exclude_tests, expand_depth, min_relevance,
+        include_imports, include_scores, kinds, paths, ...).
+        """
+        defaults = self.config.context
+        options.setdefault("encoding", defaults.encoding)
+        options.setdefault("exclude_tests", defaults.exclude_tests)
+        options.setdefault("expand_depth", defaults.expand_depth)
+        config = ExtractionConfig.from_options(
+            max_tokens=defaults.max_tokens if max_tokens is None else max_tokens, **options
+        )
+        if not isinstance(question, str) or not question.strip():
+            from .errors import InvalidArgument
+
+            raise InvalidArgument("the question is empty")
+        built = self.ensure_index(progress)
+        extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors, config)
+        result = extractor.extract(question, format=format)
+        if built is not None:
+            result.stats["built_index"] = built.to_dict()
+        return result
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: str = "hybrid",
+        paths: list[str] | None = None,
+        tags: list[str] | None = None,
+        kinds: list[str] | None = None,
+        min_score: float = 0.0,
+    ) -> list[SearchHit]:
+        return self.search_with_info(query, limit, mode, paths, tags, kinds, min_score)[0]
+
+    def search_with_info(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: str = "hybrid",
+        paths: list[str] | None = None,
+        tags: list[str] | None = None,
+        kinds: list[str] | None = None,
+        min_score: float = 0.0,
+    ) -> tuple[list[SearchHit], dict[str, Any]]:
+        self.ensure_index()
+        return search(
+            self.store, self.catalogue(), query, limit=limit, mode=mode,
+            vectors=self.vectors() if mode != "keyword" else None,
+            paths=paths, tags=tags, kinds=kinds, min_score=min_score,
+        )
+
+    def similar(self, path: str, limit: int = 10) -> list[SearchHit]:
+        """Notes or files most like ``path``, by the mean vector of its items."""
+        import numpy as np
+
+        rel = self._relative(path)
+        vectors = self.vectors()
+        if vectors is None:
+            from .errors import InvalidArgument
+
+            raise InvalidArgument("similar() needs embeddings: run `smartcontext index` with an embedding model")
+        index, _ = vectors
+        cat = self.catalogue()
+        own = [r for r in cat.by_path.get(rel, []) if index.vector_of(r) is not None]
+        if not own:
+            from .errors import InvalidArgument
+
+            raise InvalidArgument(f"{rel} is not in the index (or has no vectors yet)")
+        centroid = np.mean([index.vector_of(r) for r in own], axis=0)
+        centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
+        best: dict[str, tuple[int, float]] = {}
+        for r, s in index.search(centroid, 400):
+            e = cat.entries.get(r)
+            if e is None or e.path == rel:
+                continue
+            if e.path not in best or s > best[e.path][1]:
+                best[e.path] = (r, s)
+        ranked = sorted(best.values(), key=lambda t: -t[1])[:limit]
+        stored = self.store.items_by_rowids([r for r, _ in ranked])
+        out = []
+        for r, s in ranked:
+            si = stored[r]
+            out.append(
+                SearchHit(
+                    id=si.item.id, path=si.item.path, kind=si.item.kind, name=si.item.qualname,
+                    heading=" > ".join(si.item.meta.get("heading_path", [])),
+                    start_line=si.item.start_line, end_line=si.item.end_line,
+                    score=round(float(s), 4), snippet=" ".join(si.item.text.split())[:240],
+                    signals=["semantic"],
+                )
+            )
+        return out
+
+    def status(self) -> WorkspaceStatus:
+        indexed = self.index_path.exists()
+        counts = self.store.counts() if indexed else {"files": 0, "items": 0, "edges": 0, "vectors": 0}
+        return WorkspaceStatus(
+            root=str(self.root),
+            index_path=str(self.index_path),
+            indexed=indexed and counts["files"] > 0,
+            files=counts["files"], items=counts["items"], edges=counts["edges"],
+            vectors=counts["vectors"],
+            kinds=self.store.kind_counts() if indexed else {},
+            embedding_model=self.config.embeddings.model if self.config.embeddings.enabled else None,
+            vector_models=self.store.vector_models() if indexed else {},
+            last_indexed=self.store.get_meta("last_indexed") if indexed else None,
+            warnings=len(self.store.file_warnings()) if indexed else 0,
+        )
+
+    def remove_index(self) -> None:
+        self.close()
+        if self.index_dir.exists():
+            shutil.rmtree(self.index_dir)
+
+
+def _reasons(skipped: dict[str, int]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))

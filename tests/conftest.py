@@ -1,0 +1,125 @@
+"""Shared fixtures: small real repositories and vaults written into tmp folders."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SAMPLE_REPO = {
+    "shop/__init__.py": '"""A tiny shop."""\nfrom .cart import Cart\n__all__ = ["Cart"]\n',
+    "shop/auth.py": '''
+        """Authentication for shop users."""
+        import hashlib
+
+        MAX_RETRIES = 3
+
+
+        class AuthService:
+            """Checks passwords and issues session tokens."""
+
+            def __init__(self, users):
+                self.users = users
+
+            def login(self, name, password):
+                """Return a session token when the password matches."""
+                user = self.users.get(name)
+                if user is None or not self.verify(password, user.password_hash):
+                    raise PermissionError("bad credentials")
+                return self.issue_token(user)
+
+            def verify(self, password, password_hash):
+                return hash_password(password) == password_hash
+
+            def issue_token(self, user):
+                return hashlib.sha256(user.name.encode()).hexdigest()
+
+
+        def hash_password(password):
+            """Hash a password with sha256."""
+            return hashlib.sha256(password.encode()).hexdigest()
+    ''',
+    "shop/cart.py": '''
+        """Shopping cart."""
+        from .pricing import apply_discount
+
+
+        class Cart:
+            """Items a user wants to buy."""
+
+            def __init__(self):
+                self.lines = []
+
+            def add(self, sku, qty=1):
+                self.lines.append((sku, qty))
+
+            def total(self, prices):
+                """Sum of line prices after discounts."""
+                subtotal = sum(prices[sku] * qty for sku, qty in self.lines)
+                return apply_discount(subtotal)
+    ''',
+    "shop/pricing.py": '''
+        """Prices and discounts."""
+
+        DISCOUNT_RATE = 0.1
+
+
+        def apply_discount(amount):
+            """Take DISCOUNT_RATE off orders above 100."""
+            if amount > 100:
+                return amount * (1 - DISCOUNT_RATE)
+            return amount
+    ''',
+    "shop/db.py": '''
+        """Database access."""
+        import sqlite3
+
+
+        class Database:
+            def connect(self, url):
+                """Open a sqlite connection to url."""
+                return sqlite3.connect(url)
+
+            def query_orders(self, user_id):
+                return []
+    ''',
+    "tests/test_auth.py": '''
+        from shop.auth import AuthService
+
+
+        def test_login_rejects_bad_password():
+            service = AuthService({})
+            assert service
+    ''',
+    "web/app.js": '''
+        // Front-end of the shop.
+        import { formatPrice } from './format';
+
+        export class CheckoutForm {
+          submit(cart) {
+            return fetch('/api/checkout', { method: 'POST', body: formatPrice(cart.total) });
+          }
+        }
+    ''',
+    "web/format.js": '''
+        /** Format a price in euros. */
+        export function formatPrice(amount) {
+          return amount.toFixed(2) + ' EUR';
+        }
+    ''',
+    "README.md": "# Shop\n\nA tiny shop used in tests. Login goes through `AuthService`.\n",
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "repo", SAMPLE_REPO)

@@ -1,0 +1,43 @@
+import pytest
+
+from smartcontext.config import Config
+from smartcontext.errors import ConfigError
+
+
+def test_defaults_without_a_file(tmp_path):
+    cfg = Config.load(tmp_path)
+    assert cfg.embeddings.model == "local:minilm" and cfg.embeddings.enabled
+    assert cfg.context.max_tokens == 8000 and cfg.source is None
+
+
+def test_reads_smartcontext_toml(tmp_path):
+    (tmp_path / "smartcontext.toml").write_text(
+        '[index]\nexclude = ["legacy/**"]\n[embeddings]\nmodel = "none"\n[context]\nmax_tokens = 2000\n'
+    )
+    cfg = Config.load(tmp_path)
+    assert cfg.index.exclude == ["legacy/**"]
+    assert not cfg.embeddings.enabled
+    assert cfg.context.max_tokens == 2000
+
+
+def test_reads_vault_toml_plugin_table(tmp_path):
+    (tmp_path / ".vault.toml").write_text(
+        '[vault]\nname = "x"\n[plugins.smart_context.embeddings]\nmodel = "openai/text-embedding-3-small"\n'
+    )
+    assert Config.load(tmp_path).embeddings.model == "openai/text-embedding-3-small"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[index\n", "not valid TOML"),
+        ("[nonsense]\nx = 1\n", "unknown section"),
+        ("[index]\nmax_file_bytes = 'big'\n", "must be an integer"),
+        ("[index]\nbogus = 1\n", "unknown key"),
+        ("[index]\nexclude = 'x'\n", "list of strings"),
+    ],
+)
+def test_bad_config_gets_a_clear_error(tmp_path, text, message):
+    (tmp_path / "smartcontext.toml").write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        Config.load(tmp_path)

@@ -1,0 +1,156 @@
+"""End-to-end through the library: index a real repository folder, ask questions."""
+
+import json
+
+import pytest
+
+from smartcontext import Workspace
+from smartcontext.errors import EmptyWorkspace, InvalidArgument, WorkspaceNotFound
+from smartcontext.tokens import count_tokens
+
+
+@pytest.fixture
+def ws(sample_repo):
+    w = Workspace.open(sample_repo)
+    w.config.embeddings.model = "none"
+    w.index()
+    yield w
+    w.close()
+
+
+def test_open_missing_folder():
+    with pytest.raises(WorkspaceNotFound):
+        Workspace.open("/no/such/folder/anywhere")
+
+
+def test_empty_folder_is_reported(tmp_path):
+    (tmp_path / "empty").mkdir()
+    w = Workspace.open(tmp_path / "empty")
+    with pytest.raises(EmptyWorkspace, match="nothing to index"):
+        w.index(embeddings=False)
+
+
+def test_index_counts_items_and_edges(ws):
+    st = ws.status()
+    assert st.indexed and st.files == 9
+    assert st.kinds["class"] >= 4 and st.kinds["method"] >= 6
+    assert st.edges > 10
+
+
+def test_question_naming_a_class_and_method_finds_them(ws):
+    res = ws.context("How does AuthService handle login?", max_tokens=2000)
+    ids = [s.item.id for s in res.items]
+    assert "shop/auth.py::AuthService.login" in ids
+    assert res.files[0] == "shop/auth.py"
+    login = next(s for s in res.items if s.item.id == "shop/auth.py::AuthService.login")
+    assert login.mode == "full"
+    assert "self.verify(password" in res.text
+    # the method brings its class header
+    assert "shop/auth.py::AuthService" in ids
+    assert res.token_count == count_tokens(res.text) <= 2000
+
+
+def test_graph_brings_callees_without_pushing_out_direct_matches(ws):
+    res = ws.context("Where is the cart total computed?", max_tokens=3000)
+    ids = [s.item.id for s in res.items]
+    assert "shop/cart.py::Cart.total" in ids
+    # apply_discount is called by Cart.total
+    assert "shop/pricing.py::apply_discount" in ids
+    scores = {s.item.id: s.score for s in res.items}
+    assert scores["shop/cart.py::Cart.total"] > scores["shop/pricing.py::apply_discount"]
+
+
+def test_budget_is_never_exceeded(ws):
+    for budget in (30, 80, 200, 500, 1500):
+        res = ws.context("login password hash token discount cart", max_tokens=budget)
+        assert res.token_count <= budget
+        assert count_tokens(res.text) == res.token_count
+
+
+def test_tiny_budget_warns(ws):
+    res = ws.context("How does AuthService handle login?", max_tokens=40)
+    assert res.token_count <= 40
+    assert res.warnings and "budget" in res.warnings[0]
+
+
+def test_nothing_matched_says_so(ws):
+    res = ws.context("zzqx frobnicate wibble", max_tokens=1000)
+    assert res.items == []
+    assert "nothing" in res.warnings[0]
+
+
+def test_exclude_tests(ws):
+    with_tests = ws.context("test login rejects bad password", max_tokens=4000)
+    assert any(s.item.path.startswith("tests/") for s in with_tests.items)
+    without = ws.context("test login rejects bad password", max_tokens=4000, exclude_tests=True)
+    assert not any(s.item.path.startswith("tests/") for s in without.items)
+
+
+def test_formats(ws):
+    mu = ws.context("AuthService login", max_tokens=1500, include_scores=True)
+    assert "! shop/auth.py" in mu.text and "$ AuthService" in mu.text
+    assert "# def login(self, name, password):" in mu.text
+    assert "relevance=" in mu.text
+    assert "@ hashlib" in mu.text
+    md = ws.context("AuthService login", max_tokens=1500, format="markdown")
+    assert "### shop/auth.py" in md.text and "```python" in md.text
+    js = ws.context("AuthService login", max_tokens=1500, format="json")
+    data = json.loads(js.text)
+    assert data["files"][0]["path"] == "shop/auth.py"
+    assert js.token_count <= 1500
+    assert json.loads(json.dumps(js.to_dict()))["token_count"] == js.token_count
+
+
+def test_no_imports_option(ws):
+    res = ws.context("AuthService login", max_tokens=1500, include_imports=False)
+    assert "@ hashlib" not in res.text
+
+
+def test_signatures_when_budget_is_tight_bodies_when_it_allows(ws):
+    big = ws.context("discount cart total price", max_tokens=4000)
+    assert any(s.mode == "full" for s in big.items)
+    small = ws.context("discount cart total price", max_tokens=120)
+    assert small.items and all(s.mode == "signature" or s.item.tokens < 60 for s in small.items)
+
+
+def test_stats_report_each_stage(ws):
+    res = ws.context("How does AuthService handle login?", max_tokens=2000)
+    st = res.stats
+    assert st["entities"] >= 2
+    assert st["candidates"]["entity"] > 0 and st["candidates"]["keyword"] > 0
+    assert "names" in st["signals"] and "keywords" in st["signals"]
+    assert st["tokens_used"] == res.token_count and st["max_tokens"] == 2000
+    assert set(st["seconds"]) >= {"entities", "keyword", "fuse", "budget_export"}
+
+
+def test_javascript_is_indexed_and_linked(ws):
+    res = ws.context("How is a price formatted at checkout?", max_tokens=2000)
+    ids = [s.item.id for s in res.items]
+    assert any(i.startswith("web/format.js") for i in ids)
+
+
+def test_bad_arguments(ws):
+    with pytest.raises(InvalidArgument):
+        ws.context("q", max_tokens=0)
+    with pytest.raises(InvalidArgument):
+        ws.context("q", format="xml")
+    with pytest.raises(InvalidArgument):
+        ws.context("   ")
+    with pytest.raises(InvalidArgument, match="unknown context option"):
+        ws.context("q", bogus=1)
+
+
+def test_huge_question_is_handled(ws):
+    q = "How does AuthService handle login? " + ("lorem ipsum " * 9000)
+    res = ws.context(q, max_tokens=1000)
+    assert res.token_count <= 1000
+    assert any(s.item.name == "login" for s in res.items)
+
+
+def test_context_builds_an_index_when_missing(sample_repo):
+    w = Workspace.open(sample_repo)
+    w.config.embeddings.model = "none"
+    res = w.context("apply_discount", max_tokens=1000)
+    assert "built_index" in res.stats
+    assert any(s.item.name == "apply_discount" for s in res.items)
+    w.close()
