@@ -89,7 +89,7 @@ def test_exclude_tests(ws):
 def test_formats(ws):
     mu = ws.context("AuthService login", max_tokens=1500, include_scores=True)
     assert "! shop/auth.py" in mu.text and "$ AuthService" in mu.text
-    assert "# def login(self, name, password):" in mu.text
+    assert "# login(self, name, password)" in mu.text
     assert "relevance=" in mu.text
     assert "@ hashlib" in mu.text
     md = ws.context("AuthService login", max_tokens=1500, format="markdown")

@@ -48,6 +48,7 @@ def plan_budget(
     full_budget = int(budget * config.full_code_share)
     plan = Plan()
     chosen: dict[str, SelectedItem] = {}
+    costs: dict[str, int] = {}
     full_ids: set[str] = set()
     files: set[str] = set()
     used = full_used = 0
@@ -68,6 +69,11 @@ def plan_budget(
             continue
         item = si.item
         if item.id in chosen:
+            prev = chosen[item.id]
+            if prev.context_only:  # a header brought by a member turns out relevant itself
+                prev.context_only = False
+                prev.score = cand.score
+                prev.signals = cand.signals()
             continue
         anc = ancestors_of(si)
         if any(a in full_ids for a in anc):
@@ -81,6 +87,10 @@ def plan_budget(
                 parent_cost = parent_si.sig_tokens + PER_ITEM_OVERHEAD
         limit = MAX_FULL_CONTAINER.get(item.kind)
         full_ok = item.tokens > 0 and (limit is None or item.tokens <= limit)
+        # A container whose members were already chosen shows only its header: the
+        # members ranked higher, and repeating them inside the whole body wastes tokens.
+        if full_ok and any(_is_inside(c.item, item) for c in chosen.values() if not c.context_only):
+            full_ok = False
         full_cost = item.tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
         sig_cost = si.sig_tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
         mode = None
@@ -102,25 +112,20 @@ def plan_budget(
             chosen[parent_si.item.id] = SelectedItem(
                 parent_si.item, cand.score, "signature", {}, context_only=True
             )
+            costs[parent_si.item.id] = parent_cost
+            cost -= parent_cost
         sel = SelectedItem(item, cand.score, mode, cand.signals())
         chosen[item.id] = sel
+        costs[item.id] = cost
         files.add(item.path)
-        used += cost
+        used += cost + parent_cost
         if mode == "full":
             full_used += cost
             full_ids.add(item.id)
-            # Members already chosen are now shown inside this item: refund them.
-            for other_id in list(chosen):
-                if other_id == item.id:
-                    continue
-                other = chosen[other_id]
-                if _is_inside(other.item, item):
-                    refund = (other.item.tokens if other.mode == "full" else 0) + PER_ITEM_OVERHEAD
-                    used -= refund
-                    if other.mode == "full":
-                        full_used -= refund
-                    del chosen[other_id]
-                    full_ids.discard(other_id)
+            # A parent header chosen earlier is now visible inside this item.
+            for other_id in [k for k, c in chosen.items() if c.context_only and _is_inside(c.item, item)]:
+                used -= costs.pop(other_id, 0)
+                del chosen[other_id]
         if used >= budget:
             break
     plan.selected = list(chosen.values())

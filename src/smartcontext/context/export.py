@@ -39,8 +39,27 @@ def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]]) -> list[str]
 
 
 def _short_signature(sel: SelectedItem) -> str:
+    """The declaration as written, without decorators and body opener."""
     it = sel.item
-    sig = " ".join(it.signature.split()) if it.signature else it.qualname
+    lines = [ln for ln in it.signature.splitlines() if not ln.lstrip().startswith("@")]
+    sig = " ".join(" ".join(lines).split())
+    return sig or it.qualname
+
+
+def mu_signature(sel: SelectedItem) -> str:
+    """``login(self, name, password) -> str``: name and parameters, no keywords."""
+    it = sel.item
+    sig = _short_signature(sel)
+    if it.kind in ("function", "method"):
+        pos = sig.find(it.name + "(")
+        if pos < 0:
+            pos = sig.find(it.name + "<")  # generics: foo<T>(...)
+        if pos >= 0:
+            sig = sig[pos:].rstrip(" {:;").rstrip()
+            if it.meta.get("async"):
+                sig = "async " + sig
+            return sig
+        return it.name
     return sig
 
 
@@ -87,12 +106,19 @@ def render_mu(
             depth_of[it.id] = depth
             pad = "  " * depth
             sigil = SIGIL.get(it.kind, "#")
-            line = f"{pad}{sigil} {_short_signature(s)}"
-            if it.kind == "class" and it.meta.get("bases"):
-                bases = it.meta["bases"]
+            if it.kind == "class":
+                line = f"{pad}$ {it.name}"
+                bases = it.meta.get("bases")
                 if isinstance(bases, list) and bases:
-                    line = f"{pad}$ {it.qualname} < {', '.join(map(str, bases))}"
+                    line += " < " + ", ".join(map(str, bases))
+            elif it.kind in ("section", "text", "message"):
+                line = f"{pad}{sigil} {it.qualname}"
+            else:
+                line = f"{pad}{sigil} {mu_signature(s)}"
             notes = []
+            decorators = it.meta.get("decorators")
+            if isinstance(decorators, list) and decorators:
+                notes.extend("@" + str(d).lstrip("@") for d in decorators)
             if include_scores and not s.context_only:
                 notes.append(f"relevance={s.score:.2f}")
             notes.append(f"L{it.start_line}-{it.end_line}")

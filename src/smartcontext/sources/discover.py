@@ -82,7 +82,7 @@ class _IgnoreRules:
         self.specs: list[tuple[str, pathspec.PathSpec]] = []
         patterns = list(extra_excludes)
         if patterns:
-            self.specs.append(("", pathspec.PathSpec.from_lines("gitwildmatch", patterns)))
+            self.specs.append(("", pathspec.PathSpec.from_lines("gitignore", patterns)))
 
     def load_dir(self, rel_dir: str, abs_dir: Path) -> None:
         if not self.use_gitignore:
@@ -93,7 +93,7 @@ class _IgnoreRules:
                 lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self.specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+            self.specs.append((rel_dir, pathspec.PathSpec.from_lines("gitignore", lines)))
 
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
         for base, spec in self.specs:
@@ -114,7 +114,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
     root = root.resolve()
     rules = _IgnoreRules(root, options.exclude, options.respect_gitignore)
     include = (
-        pathspec.PathSpec.from_lines("gitwildmatch", options.include) if options.include else None
+        pathspec.PathSpec.from_lines("gitignore", options.include) if options.include else None
     )
     result = Discovery()
     for dirpath, dirnames, filenames in os.walk(root):
