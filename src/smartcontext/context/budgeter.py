@@ -20,6 +20,8 @@ MAX_FULL_CONTAINER = {"module": 1200, "class": 1500, "text": 3000}
 PER_ITEM_OVERHEAD = 8  # sigil line, path or line numbers, blank line
 PER_FILE_OVERHEAD = 12
 MAX_CONSECUTIVE_MISSES = 40
+# Warn about the budget only when a strong match was left out, not the long tail.
+TRUNCATION_WARNING_SCORE = 0.5
 
 
 @dataclass
@@ -101,8 +103,9 @@ def plan_budget(
         elif used + full_cost <= budget and full_ok:
             mode, cost = "full", full_cost
         if mode is None:
-            plan.truncated = True
-            plan.skipped_for_budget += 1
+            if cand.score >= TRUNCATION_WARNING_SCORE:
+                plan.truncated = True
+                plan.skipped_for_budget += 1
             misses += 1
             if misses >= MAX_CONSECUTIVE_MISSES:
                 break

@@ -153,27 +153,36 @@ class SmartContextExtractor:
         entities,
     ) -> ContextResult:
         cfg = self.config
-        pool = ranked[:400]
+        pool = ranked[:250]
         stored = self.store.items_by_rowids([s.rowid for s in pool])
         parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
         plan = plan_budget(pool, stored, parents, cfg)
         selection = plan.selected
+        # File lines, imports and module names for every file the plan touches; trimming
+        # only removes items, so this superset stays valid.
         file_lines, deps, modules = self._file_context(selection, cat)
         render = RENDERERS[format]
         text = render(selection, file_lines, deps, modules, cfg.include_scores)
         tokens = count_tokens(text, cfg.encoding)
-        # Trim the weakest items until the exact count fits (framing is not in the plan).
+        # The plan's costs are estimates of framing; trim the weakest items until the
+        # exact count fits, several at a time when far over.
         while tokens > cfg.max_tokens and selection:
-            victim = min(
-                (s for s in selection if not s.context_only), key=lambda s: s.score, default=None
-            ) or selection[-1]
-            if victim.mode == "full" and victim.item.signature:
-                victim.mode = "signature"
-            else:
-                selection.remove(victim)
-                self._drop_orphan_parents(selection)
-            file_lines, deps, modules = self._file_context(selection, cat)
+            excess = tokens - cfg.max_tokens
+            saved = 0
+            while saved < excess and selection:
+                victim = min(
+                    (s for s in selection if not s.context_only),
+                    key=lambda s: s.score,
+                    default=None,
+                ) or selection[-1]
+                if victim.mode == "full" and victim.item.signature and victim.item.kind not in ("section", "text"):
+                    victim.mode = "signature"
+                    saved += max(1, victim.item.tokens - len(victim.item.signature) // 3)
+                else:
+                    selection.remove(victim)
+                    saved += (victim.item.tokens if victim.mode == "full" else len(victim.item.signature) // 3) + 4
+                    self._drop_orphan_parents(selection)
             text = render(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
         warnings: list[str] = []

@@ -83,11 +83,12 @@ class KeywordSearcher:
             parts = ph.split()
             if all(p in chosen_set or df.get(p, 0) > 0 for p in parts):
                 clauses.append(_quote(ph))
-        return " OR ".join(clauses), chosen
+        # Only the text columns: the kind column exists for filtering.
+        return "{name path body} : (" + " OR ".join(clauses) + ")", chosen
 
-    def search(self, text: str, limit: int = 200) -> list[tuple[int, float]]:
+    def search(self, text: str, limit: int = 200, files_only: bool = False) -> list[tuple[int, float]]:
         match, _ = self.build_match(text)
-        return self.store.fts_search(match, limit)
+        return self.store.fts_search(match, limit, files_only=files_only)
 
 
 def idf(df: int, n: int) -> float:

@@ -79,7 +79,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
         -- External-content FTS5 table kept in sync by the store (not by triggers, so a
         -- file's rows change in the same transaction as its items).
         CREATE VIRTUAL TABLE items_fts USING fts5(
-            name, path, body,
+            name, path, body, kind,
             tokenize = 'unicode61 remove_diacritics 2'
         );
 

@@ -222,8 +222,9 @@ class Store:
                     ),
                 )
                 db.execute(
-                    "INSERT INTO items_fts(rowid, name, path, body) VALUES (?,?,?,?)",
-                    (cur.lastrowid, fts_text(item.qualname), item.path, _fts_body(item)),
+                    "INSERT INTO items_fts(rowid, name, path, body, kind) VALUES (?,?,?,?,?)",
+                    (cur.lastrowid, fts_text(item.qualname), item.path, _fts_body(item),
+                     "file" if item.kind in ("module", "text") and item.start_line == 1 else item.kind),
                 )
             db.executemany(
                 "INSERT INTO edges(src, kind, dst, dst_name, file_id) VALUES (?,?,?,?,?)",
@@ -309,13 +310,20 @@ class Store:
 
     # -- keyword search ------------------------------------------------------------
 
-    def fts_search(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """BM25 over name, path and body; returns (rowid, score) with higher = better."""
+    def fts_search(
+        self, match: str, limit: int, files_only: bool = False
+    ) -> list[tuple[int, float]]:
+        """BM25 over name, path and body; returns (rowid, score) with higher = better.
+
+        files_only: rank whole files (module rows) instead of symbols.
+        """
         if not match:
             return []
+        if files_only:
+            match = f"({match}) AND kind:file"
         try:
             rows = self.db.execute(
-                "SELECT rowid, bm25(items_fts, 4.0, 2.0, 1.0) AS rank FROM items_fts "
+                "SELECT rowid, bm25(items_fts, 4.0, 2.0, 1.0, 0.0) AS rank FROM items_fts "
                 "WHERE items_fts MATCH ? ORDER BY rank LIMIT ?",
                 (match, limit),
             ).fetchall()
