@@ -99,7 +99,13 @@ def parse_file(path: str, source: str, language: str, data: bytes) -> ParsedFile
         if source == "code":
             from .sources.code import parse_code
 
-            return parse_code(path, data, language)
+            parsed = parse_code(path, data, language)
+            if len(parsed.items) == 1 and parsed.items[0].kind == "text":
+                # Unparsable code: line windows keep a long file findable piece by piece.
+                chunks = _text_items(path, text)
+                chunks.warnings = parsed.warnings
+                return chunks
+            return parsed
         if source == "markdown":
             from .sources.markdown import parse_markdown
 
@@ -271,7 +277,7 @@ def embed_pending(
     progress: Progress | None = None,
     batch_size: int = 64,
 ) -> tuple[int, int]:
-    """Embed every item that has no vector for ``embedder``; returns (embedded, cache_hits).
+    """Give every item a vector for ``embedder``; returns (texts sent to the model, cache hits).
 
     Vectors are written batch by batch, so an interrupted run keeps what it finished.
     """
@@ -281,7 +287,7 @@ def embed_pending(
     total = len(missing)
     if not total:
         return 0, 0
-    cache = EmbeddingCache(store.db, lock=store._lock) if _cache_takes_lock() else EmbeddingCache(store.db)
+    cache = EmbeddingCache(store.db, lock=store._lock)
     embedded = hits = 0
     if progress:
         progress("embed", 0, total)
@@ -294,17 +300,8 @@ def embed_pending(
             continue
         matrix = cache.embed_cached(embedder, texts)
         store.put_vectors(embedder.name, rowids, matrix)
-        stats = getattr(cache, "stats", None) or {}
-        hits += int(stats.get("hits", 0)) if isinstance(stats, dict) else int(getattr(stats, "hits", 0))
-        embedded += len(texts)
+        hits += cache.stats.hits
+        embedded += cache.stats.embedded
         if progress:
             progress("embed", min(start + batch_size, total), total)
     return embedded, hits
-
-
-def _cache_takes_lock() -> bool:
-    import inspect
-
-    from .embeddings.cache import EmbeddingCache
-
-    return "lock" in inspect.signature(EmbeddingCache.__init__).parameters

@@ -1,0 +1,90 @@
+"""The CLI end to end, as a user runs it: `python -m smartcontext ...` in a subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ENV = {**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"}
+
+
+def run(*args, cwd=None, check=True):
+    proc = subprocess.run(
+        [sys.executable, "-m", "smartcontext", *args], capture_output=True, text=True,
+        cwd=cwd, env=ENV, timeout=180,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+    return proc
+
+
+def test_index_json_then_status(sample_repo):
+    stats = json.loads(run("index", str(sample_repo), "--json").stdout)
+    assert stats["files_indexed"] == 9 and stats["items"] > 20
+    again = json.loads(run("index", str(sample_repo), "--json").stdout)
+    assert again["files_indexed"] == 0 and again["files_unchanged"] == 9
+    st = json.loads(run("status", str(sample_repo), "--json").stdout)
+    assert st["indexed"] and st["files"] == 9
+
+
+def test_context_default_path_is_the_current_folder(sample_repo):
+    out = run("context", "How does AuthService handle login?", "--max-tokens", "1500", cwd=sample_repo)
+    assert "! shop/auth.py" in out.stdout
+    assert "login(self, name, password)" in out.stdout
+
+
+def test_context_formats_and_verbose(sample_repo):
+    js = json.loads(run("context", "apply_discount", str(sample_repo), "-f", "json", "-t", "800").stdout)
+    assert js["token_count"] <= 800
+    assert any(i["name"] == "apply_discount" for i in js["items"])
+    md = run("context", "apply_discount", str(sample_repo), "--format", "markdown", "--verbose")
+    assert "```python" in md.stdout
+    assert "signals used" in md.stderr and "tokens" in md.stderr
+
+
+def test_context_options(sample_repo):
+    out = run("context", "test login", str(sample_repo), "--exclude-tests", "--no-imports", "--depth", "0")
+    assert "tests/test_auth.py" not in out.stdout
+    assert "\n@ " not in out.stdout
+
+
+def test_search_json(sample_repo):
+    data = json.loads(run("search", "discount", str(sample_repo), "--json", "--mode", "keyword").stdout)
+    assert data["count"] >= 1 and data["results"][0]["path"] == "shop/pricing.py"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("context", "q", "/no/such/folder"), "no such folder"),
+        (("context", "q", ".", "--max-tokens", "0"), "max_tokens"),
+        (("context", "q", ".", "--format", "xml"), "unknown format"),
+        (("search", "q", ".", "--mode", "fuzzy"), "unknown search mode"),
+    ],
+)
+def test_errors_are_clear_and_exit_nonzero(sample_repo, args, message):
+    proc = run(*args, cwd=sample_repo, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_empty_folder(tmp_path):
+    proc = run("context", "anything", str(tmp_path), check=False)
+    assert proc.returncode == 1 and "nothing to index" in proc.stderr
+
+
+def test_corrupt_index_is_reported_and_rebuildable(sample_repo):
+    run("index", str(sample_repo))
+    db = sample_repo / ".smartcontext" / "index.db"
+    for suffix in ("-wal", "-shm"):
+        p = db.with_name(db.name + suffix)
+        if p.exists():
+            p.unlink()
+    db.write_bytes(b"garbage" * 1000)
+    proc = run("context", "login", str(sample_repo), check=False)
+    assert proc.returncode == 1 and "--rebuild" in proc.stderr
+    run("index", str(sample_repo), "--rebuild")
+    assert "AuthService" in run("context", "AuthService", str(sample_repo)).stdout
