@@ -130,7 +130,7 @@ def _fqname(item: Item, module: str) -> str:
         return item.qualname or module
     if item.kind in ("class", "function", "method"):
         return f"{module}.{item.qualname}" if module else item.qualname
-    return f"{module}#{item.qualname}"
+    return f"{module}#{item.qualname}" if item.qualname else module
 
 
 @dataclass
@@ -160,14 +160,68 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     module = module_name(file.path, file.source)
     from .tokens import count_many
 
-    texts = [it.text for it in parsed.items]
-    sigs = [f"{it.signature}\n{it.docstring}".strip() for it in parsed.items]
-    counts = count_many(texts + sigs)
+    items = parsed.items
+    sigs = [f"{it.signature}\n{it.docstring}".strip() for it in items]
+    if file.source == "code":
+        # Code items nest (module > class > method), so counting each item's text would
+        # tokenise the file several times. Count each line once and sum over spans: within
+        # about 2% of the exact count (the rendered context is always counted exactly).
+        lines = text_of(data).split("\n")
+        per_line = count_many(lines)
+        prefix = [0]
+        for n in per_line:
+            prefix.append(prefix[-1] + n)
+        sig_counts = count_many(sigs)
+        for i, item in enumerate(items):
+            if item.kind in ("module", "class", "function", "method") and item.end_line >= item.start_line:
+                s_, e_ = max(1, item.start_line), min(len(lines), item.end_line)
+                item.tokens = prefix[e_] - prefix[s_ - 1] + (e_ - s_ + 1) // 5
+            else:
+                item.tokens = count_many([item.text])[0]
+        bodies = _fts_bodies(items, lines)
+    else:
+        counts = count_many([it.text for it in items] + sigs)
+        for i, item in enumerate(items):
+            item.tokens = counts[i]
+        sig_counts = counts[len(items):]
+        bodies = [None] * len(items)
     rows = []
-    for i, item in enumerate(parsed.items):
-        item.tokens = counts[i]
-        rows.append((item, _fqname(item, module), counts[len(texts) + i], _content_hash(embed_text(item))))
+    for i, item in enumerate(items):
+        row = (item, _fqname(item, module), sig_counts[i], _content_hash(embed_text(item)))
+        rows.append(row if bodies[i] is None else row + (bodies[i],))
     return _Processed(file, digest, "parsed", parsed, module, rows)
+
+
+def text_of(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _fts_bodies(items: list[Item], lines: list[str]) -> list[str | None]:
+    """Full-text bodies without repetition: a container is indexed by the lines its
+    members do not cover, so a file's text enters the index about twice (once for the
+    whole file, once spread over its symbols) instead of once per nesting level.
+    The whole-file row also gets camelCase parts, for file-level BM25."""
+    from .store.sqlite import fts_text
+
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for it in items:
+        if it.parent_id:
+            spans.setdefault(it.parent_id, []).append((it.start_line, it.end_line))
+    out: list[str | None] = []
+    for it in items:
+        if it.kind == "module":
+            out.append(fts_text(it.text))
+            continue
+        children = spans.get(it.id)
+        if not children:
+            out.append(it.text)
+            continue
+        covered = set()
+        for a, b in children:
+            covered.update(range(a, b + 1))
+        own = [lines[n - 1] for n in range(it.start_line, min(it.end_line, len(lines)) + 1) if n not in covered]
+        out.append("\n".join(own))
+    return out
 
 
 def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:

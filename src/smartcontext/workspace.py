@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -338,9 +337,12 @@ class Workspace:
         )
 
     def remove_index(self) -> None:
+        """Delete the index files only: preferences and logs in the same folder stay."""
         self.close()
-        if self.index_dir.exists():
-            shutil.rmtree(self.index_dir)
+        for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
+            p = self.index_dir / name
+            if p.exists():
+                p.unlink()
 
 
 def _reasons(skipped: dict[str, int]) -> str:

@@ -42,6 +42,9 @@ def question_terms(text: str) -> tuple[list[str], list[str]]:
         parts = split_identifier(word)
         if len(parts) > 1:
             phrases[" ".join(parts)] = None
+            if "_" not in word:
+                # camelCase stays one token in symbol bodies: match it whole as well.
+                terms[word.lower()] = None
         for p in parts or [word.lower()]:
             if len(p) > 1 and p not in STOPWORDS:
                 terms[p] = None

@@ -62,26 +62,27 @@ def split_identifier(word: str) -> list[str]:
     return parts
 
 
+_HAS_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
+
+
 def fts_text(text: str) -> str:
-    """Text for the FTS index: the original plus the parts of every compound identifier.
+    """Text for the FTS index: the original plus the parts of every camelCase identifier.
 
     unicode61 already splits on ``_`` and ``.``; camelCase needs help, so ``HTTPAdapter``
     is indexed as ``HTTPAdapter http adapter`` and a question saying "http adapter"
     finds it.
     """
     extra: list[str] = []
-    seen: set[str] = set()
-    for match in _IDENT.finditer(text):
-        word = match.group(0)
-        if word in seen or word.islower() or word.isupper():
+    # Distinct words first: the regex runs in C and the Python loop sees each word once.
+    for word in set(_IDENT.findall(text)):
+        if len(word) < 4 or not _HAS_CAMEL.search(word):
             continue
-        seen.add(word)
         parts = split_identifier(word)
         if len(parts) > 1:
             extra.extend(parts)
     if not extra:
         return text
-    return text + "\n" + " ".join(extra)
+    return text + "\n" + " ".join(sorted(extra))
 
 
 class Store:
@@ -194,12 +195,14 @@ class Store:
         source: str,
         module: str,
         warnings: Sequence[str],
-        items: Sequence[tuple[Item, str, int, str]],
+        items: Sequence[tuple],
         edges: Sequence[Edge],
     ) -> None:
         """Replace everything known about ``path`` in one transaction.
 
-        ``items`` holds ``(item, fqname, sig_tokens, content_hash)`` tuples.
+        ``items`` holds ``(item, fqname, sig_tokens, content_hash)`` tuples, optionally
+        with a fifth element: the text to put in the full-text index for that item
+        (default: the item's own text).
         """
         with self.transaction() as db:
             self._delete_file_rows(db, path)
@@ -209,7 +212,9 @@ class Store:
                 (path, mtime_ns, size, hash, language, source, module, json.dumps(list(warnings))),
             )
             file_id = cur.lastrowid
-            for item, fqname, sig_tokens, content_hash in items:
+            for row in items:
+                item, fqname, sig_tokens, content_hash = row[:4]
+                fts_body = row[4] if len(row) > 4 else _fts_body(item)
                 cur = db.execute(
                     "INSERT INTO items(id, file_id, path, kind, name, qualname, fqname, start_line, "
                     "end_line, signature, docstring, text, parent_id, language, meta, tokens, "
@@ -223,7 +228,7 @@ class Store:
                 )
                 db.execute(
                     "INSERT INTO items_fts(rowid, name, path, body, kind) VALUES (?,?,?,?,?)",
-                    (cur.lastrowid, fts_text(item.qualname), item.path, _fts_body(item),
+                    (cur.lastrowid, fts_text(item.qualname), item.path, fts_body,
                      "file" if item.kind in ("module", "text") and item.start_line == 1 else item.kind),
                 )
             db.executemany(

@@ -1,0 +1,102 @@
+"""find_backlinks, find_outlinks, search_by_folder.
+
+Links are parsed by the markdown source (wikilinks, embeds, markdown links, links in
+properties; never inside code) and resolved the way Obsidian does. Parsed notes are
+cached by (mtime, size), so a second scan of the vault only stats files.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from .base import MARKDOWN_SUFFIXES, VaultBase, tool
+from .paths import walk_vault
+from .responses import err, ok
+
+
+class LinkTools(VaultBase):
+    @tool
+    def find_backlinks(self, note_name: str) -> str:
+        name = note_name.strip()
+        if not name:
+            return err("note_name cannot be empty")
+        if name.startswith("[[") and name.endswith("]]"):
+            name = name[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
+        self._resolve(name.lstrip("/"))  # the same path rules as every tool
+        walk = self._walk()
+        resolver = self._link_resolver(walk)
+        target = resolver.resolve(name)
+        wanted = _bare(name)
+        backlinks = set()
+        for rel, facts in self._all_facts(walk):
+            if rel == target:
+                continue  # a note's links to itself are not backlinks
+            for link in facts.links:
+                if not link.target:
+                    continue
+                resolved = resolver.resolve(link.target, rel)
+                if (target is not None and resolved == target) or (
+                    target is None and resolved is None and _bare(link.target) == wanted
+                ):
+                    backlinks.add(rel)
+                    break
+        results = sorted(backlinks)
+        if target is None:
+            if not results:
+                return ok(f"No backlinks found to [[{name}]] (no such note in the vault)", results=[])
+            return ok(f"[[{name}]] is not a note in the vault yet; {len(results)} note(s) link to it",
+                      results=results)
+        if not results:
+            return ok(f"No backlinks found to [[{name}]]", results=[], path=target)
+        return ok(results=results, path=target)
+
+    @tool
+    def find_outlinks(self, path: str) -> str:
+        note = self._existing_file(path, by_name=True)
+        rel = self._rel(note)
+        facts = self._facts(rel)
+        if facts is None:
+            return err(f"Reading file failed: {rel}")
+        resolver = self._link_resolver()
+        found: set[str] = set()
+        unresolved: set[str] = set()
+        for link in facts.links:
+            if not link.target:
+                continue  # a heading of this same note
+            hit = resolver.resolve(link.target, rel)
+            if hit is None:
+                unresolved.add(link.target)
+            if hit != rel:
+                found.add(hit or link.target)
+        if not found:
+            return ok(f"No outlinks found in {rel}", results=[], path=rel)
+        return ok(results=sorted(found), unresolved=sorted(unresolved), path=rel)
+
+    @tool
+    def search_by_folder(self, folder: str, recursive: bool = True, limit: int = 100) -> str:
+        text = folder.strip().replace("\\", "/").strip("/")
+        target = self._resolve(text, allow_root=True) if text not in ("", ".") else self.root
+        shown = self._rel(target) if target != self.root else "/"
+        if not target.is_dir():
+            if target.exists():
+                return err(f"Not a folder: {folder}")
+            return err(f"Folder not found: {folder}")
+        files = [
+            f.rel for f in walk_vault(self.root, target, recursive=recursive)
+            if f.rel.lower().endswith(MARKDOWN_SUFFIXES)
+        ]
+        if not files:
+            mode = "" if recursive else "directly "
+            return ok(f"No markdown files found {mode}in {shown}", results=[])
+        if len(files) > limit:
+            return ok(f"Showing {limit} of {len(files)} notes in {shown}; raise limit to see more",
+                      results=files[:limit], total=len(files))
+        return ok(results=files, total=len(files))
+
+
+def _bare(target: str) -> str:
+    """A link target reduced to how Obsidian compares unresolved names."""
+    target = target.strip().replace("\\", "/")
+    if target.lower().endswith(".md"):
+        target = target[:-3]
+    return posixpath.normpath(target).lstrip("./").lower()
