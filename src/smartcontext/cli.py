@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .cli_serve import serve_app
 from .errors import SmartContextError
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(serve_app, name="serve")
 err_console = Console(stderr=True)
 out_console = Console()
 

@@ -71,6 +71,31 @@ class Catalogue:
             if is_test_path(path):
                 self.test_paths.add(path)
         self.paths = sorted(self.by_path)
+        self._link_resolver = None
+
+    def note_item(self, path: str) -> int | None:
+        """The item standing for a whole note (its intro section, whose id is the path)."""
+        r = self.by_id.get(path)
+        return r if r is not None else self.module_of_path.get(path)
+
+    def resolve_link(self, target: str, from_path: str) -> list[int]:
+        """A wikilink or markdown link target -> the linked note's item, as Obsidian resolves it."""
+        if self._link_resolver is None:
+            from ..sources.markdown import LinkResolver
+
+            self._link_resolver = LinkResolver(self.paths)
+        hit = self._link_resolver.resolve(target, from_path)
+        if hit is None:
+            return []
+        r = self.note_item(hit)
+        return [r] if r is not None else []
+
+    def link_names(self, entry: Entry) -> list[str]:
+        """Names other notes may use to link to this note: stem and path without extension."""
+        if entry.id != entry.path:
+            return []
+        stem_path = os.path.splitext(entry.path)[0]
+        return [stem_path, os.path.basename(stem_path)]
 
     def is_known(self, name: str) -> bool:
         low = name.lower()

@@ -63,6 +63,7 @@ def expand(
         entries = {r: cat.entries[r] for r, *_ in level_items if r in cat.entries}
         outgoing = store.edges_from([e.id for e in entries.values()])
         names = [n for e in entries.values() if e.kind != "module" for n in _names_for(e)]
+        names += [n for e in entries.values() for n in cat.link_names(e)]
         incoming = store.edges_to([e.id for e in entries.values()], names)
         by_src: dict[str, list[tuple[str, int]]] = {}
         for src, kind, dst, dst_name in outgoing:
@@ -70,14 +71,17 @@ def expand(
                 continue
             src_entry_row = cat.by_id.get(src)
             from_path = cat.entries[src_entry_row].path if src_entry_row else None
-            targets = [cat.by_id[dst]] if dst and dst in cat.by_id else (
-                cat.resolve_name(dst_name, from_path) if dst_name else []
-            )
+            if dst and dst in cat.by_id:
+                targets = [cat.by_id[dst]]
+            elif kind == "links_to" and dst_name and from_path:
+                targets = cat.resolve_link(dst_name, from_path)
+            else:
+                targets = cat.resolve_name(dst_name, from_path) if dst_name else []
             for t in targets:
                 by_src.setdefault(src, []).append((f"{kind}:out", t))
         name_to_rows: dict[str, list[int]] = {}
         for r, e in entries.items():
-            for n in [e.id, *_names_for(e)]:
+            for n in [e.id, *_names_for(e), *cat.link_names(e)]:
                 name_to_rows.setdefault(n, []).append(r)
         incoming_by_row: dict[int, list[tuple[str, int]]] = {}
         for src, kind, dst, dst_name in incoming:

@@ -1,0 +1,132 @@
+"""The MCP server: the tool registry of one folder, over stdio or streamable HTTP.
+
+Built on the SDK's low-level ``Server`` because every tool already has a JSON schema;
+the registry validates arguments and answers ``{"success": ...}`` JSON text, and the
+result is flagged ``isError`` when ``success`` is false so a model sees it failed.
+
+    smartcontext serve mcp path/to/repo                      # stdio, for desktop clients
+    smartcontext serve mcp path/to/vault --transport http    # http://127.0.0.1:8765/mcp
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+
+from .. import __version__
+from .tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry, ToolSpec
+
+SERVER_NAME = "smartcontext"
+HTTP_PATH = "/mcp"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+INSTRUCTIONS = """\
+Smart Context answers questions about one folder (a code repository, a notes vault, or both).
+- `context`: the best slice of the code/notes for a question within a token budget. Start here.
+- `search`: locations and short snippets for a query; cheap, for finding where things are.
+- `read_file`: a whole note or file, paged; the other vault tools list, link, move and edit notes.
+Every tool answers JSON: {"success": true, ...} or {"success": false, "error": "..."}."""
+
+log = logging.getLogger(__name__)
+
+
+def mcp_tool(spec: ToolSpec) -> types.Tool:
+    annotations = types.ToolAnnotations(
+        read_only_hint=spec.read_only,
+        destructive_hint=None if spec.read_only else spec.destructive,
+        open_world_hint=False,
+    )
+    return types.Tool(name=spec.name, description=spec.description, input_schema=spec.input_schema,
+                      annotations=annotations)
+
+
+def build_server(registry: ToolRegistry) -> Server[Any]:
+    """A low-level MCP server whose tools are the registry's."""
+    tools = [mcp_tool(s) for s in registry.specs()]
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # Tools do file and SQLite work; a worker thread keeps the server answering meanwhile.
+        result = await anyio.to_thread.run_sync(registry.call, params.name, params.arguments)
+        text = json.dumps(result, ensure_ascii=False, default=str)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            is_error=not result.get("success", False),
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        title="Smart Context",
+        description=f"Context, search and vault tools for {registry.context.root}",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=registry.input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def run_stdio(server: Server[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def http_app(server: Server[Any], host: str = DEFAULT_HOST):
+    """The Starlette app serving MCP at ``/mcp``. For a loopback host the SDK also refuses
+    requests whose Host or Origin header is not loopback (DNS-rebinding protection)."""
+    return server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+
+
+def run_http(
+    server: Server[Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning"
+) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(http_app(server, host), host=host, port=port, log_level=log_level,
+                            lifespan="on", access_log=False)
+    uvicorn.Server(config).run()
+
+
+def serve(
+    path: str | Path,
+    transport: str = "stdio",
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
+    warm: bool = True,
+) -> None:
+    """Open the folder once and serve its tools until the client goes away (stdio) or the
+    process is stopped (http). ``warm`` builds a missing index in the background."""
+    if transport not in ("stdio", "http"):
+        raise ValueError(f"unknown transport {transport!r}; choose stdio or http")
+    registry = ToolRegistry.open(path, refresh_interval=refresh_interval)
+    for warning in registry.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    try:
+        if warm:
+            registry.context.warm_up()
+        server = build_server(registry)
+        if transport == "stdio":
+            anyio.run(run_stdio, server)
+        else:
+            print(f"Smart Context MCP server for {registry.context.root} at http://{_url_host(host)}:{port}{HTTP_PATH}",
+                  file=sys.stderr, flush=True)
+            run_http(server, host, port)
+    finally:
+        registry.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
