@@ -21,6 +21,7 @@ from .models import FORMATS, ContextResult, ExtractionConfig, ScoredItem, Select
 MAX_QUESTION_CHARS = 200_000
 CANDIDATES_PER_SIGNAL = 200
 GRAPH_SEEDS = 12
+FILE_BEST_ITEM_WEIGHT = 0.5
 
 
 class SmartContextExtractor:
@@ -62,7 +63,9 @@ class SmartContextExtractor:
         timings["entities"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        kw_hits = self.keyword.search(question, CANDIDATES_PER_SIGNAL)
+        match, _terms = self.keyword.build_match(question)
+        kw_hits = self.store.fts_search(match, CANDIDATES_PER_SIGNAL)
+        file_hits = self.store.fts_search(match, CANDIDATES_PER_SIGNAL, files_only=True)
         kw = scoring.keyword_scores(kw_hits)
         timings["keyword"] = time.perf_counter() - t
 
@@ -84,6 +87,8 @@ class SmartContextExtractor:
         kw = {r: s for r, s in kw.items() if allowed(r)}
         vec = {r: s for r, s in vec.items() if allowed(r)}
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
+        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed)
+        scoring.add_file_prior(scored, cat, file_rank)
         seeds = [s.rowid for s in sorted(scored.values(), key=lambda s: -s.score)[:GRAPH_SEEDS]]
         neighbours = graph.expand(self.store, cat, seeds, depth=cfg.expand_depth)
         neighbours = {r: n for r, n in neighbours.items() if allowed(r)}
@@ -95,7 +100,7 @@ class SmartContextExtractor:
         ranked = [s for s in ranked_all if s.score >= cfg.min_relevance]
         timings["fuse"] = time.perf_counter() - t
 
-        files = _rank_files(ranked_all, cat)
+        files = _rank_files(ranked_all, cat, file_rank)
 
         t = time.perf_counter()
         result = self._budget_and_render(question, format, ranked, cat, files, entities)
@@ -125,6 +130,7 @@ class SmartContextExtractor:
     def _allowed(self, cat: Catalogue) -> Callable[[int], bool]:
         cfg = self.config
         kinds = set(cfg.kinds) if cfg.kinds else None
+        skip_plain_text = cat.has_code
         prefixes = [p.strip("/") for p in cfg.paths] if cfg.paths else None
 
         def ok(rowid: int) -> bool:
@@ -134,6 +140,9 @@ class SmartContextExtractor:
             if cfg.exclude_tests and e.path in cat.test_paths:
                 return False
             if kinds is not None and e.kind not in kinds:
+                return False
+            if kinds is None and skip_plain_text and e.kind == "text":
+                # reST/.txt windows crowd out code in a repository; ask with kinds=["text"]
                 return False
             if prefixes is not None and not any(
                 e.path == p or e.path.startswith(p + "/") for p in prefixes
@@ -263,8 +272,23 @@ class SmartContextExtractor:
         return file_lines, deps, modules
 
 
-def _rank_files(ranked: list[ScoredItem], cat: Catalogue) -> list[str]:
-    """Files by their best item, with a small bonus for several matching items."""
+def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
+    """Files by their file-level score; files reached only through items follow."""
+    best: dict[str, float] = {}
+    for s in ranked:
+        e = cat.entries.get(s.rowid)
+        if e is not None and e.path not in best:
+            best[e.path] = s.score
+    top = max(file_rank.values(), default=0.0) or 1.0
+    # The file's own evidence plus its best symbol after fusion (names, graph, vectors).
+    combined = {p: v / top + FILE_BEST_ITEM_WEIGHT * best.get(p, 0.0) for p, v in file_rank.items()}
+    first = sorted(combined, key=lambda p: -combined[p])
+    seen = set(first)
+    rest = [p for p in _rank_files_by_items(ranked, cat) if p not in seen]
+    return first + rest
+
+
+def _rank_files_by_items(ranked: list[ScoredItem], cat: Catalogue) -> list[str]:
     best: dict[str, float] = {}
     extra: dict[str, float] = {}
     for s in ranked:

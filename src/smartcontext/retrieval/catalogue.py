@@ -72,6 +72,7 @@ class Catalogue:
                 self.test_paths.add(path)
         self.paths = sorted(self.by_path)
         self._link_resolver = None
+        self.has_code = any(e.kind in ("class", "function", "method") for e in self.entries.values())
 
     def note_item(self, path: str) -> int | None:
         """The item standing for a whole note (its intro section, whose id is the path)."""
@@ -107,6 +108,13 @@ class Catalogue:
         if not frag:
             return []
         out = [p for p in self.paths if p.lower() == frag or p.lower().endswith("/" + frag)]
+        if not out and "/" in frag:
+            # A traceback's absolute path (.../site-packages/pkg/mod.py) names our pkg/mod.py:
+            # keep the longest indexed path it ends with.
+            cands = [p for p in self.paths if frag.endswith("/" + p.lower())]
+            if cands:
+                longest = max(len(p) for p in cands)
+                out = [p for p in cands if len(p) == longest]
         return out
 
     def parent(self, rowid: int) -> Entry | None:

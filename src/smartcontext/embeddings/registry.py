@@ -1,0 +1,97 @@
+"""Turn a model spec from configuration into an Embedder.
+
+Specs:
+    None, "default", "local:minilm"   the bundled all-MiniLM-L6-v2 (int8 ONNX)
+    "onnx:/path/to/folder"            a local folder with model.onnx + tokenizer.json
+    "litellm:<model>"                 any LiteLLM embedding model
+    "<provider>/<model>"              shorthand for litellm:<provider>/<model>,
+                                      e.g. "openai/text-embedding-3-small"
+
+Other modules add models with :func:`register_embedder` (an exact spec) or
+:func:`register_scheme` (a ``scheme:argument`` family).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import EmbeddingError
+from .base import Embedder
+from .local_onnx import default_embedder, folder_embedder
+from .remote import LiteLLMEmbedder
+
+NamedFactory = Callable[..., Embedder]
+SchemeFactory = Callable[..., Embedder]
+
+_named: dict[str, NamedFactory] = {}
+_schemes: dict[str, SchemeFactory] = {}
+_lock = threading.Lock()
+
+DEFAULT_SPEC = "local:minilm"
+
+
+def register_embedder(spec: str, factory: NamedFactory) -> None:
+    """Make ``get_embedder(spec, **options)`` call ``factory(**options)``."""
+    with _lock:
+        _named[spec] = factory
+
+
+def register_scheme(scheme: str, factory: SchemeFactory) -> None:
+    """Make ``get_embedder("<scheme>:<arg>", **options)`` call ``factory(arg, **options)``."""
+    if not scheme or ":" in scheme or "/" in scheme:
+        raise EmbeddingError(f"an embedder scheme is a plain word, got {scheme!r}")
+    with _lock:
+        _schemes[scheme] = factory
+
+
+def known_specs() -> list[str]:
+    """Exact specs and ``scheme:`` prefixes that :func:`get_embedder` accepts."""
+    return sorted(_named) + sorted(f"{s}:..." for s in _schemes) + ["<provider>/<model>"]
+
+
+def get_embedder(spec: str | None = None, **options: Any) -> Embedder:
+    """The embedder named by ``spec``; ``options`` go to its factory (api_base, api_key, batch_size, ...).
+
+    Options whose value is None are left to the factory's defaults, so configuration
+    can pass every known key.
+    """
+    options = {k: v for k, v in options.items() if v is not None}
+    spec = (spec or "").strip() or "default"
+    factory = _named.get(spec)
+    if factory is not None:
+        return _call(factory, spec, (), options)
+    scheme, sep, arg = spec.partition(":")
+    if sep and scheme in _schemes:
+        if not arg.strip():
+            raise EmbeddingError(f"embedding model spec {spec!r} names no model after '{scheme}:'")
+        return _call(_schemes[scheme], spec, (arg.strip(),), options)
+    if "/" in spec and not spec.startswith(("/", ".", "~")) and "litellm" in _schemes:
+        return _call(_schemes["litellm"], spec, (spec,), options)
+    raise EmbeddingError(
+        f"unknown embedding model {spec!r}; use one of: {', '.join(known_specs())}"
+    )
+
+
+def _call(factory: Callable[..., Embedder], spec: str, args: tuple, options: dict[str, Any]) -> Embedder:
+    # Unknown options are a configuration mistake; say which ones instead of a TypeError.
+    try:
+        inspect.signature(factory).bind(*args, **options)
+    except TypeError:
+        accepted = [
+            p.name for p in inspect.signature(factory).parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ][len(args):]
+        raise EmbeddingError(
+            f"embedding model {spec!r} does not take options {sorted(options)}; "
+            f"it accepts: {', '.join(accepted) or 'none'}"
+        ) from None
+    return factory(*args, **options)
+
+
+register_embedder("default", default_embedder)
+register_embedder(DEFAULT_SPEC, default_embedder)
+register_scheme("onnx", folder_embedder)
+register_scheme("litellm", LiteLLMEmbedder)

