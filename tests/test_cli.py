@@ -88,3 +88,34 @@ def test_corrupt_index_is_reported_and_rebuildable(sample_repo):
     assert proc.returncode == 1 and "--rebuild" in proc.stderr
     run("index", str(sample_repo), "--rebuild")
     assert "AuthService" in run("context", "AuthService", str(sample_repo)).stdout
+
+
+def _vault(tmp_path):
+    v = tmp_path / "vault"
+    v.mkdir()
+    (v / "note.md").write_text("---\ntags: [x]\n---\n# Hello\n\nSee [[Other]].\n")
+    (v / "Other.md").write_text("# Other\nbody\n")
+    return v
+
+
+def test_tool_command_prints_the_tools_json(tmp_path):
+    v = _vault(tmp_path)
+    data = json.loads(run("tool", "read_file", "--vault", str(v), "--path", "note.md").stdout)
+    assert data["success"] and "See [[Other]]" in data["content"]
+    back = json.loads(run("tool", "find_backlinks", "-C", str(v), "--note_name", "Other").stdout)
+    assert back["results"] == ["note.md"]
+    upd = run("tool", "update_frontmatter", "-C", str(v), "--path", "note.md",
+              "--updates", '{"status": "done"}')
+    assert json.loads(upd.stdout)["success"]
+    assert "status: done" in (v / "note.md").read_text()
+    listing = run("tool", "-C", str(v)).stdout
+    assert "read_file" in listing and "index_documents" not in listing
+
+
+def test_tool_command_refuses_paths_outside_and_exits_nonzero(tmp_path):
+    v = _vault(tmp_path)
+    proc = run("tool", "read_file", "-C", str(v), "--path", "../../etc/passwd", check=False)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["success"] is False
+    proc = run("tool", "no_such_tool", "-C", str(v), check=False)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["success"] is False

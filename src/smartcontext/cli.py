@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .cli_serve import serve_app
+from .cli_tool import TOOL_CONTEXT, tool
 from .errors import SmartContextError
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(serve_app, name="serve")
+app.command("tool", context_settings=TOOL_CONTEXT)(tool)
 err_console = Console(stderr=True)
 out_console = Console()
 
