@@ -39,15 +39,27 @@ def test_index_counts_items_and_edges(ws):
 
 def test_question_naming_a_class_and_method_finds_them(ws):
     res = ws.context("How does AuthService handle login?", max_tokens=2000)
+    assert res.files[0] == "shop/auth.py"
+    # a small best file is shown whole: header (imports) and every top-level symbol
+    modes = {s.item.id: s.mode for s in res.items}
+    assert modes["shop/auth.py"] == "head" and "import hashlib" in res.text
+    assert modes["shop/auth.py::AuthService.login"] == "full"
+    assert "shop/auth.py::AuthService" in modes  # the class header comes along
+    assert modes["shop/auth.py::hash_password"] == "full"  # the rest of the small file too
+    assert "self.verify(password" in res.text
+    assert res.token_count == count_tokens(res.text) <= 2000
+
+
+def test_precise_items_when_the_best_file_is_too_big_to_show_whole(ws):
+    # 2.5 x the file's size: the file no longer fits in the 40% share for a whole file
+    res = ws.context("How does AuthService handle login?", max_tokens=400)
     ids = [s.item.id for s in res.items]
     assert "shop/auth.py::AuthService.login" in ids
-    assert res.files[0] == "shop/auth.py"
     login = next(s for s in res.items if s.item.id == "shop/auth.py::AuthService.login")
     assert login.mode == "full"
-    assert "self.verify(password" in res.text
     # the method brings its class header
     assert "shop/auth.py::AuthService" in ids
-    assert res.token_count == count_tokens(res.text) <= 2000
+    assert res.token_count <= 400
 
 
 def test_graph_brings_callees_without_pushing_out_direct_matches(ws):

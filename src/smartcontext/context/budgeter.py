@@ -44,8 +44,13 @@ def plan_budget(
     parents: dict[str, StoredItem],
     config: ExtractionConfig,
     reserve: int = 0,
+    pinned_full: set[int] | None = None,
 ) -> Plan:
-    """Choose what to show and how. ``reserve`` tokens are kept for headers and framing."""
+    """Choose what to show and how. ``reserve`` tokens are kept for headers and framing.
+
+    pinned_full: row ids shown in full whatever their size (the top file, when small).
+    """
+    pinned_full = pinned_full or set()
     budget = max(0, config.max_tokens - reserve)
     full_budget = int(budget * config.full_code_share)
     plan = Plan()
@@ -88,7 +93,9 @@ def plan_budget(
             if parent_si is not None and parent_si.item.id not in chosen:
                 parent_cost = parent_si.sig_tokens + PER_ITEM_OVERHEAD
         limit = MAX_FULL_CONTAINER.get(item.kind)
-        full_ok = item.tokens > 0 and (limit is None or item.tokens <= limit)
+        full_ok = item.tokens > 0 and (
+            limit is None or item.tokens <= limit or cand.rowid in pinned_full
+        )
         # A container whose members were already chosen shows only its header: the
         # members ranked higher, and repeating them inside the whole body wastes tokens.
         if full_ok and any(_is_inside(c.item, item) for c in chosen.values() if not c.context_only):

@@ -31,6 +31,8 @@ def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]]) -> list[str]
     """The item's code as it stands in the file (dedented), or its stored text."""
     it = sel.item
     lines = file_lines.get(it.path)
+    if sel.mode == "head" and lines is not None:
+        return lines[: it.end_line]
     if lines is not None and it.kind not in ("section", "message", "text") and it.kind != "module":
         chunk = lines[it.start_line - 1 : it.end_line]
         if chunk:
@@ -99,6 +101,9 @@ def render_mu(
             if it.kind == "module":
                 if s.mode == "full":
                     out.extend("  " + ln for ln in it.text.splitlines())
+                elif s.mode == "head":
+                    out.append(f"  :: L1-{it.end_line} (file header)")
+                    out.extend("  " + ln if ln else "" for ln in body_lines(s, file_lines))
                 elif it.docstring:
                     out.append("  :: " + it.docstring.strip().splitlines()[0])
                 continue
@@ -149,10 +154,12 @@ def render_markdown(
             it = s.item
             lang = FENCE_LANG.get(it.language, "")
             score = f" (relevance {s.score:.2f})" if include_scores and not s.context_only else ""
-            if s.mode == "full":
+            if s.mode in ("full", "head"):
                 body = "\n".join(body_lines(s, file_lines))
                 fence = "````" if "```" in body else "```"
-                label = it.qualname if it.kind != "module" else "whole file"
+                label = it.qualname if it.kind != "module" else (
+                    "whole file" if s.mode == "full" else "file header"
+                )
                 out.append(f"`{label}` lines {it.start_line}-{it.end_line}{score}:")
                 out.append(f"{fence}{lang}\n{body}\n{fence}")
             else:
@@ -189,7 +196,7 @@ def render_json(
                         "signature": s.item.signature,
                         "mode": s.mode,
                         "score": round(s.score, 3),
-                        **({"code": "\n".join(body_lines(s, file_lines))} if s.mode == "full" else {}),
+                        **({"code": "\n".join(body_lines(s, file_lines))} if s.mode in ("full", "head") else {}),
                         **({"doc": s.item.docstring.strip().splitlines()[0]}
                            if s.mode != "full" and s.item.docstring.strip() else {}),
                     }

@@ -21,6 +21,11 @@ from .models import FORMATS, ContextResult, ExtractionConfig, ScoredItem, Select
 MAX_QUESTION_CHARS = 200_000
 CANDIDATES_PER_SIGNAL = 200
 GRAPH_SEEDS = 12
+TOP_FILE_SHARE = 0.4  # the best file is shown whole when it fits in this share of the budget
+HEAD_FILES = 3  # files whose preamble (imports, constants) is shown
+HEAD_MAX_LINES = 60
+HEAD_MAX_TOKENS = 400
+MIN_BUDGET_FOR_FILES = 2000  # below this, whole files and file headers crowd out matches
 FILE_BEST_ITEM_WEIGHT = 0.5
 
 
@@ -163,11 +168,15 @@ class SmartContextExtractor:
     ) -> ContextResult:
         cfg = self.config
         pool = ranked[:250]
+        pinned = self._pin_top_file(pool, cat, files)
         stored = self.store.items_by_rowids([s.rowid for s in pool])
         parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
-        plan = plan_budget(pool, stored, parents, cfg)
+        heads = self._file_heads(files, cat, pinned)
+        reserve = sum(tokens for _, _, tokens in heads)
+        plan = plan_budget(pool, stored, parents, cfg, reserve=reserve, pinned_full=pinned)
         selection = plan.selected
+        self._add_heads(selection, heads, pool)
         # File lines, imports and module names for every file the plan touches; trimming
         # only removes items, so this superset stays valid.
         file_lines, deps, modules = self._file_context(selection, cat)
@@ -231,10 +240,90 @@ class SmartContextExtractor:
             nearest=nearest,
         )
 
+    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
+        """Show all of the best file when it is small enough: the likeliest place of an
+        answer (or a fix) then comes with everything around it. Its top-level symbols are
+        pinned (not the module row), so results still name the precise items."""
+        cfg = self.config
+        if not files or not pool or cfg.max_tokens < MIN_BUDGET_FOR_FILES:
+            return set()
+        top = files[0]
+        mod = cat.module_of_path.get(top)
+        entry = cat.entries.get(mod) if mod is not None else None
+        if entry is None or entry.kind != "module":
+            return set()
+        if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
+            return set()
+        if not any(s.rowid in cat.entries and cat.entries[s.rowid].path == top for s in pool[:GRAPH_SEEDS]):
+            return set()  # the file ranks first only by aggregate: not sure enough
+        children = sorted(cat.children.get(entry.id, []), key=lambda r: cat.entries[r].start_line)
+        if not children:
+            return set()
+        in_pool = {s.rowid: s for s in pool}
+        floor = min(s.score for s in pool[: GRAPH_SEEDS])
+        pinned = []
+        for r in children:
+            s = in_pool.get(r) or ScoredItem(r, cat.entries[r].id, score=floor, direct=False)
+            pinned.append(s)
+        pinned_ids = {s.rowid for s in pinned}
+        rest = [s for s in pool if s.rowid not in pinned_ids]
+        # The file's own best matches first, then the rest of the file, then other files.
+        pinned.sort(key=lambda s: -s.score)
+        pool[:] = rest[:1] + pinned + rest[1:]
+        return pinned_ids
+
+    def _file_heads(
+        self, files: list[str], cat: Catalogue, pinned: set[int]
+    ) -> list[tuple[int, int, int]]:
+        """(module rowid, last head line, estimated tokens) of the top files' preambles:
+        imports and constants above the first definition, which a change often touches."""
+        out = []
+        if self.config.max_tokens < MIN_BUDGET_FOR_FILES:
+            return out
+        for path in files[:HEAD_FILES]:
+            mod = cat.module_of_path.get(path)
+            entry = cat.entries.get(mod) if mod is not None else None
+            if entry is None or entry.kind != "module":
+                continue
+            starts = [cat.entries[r].start_line for r in cat.children.get(entry.id, [])]
+            first_def = min(starts, default=entry.end_line + 1)
+            last = min(first_def - 1, HEAD_MAX_LINES, entry.end_line)
+            if last < 1:
+                continue
+            total_lines = max(1, entry.end_line)
+            tokens = int(entry.tokens * last / total_lines) + 10
+            if tokens > HEAD_MAX_TOKENS:
+                continue
+            out.append((mod, last, tokens))
+        return out
+
+    def _add_heads(self, selection: list[SelectedItem], heads, pool: list[ScoredItem]) -> None:
+        if not heads:
+            return
+        present = {s.item.path for s in selection}
+        rows = self.store.items_by_rowids([m for m, _, _ in heads])
+        for mod, last, _ in heads:
+            si = rows.get(mod)
+            if si is None or si.item.path not in present:
+                continue
+            item = si.item
+            head = type(item)(**{**item.__dict__, "end_line": last, "text": ""})
+            existing = next((s for s in selection if s.item.id == item.id), None)
+            if existing is not None:
+                if existing.mode == "signature":  # a bare module line says less than its header
+                    existing.item, existing.mode = head, "head"
+                continue
+            score = max((s.score for s in selection if s.item.path == item.path), default=0.0)
+            selection.append(SelectedItem(head, score, "head", {}, context_only=True))
+
     @staticmethod
     def _drop_orphan_parents(selection: list[SelectedItem]) -> None:
         needed = {s.item.parent_id for s in selection if not s.context_only}
-        selection[:] = [s for s in selection if not s.context_only or s.item.id in needed]
+        paths = {s.item.path for s in selection if not s.context_only}
+        selection[:] = [
+            s for s in selection
+            if not s.context_only or s.item.id in needed or (s.mode == "head" and s.item.path in paths)
+        ]
 
     def _file_context(
         self, selection: list[SelectedItem], cat: Catalogue
@@ -242,7 +331,11 @@ class SmartContextExtractor:
         paths = sorted({s.item.path for s in selection})
         file_lines: dict[str, list[str]] = {}
         modules: dict[str, str] = {}
-        need_lines = {s.item.path for s in selection if s.mode == "full" and s.item.kind not in ("module", "section", "text", "message")}
+        need_lines = {
+            s.item.path for s in selection
+            if (s.mode == "full" and s.item.kind not in ("module", "section", "text", "message"))
+            or s.mode == "head"
+        }
         mod_rows = [cat.module_of_path[p] for p in paths if p in cat.module_of_path]
         mods = self.store.items_by_rowids(mod_rows) if mod_rows else {}
         mod_by_path: dict[str, StoredItem] = {si.item.path: si for si in mods.values()}

@@ -1,0 +1,669 @@
+"""Semantic search over the vectors the Smart Connections plugin already stored.
+
+Which mode answers a query (every result set says so in ``mode``):
+
+``model``
+    A local copy of the model that made the vault's vectors embeds the query (see
+    ``query_models``); results are ranked by cosine similarity.
+``keyword-rerank``
+    No such model is available. The query's words find notes by BM25 (our FTS5 index of
+    the note files, or the caller's ``keyword_candidates``); the stored vectors of the
+    top keyword hits, weighted by their keyword score, form a pseudo-query vector in the
+    vault's own vector space; every note or block is then scored by
+    ``0.7 * cosine(pseudo-query) + 0.3 * normalised keyword score of its note``. This
+    finds notes that share the hits' meaning without sharing their words, and never
+    compares vectors of two models. It needs at least one keyword hit.
+``vectors``
+    ``similar_notes``: the note's own stored vector against the others; no model needed.
+
+Set ``allow_fallback=False`` to get the seed's "different embedding model" error
+instead of ``keyword-rerank`` when no query model is available.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import EmbeddingError, InvalidArgument, SmartContextError, WorkspaceNotFound
+from .ajson import SOURCE
+from .cache import LoadStats, VectorCache
+from .config import (
+    LEGACY_SETTINGS,
+    PLUGIN_DEFAULT_MODEL,
+    SmartConnectionsModelMismatch,
+    SmartConnectionsNoEmbeddings,
+    SmartConnectionsNotConfigured,
+    SmartEnvConfig,
+    read_config,
+)
+from .keyword import NoteKeywordIndex, query_terms
+from .notes import (
+    VaultNotes,
+    anchor_heading,
+    heading_parts,
+    normalise_folder,
+    normalise_tag,
+    path_matches,
+    tag_matches,
+)
+from .query_models import QueryModel, find_query_model
+from .store import ParseStore
+
+SCOPES = ("notes", "blocks", "both")
+MODE_MODEL = "model"
+MODE_KEYWORD_RERANK = "keyword-rerank"
+MODE_VECTORS = "vectors"
+
+# keyword-rerank: weight of the cosine to the pseudo-query (the rest is keyword score),
+# how many keyword hits form the pseudo-query, and how many are asked for.
+RERANK_COSINE_WEIGHT = 0.7
+RERANK_SEEDS = 8
+RERANK_CANDIDATES = 50
+MAX_LIMIT = 1000
+QUERY_VECTOR_CACHE = 256
+
+KeywordCandidates = Callable[[str, int], list[tuple[str, float]]]
+
+
+class NoteNotFound(InvalidArgument):
+    """``similar_notes`` was given a note the plugin has no vector for."""
+
+
+@dataclass
+class SemanticHit:
+    """One result.
+
+    kind:    ``note`` or ``block``.
+    heading: for blocks, the heading path joined with `` > `` (``None`` for notes).
+    key:     the plugin's item key (``path`` or ``path#H1#H2``).
+    lines:   1-based inclusive span the snippet came from (blocks).
+    signals: the parts of ``score`` (``cosine``; ``keyword`` in keyword-rerank mode).
+    """
+
+    path: str
+    score: float
+    kind: str
+    heading: str | None
+    key: str
+    lines: list[int] | None
+    snippet: str
+    signals: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SemanticSearchResult:
+    query: str
+    mode: str
+    model_key: str | None
+    scope: str
+    results: list[SemanticHit]
+    candidates: int
+    warnings: list[str]
+    elapsed_ms: float
+    load: dict[str, Any]
+
+    @property
+    def count(self) -> int:
+        return len(self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["count"] = self.count
+        return d
+
+
+@dataclass
+class SimilarNotesResult:
+    path: str
+    mode: str
+    model_key: str | None
+    scope: str
+    results: list[SemanticHit]
+    warnings: list[str]
+    elapsed_ms: float
+    load: dict[str, Any]
+
+    @property
+    def count(self) -> int:
+        return len(self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["count"] = self.count
+        return d
+
+
+@dataclass
+class SmartConnectionsStatus:
+    """What ``status()`` reports; ``error`` holds the validation message when not usable."""
+
+    vault: str
+    configured: bool
+    smart_env_dir: str
+    settings_found: bool = False
+    model_key: str | None = None
+    dim: int | None = None
+    configured_models: list[dict[str, Any]] = field(default_factory=list)
+    stored_models: dict[str, int] = field(default_factory=dict)
+    files: int = 0
+    notes: int = 0
+    blocks: int = 0
+    bad_lines: int = 0
+    no_vector: int = 0
+    stale_blocks: int = 0
+    bad_vectors: int = 0
+    vector_bytes: int = 0
+    vector_store: str | None = None
+    query_model: dict[str, Any] = field(default_factory=dict)
+    search_mode: str | None = None
+    last_load: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class SmartConnections:
+    """Read-only access to a vault's Smart Connections vectors.
+
+    Parameters:
+        vault:              the Obsidian vault folder (it holds ``.smart-env/``).
+        model_key:          use the vectors of this model (default: decided from the data,
+                            see ``VectorCache.choose_model``).
+        models_dirs:        folders to look in for a local copy of the vault's model.
+        embedders:          query embedders to offer (``.name`` + ``embed_query``); one is
+                            used only when its name names the vault's model.
+        keyword_candidates: ``f(query, k) -> [(path, score)]`` for keyword-rerank mode;
+                            default: an FTS5 index of the notes built on first use.
+        allow_fallback:     False raises the "different model" error instead of answering
+                            in keyword-rerank mode.
+        include_blocks:     keep block vectors (needed for ``scope="blocks"``/``"both"``).
+        sweep_interval:     seconds between checks of every file's mtime (see ``cache``).
+        use_hf_cache:       also look in the user's Hugging Face cache.
+        snippet_chars:      length of result snippets.
+        cache_path:         where to keep parsed vectors between processes (see ``store``):
+                            ``"auto"`` is ``<vault>/.smartcontext/smart_connections.sqlite``
+                            (beside the workspace index), None keeps them in memory only.
+                            The plugin's ``.smart-env`` folder is never written to.
+        watch:              on Linux, learn about changed files from inotify instead of
+                            stat sweeps (see ``cache``).
+    """
+
+    def __init__(
+        self,
+        vault: str | Path,
+        *,
+        model_key: str | None = None,
+        models_dirs: Iterable[str | Path] = (),
+        embedders: Iterable[Any] = (),
+        keyword_candidates: KeywordCandidates | None = None,
+        allow_fallback: bool = True,
+        include_blocks: bool = True,
+        sweep_interval: float = 1.0,
+        use_hf_cache: bool = True,
+        snippet_chars: int = 300,
+        cache_path: str | Path | None = "auto",
+        watch: bool = True,
+    ):
+        root = Path(vault).expanduser()
+        if not root.is_dir():
+            raise WorkspaceNotFound(f"vault folder {str(root)!r} does not exist or is not a folder")
+        self.vault = root.resolve()
+        self.model_key_option = model_key
+        self.models_dirs = [Path(d).expanduser() for d in models_dirs]
+        self.embedders = list(embedders)
+        self.keyword_candidates = keyword_candidates
+        self.allow_fallback = allow_fallback
+        self.include_blocks = include_blocks
+        self.sweep_interval = sweep_interval
+        self.use_hf_cache = use_hf_cache
+        self.snippet_chars = int(snippet_chars)
+        self.watch = watch
+        if cache_path == "auto":
+            cache_path = self.vault / ".smartcontext" / "smart_connections.sqlite"
+        self.store = ParseStore(Path(cache_path).expanduser()) if cache_path else None
+        self.notes = VaultNotes(self.vault)
+        self._lock = threading.RLock()
+        self._config: SmartEnvConfig | None = None
+        self._config_stamp: tuple | None = None
+        self._cache: VectorCache | None = None
+        self._query_model: QueryModel | None = None
+        self._keyword_index: NoteKeywordIndex | None = None
+        self._keyword_synced = float("-inf")
+        self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+    # -- public API ---------------------------------------------------------------------
+
+    def refresh(self, force: bool = False) -> LoadStats:
+        """Load or update the vectors; raises the seed's errors when unusable."""
+        with self._lock:
+            return self._load(force)
+
+    def status(self) -> SmartConnectionsStatus:
+        """Configuration, counts and the last load, without raising for an unusable vault."""
+        with self._lock:
+            st = SmartConnectionsStatus(
+                vault=str(self.vault), configured=False, smart_env_dir=str(self.vault / ".smart-env")
+            )
+            try:
+                cfg = self._read_config()
+            except SmartConnectionsNotConfigured as exc:
+                st.error = str(exc)
+                return st
+            st.configured = True
+            st.settings_found = cfg.settings_found
+            st.configured_models = [asdict(m) for m in cfg.models]
+            st.warnings.extend(cfg.warnings)
+            try:
+                stats = self._load(False)
+            except SmartContextError as exc:
+                st.error = str(exc)
+                stats = self._cache.last_stats if self._cache else None
+            cache = self._cache
+            if cache is not None:
+                totals = cache.totals()
+                st.model_key = cache.model_key
+                st.dim = cache.dim
+                st.stored_models = dict(totals.models.most_common())
+                st.files = len(cache.files)
+                st.notes, st.blocks = cache.counts()
+                st.bad_lines, st.no_vector = totals.bad_lines, totals.no_vector
+                st.stale_blocks, st.bad_vectors = totals.stale_blocks, totals.bad_vectors
+                st.vector_bytes = cache.memory_bytes()
+                st.warnings.extend(self._model_warnings(cfg, cache))
+            if self.store is not None:
+                st.vector_store = str(self.store.path)
+                if self.store.error:
+                    st.warnings.append(self.store.error)
+            if stats is not None:
+                st.last_load = stats.to_dict()
+            if st.model_key:
+                qm = self._find_query_model()
+                st.query_model = qm.to_dict()
+                st.search_mode = MODE_MODEL if qm.available else (
+                    MODE_KEYWORD_RERANK if self.allow_fallback else None
+                )
+            return st
+
+    def semantic_search(
+        self,
+        query: str,
+        limit: int = 10,
+        min_score: float = 0.3,
+        tags: list[str] | None = None,
+        paths: list[str] | None = None,
+        scope: str = "notes",
+    ) -> SemanticSearchResult:
+        """Notes and/or blocks most similar to ``query``.
+
+        tags:  keep notes that have any of these tags (frontmatter or inline; ``ai`` also
+               matches ``ai/llm``; case and ``#`` ignored).
+        paths: keep notes inside any of these folders (or equal to these note paths).
+        scope: ``notes``, ``blocks`` or ``both``.
+        """
+        started = time.perf_counter()
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgument("query must be a non-empty string")
+        limit, min_score, tags, paths, scope = _check_args(limit, min_score, tags, paths, scope)
+        if scope != "notes" and not self.include_blocks:
+            raise InvalidArgument("block search needs include_blocks=True")
+        with self._lock:
+            stats = self._load(False)
+            cache = self._cache
+            assert cache is not None
+            warnings: list[str] = []
+            mask = self._candidate_mask(scope, tags, paths)
+            qm = self._find_query_model()
+            scores = signals = None
+            mode = MODE_MODEL
+            if qm.available:
+                scores, why = self._model_scores(qm, query)
+                if scores is None:
+                    warnings.append(why)
+            if scores is None:
+                if not self.allow_fallback:
+                    if qm.available:  # the right model, but it failed: say so, not "different model"
+                        raise EmbeddingError(warnings[-1].split("; answered by")[0])
+                    raise SmartConnectionsModelMismatch(cache.model_key or "unknown", self._supported_models())
+                mode = MODE_KEYWORD_RERANK
+                if not qm.available:
+                    warnings.append(
+                        f"no query model for {cache.model_key}: answered by keyword-rerank ({qm.reason})"
+                    )
+                scores, signals, why = self._rerank_scores(query)
+                if why:
+                    warnings.append(why)
+            results = self._collect(scores, mask, limit, min_score, signals, warnings)
+            return SemanticSearchResult(
+                query=query, mode=mode, model_key=cache.model_key, scope=scope, results=results,
+                candidates=int(mask.sum()), warnings=warnings,
+                elapsed_ms=round((time.perf_counter() - started) * 1000, 3), load=stats.to_dict(),
+            )
+
+    def similar_notes(
+        self, path: str, limit: int = 10, min_score: float = 0.3, scope: str = "notes"
+    ) -> SimilarNotesResult:
+        """Notes (or blocks) closest to the note at ``path``, from stored vectors alone."""
+        started = time.perf_counter()
+        limit, min_score, _, _, scope = _check_args(limit, min_score, None, None, scope)
+        if scope != "notes" and not self.include_blocks:
+            raise InvalidArgument("block search needs include_blocks=True")
+        with self._lock:
+            stats = self._load(False)
+            cache = self._cache
+            assert cache is not None
+            note = self._resolve_note(path)
+            warnings: list[str] = []
+            rows = cache.rows_of_note(note)
+            own = cache.row_of(note)
+            if own is not None:
+                vec = cache.matrix()[own]
+            else:
+                vec = cache.matrix()[rows].mean(axis=0)
+                vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
+                warnings.append(
+                    f"{note} has no note-level vector; used the mean of its {rows.size} block vectors"
+                )
+            mask = self._candidate_mask(scope, [], [])
+            mask[rows] = False  # never the note itself, nor its own blocks
+            scores = cache.dot(vec)
+            results = self._collect(scores, mask, limit, min_score, None, warnings)
+            return SimilarNotesResult(
+                path=note, mode=MODE_VECTORS, model_key=cache.model_key, scope=scope,
+                results=results, warnings=warnings,
+                elapsed_ms=round((time.perf_counter() - started) * 1000, 3), load=stats.to_dict(),
+            )
+
+    def close(self) -> None:
+        """Release the folder watch and the store connection (the object stays usable)."""
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+            if self.store is not None:
+                self.store.close()
+
+    # -- loading and validation ---------------------------------------------------------
+
+    def _read_config(self) -> SmartEnvConfig:
+        env = self.vault / ".smart-env"
+        stamp = tuple(_mtime(p) for p in (
+            env, env / "smart_env.json", env / "embedding_models" / "embedding_models.ajson", self.vault / LEGACY_SETTINGS,
+        ))
+        if self._config is None or stamp != self._config_stamp:
+            self._config = read_config(self.vault)
+            self._config_stamp = stamp
+        return self._config
+
+    def _load(self, force: bool) -> LoadStats:
+        cfg = self._read_config()
+        preferred = cfg.configured_keys
+        if self._cache is None:
+            self._cache = VectorCache(
+                cfg.multi_dir, preferred_keys=preferred, model_key=self.model_key_option,
+                include_blocks=self.include_blocks, sweep_interval=self.sweep_interval,
+                store=self.store, watch=self.watch,
+            )
+        cache = self._cache
+        if cache.preferred_keys != preferred:
+            cache.preferred_keys = preferred
+            force = True
+        before = cache.model_key
+        stats = cache.refresh(force)
+        if cache.model_key != before:
+            self._query_model = None
+            self._query_vectors.clear()
+        if not self.allow_fallback and cache.model_key and not self._find_query_model().available:
+            # The seed checks the model before the embeddings; so does strict mode.
+            raise SmartConnectionsModelMismatch(cache.model_key, self._supported_models())
+        notes, blocks = cache.counts()
+        if notes + blocks == 0:
+            raise SmartConnectionsNoEmbeddings()
+        return stats
+
+    def _find_query_model(self) -> QueryModel:
+        cache = self._cache
+        key = cache.model_key if cache else None
+        if self._query_model is None or self._query_model.model_key != key:
+            info = self._config.info(key) if (self._config and key) else None
+            self._query_model = find_query_model(
+                key, embedders=self.embedders, models_dirs=self.models_dirs,
+                use_hf_cache=self.use_hf_cache, max_tokens=info.max_tokens if info else None,
+            )
+        return self._query_model
+
+    def _supported_models(self) -> str:
+        names = [getattr(e, "name", "") for e in self.embedders if getattr(e, "name", "")]
+        return " or ".join([PLUGIN_DEFAULT_MODEL] + [n for n in names if n != PLUGIN_DEFAULT_MODEL])
+
+    def _model_warnings(self, cfg: SmartEnvConfig, cache: VectorCache) -> list[str]:
+        out = []
+        keys = cfg.configured_keys
+        if keys and cache.model_key and cache.model_key != keys[0]:
+            out.append(
+                f"the settings name {keys[0]} but the vectors used are stored under {cache.model_key}"
+            )
+        others = [k for k in cache.totals().models if k != cache.model_key]
+        if others:
+            out.append("vectors of other models are ignored: " + ", ".join(sorted(others)))
+        return out
+
+    def _resolve_note(self, path: str) -> str:
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidArgument("path must be a non-empty note path")
+        cache = self._cache
+        assert cache is not None
+        rel = normalise_folder(path)
+        self.notes.resolve(rel)  # refuse paths outside the vault before anything else
+        for candidate in (rel, rel + ".md"):
+            if cache.has_rows(candidate):
+                return candidate
+        raise NoteNotFound(
+            f"Smart Connections has no vector for {path!r} (model {cache.model_key}); "
+            f"check the path (relative to the vault, e.g. 'folder/note.md') or let the plugin embed it"
+        )
+
+    # -- scoring ------------------------------------------------------------------------
+
+    def _candidate_mask(self, scope: str, tags: list[str], paths: list[str]) -> np.ndarray:
+        cache = self._cache
+        assert cache is not None
+        mask = cache.alive().copy()
+        kinds = cache.kinds()
+        if scope == "notes":
+            mask &= kinds == SOURCE
+        elif scope == "blocks":
+            mask &= kinds != SOURCE
+        if tags or paths:
+            note_paths = cache.note_paths()
+            allowed = np.zeros(len(note_paths), dtype=bool)
+            ids = np.unique(cache.note_ids()[mask])
+            for nid in ids:
+                p = note_paths[nid]
+                if paths and not path_matches(p, paths):
+                    continue
+                if tags:
+                    facts = self._facts(p)
+                    if facts is None or not tag_matches(facts.tags, tags):
+                        continue
+                allowed[nid] = True
+            mask &= allowed[cache.note_ids()]
+        return mask
+
+    def _facts(self, path: str):
+        # Checked against disk at most once per sweep interval, like the vectors.
+        return self.notes.facts(path, max_age=self.sweep_interval)
+
+    def _model_scores(self, qm: QueryModel, query: str) -> tuple[np.ndarray | None, str]:
+        cache = self._cache
+        assert cache is not None
+        key = (qm.source, query)
+        cached = self._query_vectors.get(key)
+        if cached is not None:
+            self._query_vectors.move_to_end(key)
+            return cache.dot(cached), ""
+        try:
+            q = np.asarray(qm.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+        except Exception as exc:  # a broken model must not take search down with it
+            self._query_model = QueryModel(qm.model_key, None, "none", f"{qm.source} failed: {exc}")
+            return None, f"query model {qm.source} failed ({exc}); answered by keyword-rerank"
+        if q.shape[0] != cache.dim or not np.isfinite(q).all():
+            self._query_model = QueryModel(
+                qm.model_key, None, "none", f"{qm.source} makes {q.shape[0]}-d vectors, the vault has {cache.dim}-d"
+            )
+            return None, (
+                f"query model {qm.source} makes {q.shape[0]}-d vectors but the vault's are "
+                f"{cache.dim}-d; answered by keyword-rerank"
+            )
+        q /= max(float(np.linalg.norm(q)), 1e-12)
+        # Agents and people repeat queries; the model costs far more than the ranking.
+        self._query_vectors[key] = q
+        if len(self._query_vectors) > QUERY_VECTOR_CACHE:
+            self._query_vectors.popitem(last=False)
+        return cache.dot(q), ""
+
+    def _keyword(self, query: str, k: int) -> list[tuple[str, float]]:
+        if self.keyword_candidates is not None:
+            return list(self.keyword_candidates(query, k))
+        cache = self._cache
+        assert cache is not None
+        if self._keyword_index is None:
+            self._keyword_index = NoteKeywordIndex(self.notes)
+        now = time.monotonic()
+        if now - self._keyword_synced >= self.sweep_interval or cache.last_stats.check in ("cold", "reloaded"):
+            paths = {cache.note_paths()[i] for i in np.unique(cache.note_ids()[cache.alive()])}
+            self._keyword_index.sync(paths)
+            self._keyword_synced = now
+        return self._keyword_index.search(query, k)
+
+    def _rerank_scores(self, query: str) -> tuple[np.ndarray, dict[str, np.ndarray] | None, str]:
+        cache = self._cache
+        assert cache is not None
+        n = cache.n_rows
+        hits = []
+        for path, score in self._keyword(query, RERANK_CANDIDATES):
+            path = normalise_folder(str(path))
+            if score > 0 and cache.has_rows(path):
+                hits.append((path, float(score)))
+        if not hits:
+            terms = ", ".join(query_terms(query)) or "(none)"
+            return np.full(n, -np.inf, dtype=np.float32), None, (
+                f"keyword-rerank found no note containing the query's words ({terms})"
+            )
+        top = max(s for _, s in hits)
+        kw_by_note = np.zeros(len(cache.note_paths()), dtype=np.float32)
+        centroid = np.zeros(cache.dim or 0, dtype=np.float32)
+        for i, (path, score) in enumerate(hits):
+            weight = score / top
+            nid = cache.note_id(path)
+            kw_by_note[nid] = max(kw_by_note[nid], weight)
+            if i < RERANK_SEEDS:
+                centroid += weight * self._note_vector(path)
+        centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
+        cosine = cache.dot(centroid)
+        keyword = kw_by_note[cache.note_ids()]
+        scores = RERANK_COSINE_WEIGHT * cosine + (1 - RERANK_COSINE_WEIGHT) * keyword
+        return scores, {"cosine": cosine, "keyword": keyword}, ""
+
+    def _note_vector(self, path: str) -> np.ndarray:
+        cache = self._cache
+        assert cache is not None
+        own = cache.row_of(path)
+        if own is not None:
+            return cache.matrix()[own]
+        vec = cache.matrix()[cache.rows_of_note(path)].mean(axis=0)
+        return vec / max(float(np.linalg.norm(vec)), 1e-12)
+
+    def _collect(
+        self,
+        scores: np.ndarray,
+        mask: np.ndarray,
+        limit: int,
+        min_score: float,
+        signals: dict[str, np.ndarray] | None,
+        warnings: list[str],
+    ) -> list[SemanticHit]:
+        cache = self._cache
+        assert cache is not None
+        scores = np.where(mask & (scores >= min_score), scores, -np.inf)
+        eligible = int(np.isfinite(scores).sum())
+        results: list[SemanticHit] = []
+        missing = 0
+        # Results whose note file is gone are skipped, so look a little past the limit.
+        window = min(eligible, limit * 2 + 8)
+        while len(results) < limit and window > 0:
+            top = np.argpartition(-scores, window - 1)[:window] if window < scores.size else np.arange(scores.size)
+            top = top[np.argsort(-scores[top], kind="stable")]
+            for row in top:
+                if not np.isfinite(scores[row]) or len(results) >= limit:
+                    break
+                rec = cache.record(int(row))
+                if not self.notes.exists(rec.path):
+                    missing += 1
+                    scores[row] = -np.inf
+                    continue
+                results.append(self._hit(rec, float(scores[row]), signals, int(row)))
+                scores[row] = -np.inf
+            eligible = int(np.isfinite(scores).sum())
+            window = min(eligible, (limit - len(results)) * 2 + 8)
+        if missing:
+            warnings.append(f"skipped {missing} result(s) whose note no longer exists in the vault")
+        return results
+
+    def _hit(self, rec, score: float, signals: dict[str, np.ndarray] | None, row: int) -> SemanticHit:
+        heading = heading_parts(rec.key) if rec.kind != SOURCE else None
+        snippet, span = self.notes.snippet(rec.path, rec.lines, anchor_heading(rec.key), self.snippet_chars)
+        sig = {k: round(float(v[row]), 4) for k, v in signals.items()} if signals else {"cosine": round(score, 4)}
+        return SemanticHit(
+            path=rec.path,
+            score=round(score, 4),
+            kind="note" if rec.kind == SOURCE else "block",
+            heading=" > ".join(heading) if heading else None,
+            key=rec.key,
+            lines=list(span) if span else None,
+            snippet=snippet,
+            signals=sig,
+        )
+
+
+def _check_args(limit, min_score, tags, paths, scope):
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidArgument(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not -1.0 <= min_score <= 1.0:
+        raise InvalidArgument(f"minScore must be a number from -1 to 1, got {min_score!r}")
+    if scope not in SCOPES:
+        raise InvalidArgument(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    tags = _str_list(tags, "tags")
+    paths = _str_list(paths, "paths")
+    return (
+        int(limit), float(min_score), [t for t in (normalise_tag(x) for x in tags) if t],
+        [normalise_folder(p) for p in paths], scope,
+    )
+
+
+def _str_list(value, name: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InvalidArgument(f"{name} must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None

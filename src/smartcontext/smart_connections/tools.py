@@ -1,0 +1,170 @@
+"""Entry points for the MCP tools and the CLI commands, all thin calls into ``SmartConnections``.
+
+- MCP tools ``semantic_search`` and ``similar_notes``: ``semantic_search_tool`` and
+  ``similar_notes_tool`` answer the vault tools' JSON shape
+  (``{"success": true, ...}`` / ``{"success": false, "error": "..."}``).
+- CLI ``smartcontext sc search QUERY [VAULT]``, ``sc similar NOTE [VAULT]`` and
+  ``sc status [VAULT]``: ``sc_search``, ``sc_similar`` and ``sc_status`` return the result
+  objects (``.to_dict()`` for ``--json``), ``render_*`` turn them into text to print.
+  They raise ``SmartContextError`` subclasses, which the CLI prints without a traceback.
+
+Readers are shared per vault and options (``get_reader``), so a long-running server keeps
+its incremental cache between calls.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..errors import SmartContextError
+from ..vault.responses import err, ok
+from .reader import SemanticSearchResult, SimilarNotesResult, SmartConnections, SmartConnectionsStatus
+
+_readers: dict[tuple, SmartConnections] = {}
+_readers_lock = threading.Lock()
+
+
+def get_reader(vault: str | Path = ".", **options: Any) -> SmartConnections:
+    """The shared reader for ``vault`` with these ``SmartConnections`` options."""
+    root = Path(vault).expanduser().resolve()
+    key = (str(root), tuple(sorted((k, _freeze(v)) for k, v in options.items())))
+    with _readers_lock:
+        reader = _readers.get(key)
+        if reader is None:
+            reader = _readers[key] = SmartConnections(root, **options)
+        return reader
+
+
+def forget_readers() -> None:
+    """Drop every shared reader (their caches go with them)."""
+    with _readers_lock:
+        _readers.clear()
+
+
+# -- MCP tools ------------------------------------------------------------------------
+
+
+def semantic_search_tool(
+    vault: str | Path,
+    query: str,
+    limit: int = 10,
+    minScore: float = 0.3,
+    tags: list[str] | None = None,
+    paths: list[str] | None = None,
+    scope: str = "notes",
+    **options: Any,
+) -> str:
+    """``semantic_search`` over the vault's Smart Connections vectors, as tool JSON."""
+    try:
+        result = get_reader(vault, **options).semantic_search(
+            query, limit=limit, min_score=minScore, tags=tags, paths=paths, scope=scope
+        )
+    except (SmartContextError, OSError) as exc:
+        return err(str(exc))
+    return ok(f"{result.count} result(s) by {result.mode}", **result.to_dict())
+
+
+def similar_notes_tool(
+    vault: str | Path,
+    path: str,
+    limit: int = 10,
+    minScore: float = 0.3,
+    scope: str = "notes",
+    **options: Any,
+) -> str:
+    """``similar_notes`` from the stored vectors alone, as tool JSON."""
+    try:
+        result = get_reader(vault, **options).similar_notes(path, limit=limit, min_score=minScore, scope=scope)
+    except (SmartContextError, OSError) as exc:
+        return err(str(exc))
+    return ok(f"{result.count} note(s) similar to {result.path}", **result.to_dict())
+
+
+# -- CLI ------------------------------------------------------------------------------
+
+
+def sc_search(
+    query: str,
+    vault: str | Path = ".",
+    limit: int = 10,
+    min_score: float = 0.3,
+    tags: list[str] | None = None,
+    paths: list[str] | None = None,
+    scope: str = "notes",
+    **options: Any,
+) -> SemanticSearchResult:
+    """``smartcontext sc search QUERY [VAULT]``."""
+    return get_reader(vault, **options).semantic_search(
+        query, limit=limit, min_score=min_score, tags=tags, paths=paths, scope=scope
+    )
+
+
+def sc_similar(
+    note: str, vault: str | Path = ".", limit: int = 10, min_score: float = 0.3, scope: str = "notes",
+    **options: Any,
+) -> SimilarNotesResult:
+    """``smartcontext sc similar NOTE [VAULT]``."""
+    return get_reader(vault, **options).similar_notes(note, limit=limit, min_score=min_score, scope=scope)
+
+
+def sc_status(vault: str | Path = ".", **options: Any) -> SmartConnectionsStatus:
+    """``smartcontext sc status [VAULT]``: never raises for an unusable vault (see ``error``)."""
+    return get_reader(vault, **options).status()
+
+
+def render_search(result: SemanticSearchResult) -> str:
+    head = f"{result.count} result(s) for {result.query!r} - mode: {result.mode} (model {result.model_key})"
+    return _render(head, result.results, result.warnings)
+
+
+def render_similar(result: SimilarNotesResult) -> str:
+    head = f"{result.count} note(s) similar to {result.path} - mode: {result.mode} (model {result.model_key})"
+    return _render(head, result.results, result.warnings)
+
+
+def render_status(status: SmartConnectionsStatus) -> str:
+    lines = [f"vault: {status.vault}", f"configured: {'yes' if status.configured else 'no'}"]
+    if status.error:
+        lines.append(f"error: {status.error}")
+    if status.configured:
+        lines += [
+            f"model: {status.model_key} ({status.dim}-d)",
+            "stored models: " + (", ".join(f"{k} ({v})" for k, v in status.stored_models.items()) or "none"),
+            f"files: {status.files}  notes: {status.notes}  blocks: {status.blocks}",
+            (
+                f"skipped: {status.bad_lines} unreadable line(s), {status.no_vector} item(s) without a vector, "
+                f"{status.stale_blocks} stale block(s)"
+            ),
+            "query model: " + (
+                status.query_model.get("source", "") if status.query_model.get("available")
+                else f"none ({status.query_model.get('reason', '')})"
+            ),
+            f"free-text search mode: {status.search_mode or 'unavailable (fallback disabled)'}",
+        ]
+    lines += [f"warning: {w}" for w in status.warnings]
+    return "\n".join(lines)
+
+
+def _render(head: str, hits: list, warnings: list[str]) -> str:
+    lines = [head]
+    lines += [f"warning: {w}" for w in warnings]
+    for i, hit in enumerate(hits, 1):
+        where = f"{hit.path} > {hit.heading}" if hit.heading else hit.path
+        lines.append(f"{i:>3}. {hit.score:.3f}  {where}")
+        if hit.snippet:
+            lines.append(f"      {hit.snippet}")
+    return "\n".join(lines)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return id(value)
+    return value
