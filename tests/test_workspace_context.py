@@ -91,6 +91,12 @@ def test_nothing_matched_says_so(ws):
     assert "nothing" in res.warnings[0]
 
 
+def test_nothing_matched_shows_nearest_names(ws):
+    res = ws.context("qqzz aply_discont", max_tokens=1000)
+    assert res.items == [] and "nothing" in res.warnings[0]
+    assert res.nearest and res.nearest[0]["id"] == "shop/pricing.py::apply_discount"
+
+
 def test_exclude_tests(ws):
     with_tests = ws.context("test login rejects bad password", max_tokens=4000)
     assert any(s.item.path.startswith("tests/") for s in with_tests.items)

@@ -224,6 +224,8 @@ class SmartContextExtractor:
             for s in ranked[:5]:
                 e = cat.entries[s.rowid]
                 nearest.append({"id": e.id, "path": e.path, "kind": e.kind, "score": round(s.score, 3)})
+        elif not ranked:
+            nearest = _nearest_names(question, cat)
         relevance = {s.item.id: round(s.score, 4) for s in selection if not s.context_only}
         return ContextResult(
             question=question,
@@ -363,6 +365,28 @@ class SmartContextExtractor:
             for p in deps:
                 deps[p] = deps[p][:12]
         return file_lines, deps, modules
+
+
+def _nearest_names(question: str, cat: Catalogue, limit: int = 5) -> list[dict[str, Any]]:
+    """Names in the index that look like the question's words (typos, other spellings)."""
+    import difflib
+    import re
+
+    words = list(dict.fromkeys(w.lower() for w in re.findall(r"[^\W\d]\w{3,60}", question[:5000])))[:20]
+    names = list(cat.by_name)
+    out: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for w in words:
+        for name in difflib.get_close_matches(w, names, n=3, cutoff=0.75):
+            for r in cat.by_name[name][:2]:
+                if r in seen:
+                    continue
+                seen.add(r)
+                e = cat.entries[r]
+                ratio = difflib.SequenceMatcher(None, w, name).ratio()
+                out.append({"id": e.id, "path": e.path, "kind": e.kind, "score": round(ratio, 3)})
+    out.sort(key=lambda d: -d["score"])
+    return out[:limit]
 
 
 def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
