@@ -119,3 +119,23 @@ def test_tool_command_refuses_paths_outside_and_exits_nonzero(tmp_path):
     assert json.loads(proc.stdout)["success"] is False
     proc = run("tool", "no_such_tool", "-C", str(v), check=False)
     assert proc.returncode == 1 and json.loads(proc.stdout)["success"] is False
+
+
+def test_sc_commands_on_a_generated_smart_env(tmp_path):
+    from test_smart_connections import standard_vault
+
+    standard_vault(tmp_path / "v")
+    v = tmp_path / "v"
+    status = json.loads(run("sc", "status", str(v), "--json").stdout)
+    assert status["configured"] and status["notes"] > 0
+    note = next(p.relative_to(v).as_posix() for p in sorted(v.rglob("*.md")) if ".smart-env" not in p.parts)
+    sim = json.loads(run("sc", "similar", note, str(v), "--json", "--min-score", "0").stdout)
+    assert sim["results"] and all(r["path"] != note for r in sim["results"])
+    found = json.loads(run("sc", "search", "notes", str(v), "--json", "--min-score", "0").stdout)
+    assert found["mode"] in ("model", "keyword-rerank")
+
+
+def test_sc_not_configured_is_a_clear_error(tmp_path):
+    proc = run("sc", "search", "anything", str(tmp_path), check=False)
+    assert proc.returncode == 1
+    assert "Smart Connections plugin not configured" in proc.stderr

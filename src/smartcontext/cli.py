@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .cli_sc import sc_app
 from .cli_serve import serve_app
 from .cli_tool import TOOL_CONTEXT, tool
 from .errors import SmartContextError
@@ -27,6 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(serve_app, name="serve")
+app.add_typer(sc_app, name="sc")
 app.command("tool", context_settings=TOOL_CONTEXT)(tool)
 err_console = Console(stderr=True)
 out_console = Console()

@@ -1,0 +1,88 @@
+"""`smartcontext sc ...`: search the vectors the Obsidian Smart Connections plugin wrote."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from .errors import SmartContextError
+
+sc_app = typer.Typer(
+    help="Search a vault through the vectors Smart Connections already computed (.smart-env/).",
+    no_args_is_help=True,
+)
+
+VaultArg = typer.Argument(Path("."), help="The Obsidian vault (the folder holding .smart-env/).")
+
+
+def _fail(exc: Exception) -> None:
+    sys.stderr.write(f"Error: {exc}\n")
+    raise typer.Exit(1)
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+@sc_app.command("search")
+def search(
+    query: str = typer.Argument(..., help="What to look for, in plain language."),
+    vault: Path = VaultArg,
+    limit: int = typer.Option(10, "--limit", "-n"),
+    min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
+    tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag (repeatable)."),
+    in_path: list[str] = typer.Option([], "--path", help="Only under this folder (repeatable)."),
+    scope: str = typer.Option("notes", "--scope", help="notes, blocks or both."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Semantic search over the plugin's note and block vectors."""
+    from .smart_connections.tools import render_search, sc_search
+
+    try:
+        result = sc_search(query, vault, limit=limit, min_score=min_score, tags=tag or None,
+                           paths=in_path or None, scope=scope)
+    except SmartContextError as exc:
+        _fail(exc)
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        sys.stdout.write(render_search(result) + "\n")
+
+
+@sc_app.command("similar")
+def similar(
+    note: str = typer.Argument(..., help="The note (path relative to the vault)."),
+    vault: Path = VaultArg,
+    limit: int = typer.Option(10, "--limit", "-n"),
+    min_score: float = typer.Option(0.3, "--min-score"),
+    scope: str = typer.Option("notes", "--scope", help="notes, blocks or both."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Notes most like NOTE, from the stored vectors alone (no model needed)."""
+    from .smart_connections.tools import render_similar, sc_similar
+
+    try:
+        result = sc_similar(note, vault, limit=limit, min_score=min_score, scope=scope)
+    except SmartContextError as exc:
+        _fail(exc)
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        sys.stdout.write(render_similar(result) + "\n")
+
+
+@sc_app.command("status")
+def status(vault: Path = VaultArg, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Whether the plugin is set up, which model its vectors use, and how search will answer."""
+    from .smart_connections.tools import render_status, sc_status
+
+    st = sc_status(vault)
+    if as_json:
+        _print_json(st.to_dict())
+    else:
+        sys.stdout.write(render_status(st) + "\n")
+    if st.error:
+        raise typer.Exit(1)
