@@ -77,7 +77,14 @@ class Catalogue:
     def note_item(self, path: str) -> int | None:
         """The item standing for a whole note (its intro section, whose id is the path)."""
         r = self.by_id.get(path)
-        return r if r is not None else self.module_of_path.get(path)
+        if r is not None:
+            return r
+        r = self.module_of_path.get(path)
+        if r is not None:
+            return r
+        # A note without intro text starts with its first heading: that section stands for it.
+        top = [x for x in self.by_path.get(path, []) if not self.entries[x].parent_id]
+        return min(top, key=lambda x: self.entries[x].start_line) if top else None
 
     def resolve_link(self, target: str, from_path: str) -> list[int]:
         """A wikilink or markdown link target -> the linked note's item, as Obsidian resolves it."""
@@ -93,7 +100,7 @@ class Catalogue:
 
     def link_names(self, entry: Entry) -> list[str]:
         """Names other notes may use to link to this note: stem and path without extension."""
-        if entry.id != entry.path:
+        if not entry.path.lower().endswith((".md", ".markdown")) or self.note_item(entry.path) != entry.rowid:
             return []
         stem_path = os.path.splitext(entry.path)[0]
         return [stem_path, os.path.basename(stem_path)]
