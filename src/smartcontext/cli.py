@@ -227,6 +227,24 @@ def search(
 
 
 @app.command()
+def similar(
+    note: str = typer.Argument(..., help="A file or note, relative to the workspace."),
+    path: Path = PathArg,
+    limit: int = typer.Option(10, "--limit", "-n", help="Number of results."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+) -> None:
+    """Notes (or files) most like NOTE, by their embeddings."""
+    with _errors():
+        ws = _open(path)
+        hits = ws.similar(note, limit=limit)
+        if as_json:
+            _print_json({"results": [h.to_dict() for h in hits], "count": len(hits)})
+            return
+        for h in hits:
+            out_console.print(f"[bold]{h.score:.3f}[/] {h.path}", highlight=False)
+
+
+@app.command()
 def status(
     path: Path = PathArg,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),

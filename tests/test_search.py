@@ -1,0 +1,81 @@
+"""Search over a small real vault: keyword (BM25), semantic (local model), hybrid, filters."""
+
+import pytest
+
+from smartcontext import Workspace
+from smartcontext.errors import InvalidArgument
+
+NOTES = {
+    "garden/Tomatoes.md": "---\ntags: [garden, food]\n---\n# Tomatoes\n\nWater tomato plants deeply twice a week.\n",
+    "garden/Roses.md": "# Roses\n\nPrune rose bushes in late winter. #garden\n",
+    "work/Standup.md": "---\ntags: [work]\n---\n# Standup\n\nDaily standup notes: blockers, deploys, on-call.\n",
+    "work/Budget.md": "# Budget\n\nQuarterly spending forecast for the platform team. #work/finance\n",
+    "Cooking.md": "# Cooking\n\nA sauce from ripe red fruit of the nightshade family simmered with basil.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory):
+    root = tmp_path_factory.mktemp("vault")
+    for rel, text in NOTES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    ws = Workspace.open(root)
+    ws.index(embeddings=True)
+    yield ws
+    ws.close()
+
+
+def test_keyword_ranks_by_bm25(vault):
+    hits = vault.search("tomato plants water", mode="keyword")
+    assert hits[0].path == "garden/Tomatoes.md"
+    assert hits[0].signals == ["keyword"] and hits[0].heading == "Tomatoes"
+    assert "tomato" in hits[0].snippet.lower()
+
+
+def test_semantic_finds_meaning_without_shared_words(vault):
+    hits = vault.search("tomato sauce recipe", mode="semantic", limit=3)
+    assert "Cooking.md" in [h.path for h in hits]
+    assert all(h.signals == ["semantic"] for h in hits)
+
+
+def test_hybrid_fuses_both_signals(vault):
+    hits, info = vault.search_with_info("pruning roses in winter", mode="hybrid")
+    assert info["signals"] == ["keyword", "semantic"]
+    assert hits[0].path == "garden/Roses.md"
+    assert set(hits[0].signals) == {"keyword", "semantic"}
+
+
+def test_filters_by_tag_path_and_score(vault):
+    tagged = vault.search("notes plants forecast standup", tags=["work"], mode="keyword")
+    assert {h.path for h in tagged} <= {"work/Standup.md", "work/Budget.md"}
+    assert "work/Budget.md" in {h.path for h in tagged}  # nested tag work/finance counts as work
+    in_garden = vault.search("winter week", paths=["garden"], mode="keyword")
+    assert in_garden and all(h.path.startswith("garden/") for h in in_garden)
+    assert vault.search("tomato", mode="keyword", min_score=1.01) == []
+
+
+def test_similar_notes(vault):
+    sims = vault.similar("garden/Tomatoes.md", limit=2)
+    assert sims and "garden/Tomatoes.md" not in [h.path for h in sims]
+
+
+def test_bad_search_arguments(vault):
+    with pytest.raises(InvalidArgument):
+        vault.search("x", mode="fuzzy")
+    with pytest.raises(InvalidArgument):
+        vault.search("  ")
+    with pytest.raises(InvalidArgument):
+        vault.search("x", limit=0)
+
+
+def test_semantic_without_embeddings_is_a_clear_error(tmp_path):
+    (tmp_path / "a.md").write_text("# A\n\ngreetings from the harbour\n")
+    ws = Workspace.open(tmp_path)
+    ws.config.embeddings.model = "none"
+    ws.index()
+    with pytest.raises(InvalidArgument, match="embeddings"):
+        ws.search("harbour", mode="semantic")
+    hits, info = ws.search_with_info("harbour", mode="hybrid")
+    assert hits and "keywords only" in info["note"]
