@@ -82,9 +82,9 @@ _KILL_SCRIPT = textwrap.dedent(
         global count
         original(self, **kw)
         count += 1
-        if count == 5:
+        if count == 12:
             print("ready", flush=True)
-        import time; time.sleep(0.05)
+        import time; time.sleep(0.1)
     s.Store.replace_file = slow
     w = Workspace.open(sys.argv[1])
     w.config.embeddings.model = "none"
@@ -107,7 +107,8 @@ def test_sigkill_mid_run_leaves_a_consistent_index(tmp_path):
     store = Store(root / ".smartcontext" / "index.db")
     assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     files = store.counts()["files"]
-    assert 5 <= files < 60
+    # whole batches of files were committed, the batch in flight was not
+    assert 1 <= files < 60
     # every stored file has its items (no half-written file)
     orphans = store.db.execute(
         "SELECT COUNT(*) FROM files f WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.file_id=f.id)"

@@ -31,6 +31,9 @@ Progress = Callable[[str, int, int], None]
 # Below this many changed files, a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 64
 _TEXT_CHUNK_LINES = 60
+# A cold run commits whole files in batches: this many files, or this many seconds.
+_BATCH_FILES = 64
+_BATCH_SECONDS = 0.25
 
 
 @dataclass
@@ -184,11 +187,19 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
         for i, item in enumerate(items):
             item.tokens = counts[i]
         sig_counts = counts[len(items):]
-        bodies = [None] * len(items)
+        from .store.sqlite import fts_text
+
+        bodies = [fts_text(it.text) for it in items]
+    # Everything the store needs is computed here, in the worker, so the parent process
+    # only writes rows.
+    from .store.sqlite import fts_text as _fts_name
+
     rows = []
     for i, item in enumerate(items):
-        row = (item, _fqname(item, module), sig_counts[i], _content_hash(embed_text(item)))
-        rows.append(row if bodies[i] is None else row + (bodies[i],))
+        rows.append((
+            item, _fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
+            bodies[i], _fts_name(item.qualname),
+        ))
     return _Processed(file, digest, "parsed", parsed, module, rows)
 
 
@@ -222,6 +233,20 @@ def _fts_bodies(items: list[Item], lines: list[str]) -> list[str | None]:
         own = [lines[n - 1] for n in range(it.start_line, min(it.end_line, len(lines)) + 1) if n not in covered]
         out.append("\n".join(own))
     return out
+
+
+def _warm_up_for_workers(todo) -> None:
+    """Load the token ranks and the grammars in the parent before forking: workers then
+    inherit them instead of each paying the load (about 0.4 s for the ranks alone)."""
+    from .sources.code import parse_code
+    from .tokens import get_encoding
+
+    get_encoding()
+    seen = set()
+    for f, _ in todo:
+        if f.source == "code" and f.language not in seen:
+            seen.add(f.language)
+            parse_code(f.path, b"\n", f.language)
 
 
 def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:
@@ -293,6 +318,7 @@ class Indexer:
             progress("parse", 0, total)
         workers = workers or min(2, os.cpu_count() or 1)
         if total >= _PARALLEL_THRESHOLD and workers > 1:
+            _warm_up_for_workers(todo)
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 results = pool.map(_process_star, todo, chunksize=16)
                 self._store_results(results, known, stats, skipped, progress, total)
@@ -302,27 +328,50 @@ class Indexer:
             )
 
     def _store_results(self, results, known, stats, skipped, progress, total) -> None:
-        for done, res in enumerate(results, 1):
-            f = res.file
-            if res.status == "same":
-                self.store.touch_file(f.path, f.mtime_ns, f.size)
-                stats.files_unchanged += 1
-            elif res.status == "parsed":
-                assert res.parsed is not None
-                self.store.replace_file(
-                    path=f.path, mtime_ns=f.mtime_ns, size=f.size, hash=res.hash,
-                    language=res.parsed.language or f.language, source=f.source,
-                    module=res.module, warnings=res.parsed.warnings, items=res.rows,
-                    edges=res.parsed.edges,
-                )
-                stats.files_indexed += 1
-                stats.warnings.extend(res.parsed.warnings)
-            else:
-                skipped[res.status] = skipped.get(res.status, 0) + 1
-                if f.path in known:
-                    self.store.delete_files([f.path])
-            if progress:
-                progress("parse", done, total)
+        batch = None
+        batch_started = 0.0
+        batch_files = 0
+        try:
+            for done, res in enumerate(results, 1):
+                if batch is None:
+                    batch = self.store.batch()
+                    batch.__enter__()
+                    batch_started, batch_files = time.perf_counter(), 0
+                self._store_one(res, known, stats, skipped)
+                batch_files += 1
+                if batch_files >= _BATCH_FILES or time.perf_counter() - batch_started >= _BATCH_SECONDS:
+                    batch.__exit__(None, None, None)
+                    batch = None
+                if progress:
+                    progress("parse", done, total)
+        except BaseException as exc:
+            if batch is not None:
+                batch.__exit__(type(exc), exc, exc.__traceback__)
+                batch = None
+            raise
+        finally:
+            if batch is not None:
+                batch.__exit__(None, None, None)
+
+    def _store_one(self, res: _Processed, known, stats: IndexStats, skipped: dict[str, int]) -> None:
+        f = res.file
+        if res.status == "same":
+            self.store.touch_file(f.path, f.mtime_ns, f.size)
+            stats.files_unchanged += 1
+        elif res.status == "parsed":
+            assert res.parsed is not None
+            self.store.replace_file(
+                path=f.path, mtime_ns=f.mtime_ns, size=f.size, hash=res.hash,
+                language=res.parsed.language or f.language, source=f.source,
+                module=res.module, warnings=res.parsed.warnings, items=res.rows,
+                edges=res.parsed.edges,
+            )
+            stats.files_indexed += 1
+            stats.warnings.extend(res.parsed.warnings)
+        else:
+            skipped[res.status] = skipped.get(res.status, 0) + 1
+            if f.path in known:
+                self.store.delete_files([f.path])
 
 
 def embed_pending(

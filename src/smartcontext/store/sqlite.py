@@ -91,6 +91,7 @@ class Store:
     def __init__(self, path: Path):
         self.path = Path(path)
         self._lock = threading.RLock()
+        self._batch_depth = 0
         try:
             self.db = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
@@ -115,13 +116,40 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write; inside ``batch()`` it joins the batch's transaction."""
         with self._lock:
+            if self._batch_depth:
+                yield self.db
+                return
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 yield self.db
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
+            self.db.execute("COMMIT")
+
+    @contextmanager
+    def batch(self) -> Iterator["Store"]:
+        """Group several writes (whole files) into one transaction: a cold index commits
+        every few dozen files instead of after each. Atomicity still holds per batch."""
+        with self._lock:
+            if self._batch_depth:
+                self._batch_depth += 1
+                try:
+                    yield self
+                finally:
+                    self._batch_depth -= 1
+                return
+            self.db.execute("BEGIN IMMEDIATE")
+            self._batch_depth = 1
+            try:
+                yield self
+            except BaseException:
+                self._batch_depth = 0
+                self.db.execute("ROLLBACK")
+                raise
+            self._batch_depth = 0
             self.db.execute("COMMIT")
 
     def _bump_generation(self) -> None:
@@ -201,8 +229,8 @@ class Store:
         """Replace everything known about ``path`` in one transaction.
 
         ``items`` holds ``(item, fqname, sig_tokens, content_hash)`` tuples, optionally
-        with a fifth element: the text to put in the full-text index for that item
-        (default: the item's own text).
+        followed by the full-text body and name for that item (default: computed from
+        the item's text and qualified name).
         """
         with self.transaction() as db:
             self._delete_file_rows(db, path)
@@ -212,25 +240,31 @@ class Store:
                 (path, mtime_ns, size, hash, language, source, module, json.dumps(list(warnings))),
             )
             file_id = cur.lastrowid
-            for row in items:
+            # Explicit row ids let items and their FTS rows go in with two executemany calls.
+            next_rowid = (db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items").fetchone()[0]) + 1
+            item_rows, fts_rows = [], []
+            for offset, row in enumerate(items):
                 item, fqname, sig_tokens, content_hash = row[:4]
                 fts_body = row[4] if len(row) > 4 else _fts_body(item)
-                cur = db.execute(
-                    "INSERT INTO items(id, file_id, path, kind, name, qualname, fqname, start_line, "
-                    "end_line, signature, docstring, text, parent_id, language, meta, tokens, "
-                    "sig_tokens, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        item.id, file_id, item.path, item.kind, item.name, item.qualname, fqname,
-                        item.start_line, item.end_line, item.signature, item.docstring, item.text,
-                        item.parent_id, item.language, json.dumps(item.meta, default=str),
-                        item.tokens, sig_tokens, content_hash,
-                    ),
-                )
-                db.execute(
-                    "INSERT INTO items_fts(rowid, name, path, body, kind) VALUES (?,?,?,?,?)",
-                    (cur.lastrowid, fts_text(item.qualname), item.path, fts_body,
-                     "file" if item.kind in ("module", "text") and item.start_line == 1 else item.kind),
-                )
+                fts_name = row[5] if len(row) > 5 else fts_text(item.qualname)
+                rowid = next_rowid + offset
+                item_rows.append((
+                    rowid, item.id, file_id, item.path, item.kind, item.name, item.qualname, fqname,
+                    item.start_line, item.end_line, item.signature, item.docstring, item.text,
+                    item.parent_id, item.language, json.dumps(item.meta, default=str),
+                    item.tokens, sig_tokens, content_hash,
+                ))
+                kind = "file" if item.kind in ("module", "text") and item.start_line == 1 else item.kind
+                fts_rows.append((rowid, fts_name, item.path, fts_body, kind))
+            db.executemany(
+                "INSERT INTO items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, "
+                "end_line, signature, docstring, text, parent_id, language, meta, tokens, "
+                "sig_tokens, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                item_rows,
+            )
+            db.executemany(
+                "INSERT INTO items_fts(rowid, name, path, body, kind) VALUES (?,?,?,?,?)", fts_rows
+            )
             db.executemany(
                 "INSERT INTO edges(src, kind, dst, dst_name, file_id) VALUES (?,?,?,?,?)",
                 [(e.src, e.kind, e.dst, e.dst_name, file_id) for e in edges],
