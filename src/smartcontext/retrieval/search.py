@@ -17,7 +17,10 @@ from .keyword import KeywordSearcher, question_terms
 from .vector import VectorIndex
 
 MODES = ("hybrid", "keyword", "semantic")
-RRF_K = 60
+# Measured on LoCoMo (bench/vault.py): with filters applied before the pools are cut,
+# k=10 lifts hybrid Recall@10 above both signals; the textbook k=60 flattens the ranks
+# of a small filtered pool too much.
+RRF_K = 10
 SNIPPET_CHARS = 240
 
 
@@ -86,10 +89,25 @@ def search(
         raise InvalidArgument("the query is empty")
     info: dict[str, Any] = {"mode": mode, "signals": []}
     pool = max(limit * 10, 100)
+    prefixes = [p.strip("/") for p in paths] if paths else None
+    kind_set = set(kinds) if kinds else None
+    allowed: set[int] | None = None
+    if prefixes or kind_set:
+        # Filter first, then cut each signal's pool: a filtered search must not be left
+        # with the few of the global top hits that happen to pass the filter.
+        allowed = {
+            r for p, rows in cat.by_path.items()
+            if not prefixes or any(p == x or p.startswith(x + "/") for x in prefixes)
+            for r in rows
+            if not kind_set or cat.entries[r].kind in kind_set
+        }
     ranks: dict[str, dict[int, int]] = {}
     raw: dict[str, dict[int, float]] = {}
     if mode in ("keyword", "hybrid"):
-        hits = KeywordSearcher(store).search(query, pool)
+        if allowed is None:
+            hits = KeywordSearcher(store).search(query, pool)
+        else:
+            hits = [h for h in KeywordSearcher(store).search(query, 20 * pool) if h[0] in allowed][:pool]
         ranks["keyword"] = {r: i for i, (r, _) in enumerate(hits)}
         raw["keyword"] = dict(hits)
         info["signals"].append("keyword")
@@ -103,7 +121,7 @@ def search(
             info["note"] = "no embeddings yet: hybrid search answered with keywords only"
         else:
             index, embedder = vectors
-            hits = index.search(embedder.embed_query(query), pool)
+            hits = index.search(embedder.embed_query(query), pool, allowed=allowed)
             ranks["semantic"] = {r: i for i, (r, _) in enumerate(hits)}
             raw["semantic"] = dict(hits)
             info["signals"].append("semantic")
@@ -122,8 +140,6 @@ def search(
         best_possible = len(ranks) / (RRF_K + 1)
         fused = {r: s / best_possible for r, s in fused.items()}
 
-    prefixes = [p.strip("/") for p in paths] if paths else None
-    kind_set = set(kinds) if kinds else None
     want_tags = {t.lstrip("#").lower() for t in tags} if tags else None
     ordered = sorted(fused.items(), key=lambda kv: -kv[1])
     candidates = []

@@ -17,8 +17,11 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self.rowids)
 
-    def search(self, query: np.ndarray, k: int = 200) -> list[tuple[int, float]]:
-        """(rowid, cosine) of the ``k`` nearest items, best first."""
+    def search(
+        self, query: np.ndarray, k: int = 200, allowed: set[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """(rowid, cosine) of the ``k`` nearest items, best first; ``allowed`` restricts
+        the search to those row ids before the top ``k`` are cut."""
         if not len(self.rowids):
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -26,6 +29,12 @@ class VectorIndex:
             # Never compare vectors of two different models.
             return []
         scores = self.matrix @ q
+        if allowed is not None:
+            mask = np.isin(self.rowids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            scores = np.where(mask, scores, -np.inf)
+            k = min(k, int(mask.sum()))
+            if k <= 0:
+                return []
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
