@@ -36,7 +36,8 @@ class Item:
     parent_id:  the id of the enclosing item (a method's class, a class's module).
     language:   ``python``, ``javascript``, ..., ``markdown``.
     meta:       anything else (decorators, tags, frontmatter, heading path, ...).
-    tokens:     exact token count of ``text`` (filled in by the indexer).
+    tokens:     estimated token count of ``text`` (about 4 bytes a token), used to plan
+                a budget; the rendered context itself is always counted exactly.
     """
 
     id: str

@@ -17,7 +17,7 @@ from .models import ExtractionConfig, ScoredItem, SelectedItem
 # Largest item shown in full when it contains others (a whole module or class): beyond
 # this, its signature plus its best members say more per token.
 MAX_FULL_CONTAINER = {"module": 1200, "class": 1500, "text": 3000}
-PER_ITEM_OVERHEAD = 8  # sigil line, path or line numbers, blank line
+PER_ITEM_OVERHEAD = 8  # sigil or fence line, path or line numbers, blank line
 PER_FILE_OVERHEAD = 12
 MAX_CONSECUTIVE_MISSES = 40
 # Warn about the budget only when a strong match was left out, not the long tail.
