@@ -51,7 +51,8 @@ def bench_tree(tree: Path, questions: list[str]) -> dict:
         ws.index(embeddings=False)
         nochange_s = time.perf_counter() - t
         # edit one real source file (break the hard link first: never touch the original)
-        target = next(p for p in sorted(copy.rglob("*.py")) if ".smartcontext" not in p.parts and p.stat().st_size > 2000)
+        indexed = sorted(p for p, st in ws.store.file_states().items() if p.endswith(".py") and st.size > 2000)
+        target = copy / indexed[len(indexed) // 2]
         text = target.read_text(encoding="utf-8", errors="replace")
         target.unlink()
         target.write_text(text + "\n\ndef added_by_benchmark():\n    return 42\n", encoding="utf-8")
