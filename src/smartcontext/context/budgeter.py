@@ -2,9 +2,9 @@
 
 Greedy by score: the top items get their full code while the full-code share of the
 budget lasts, the rest get signatures; a method brings its class header; an item whose
-ancestor is already shown in full is not repeated. Costs are exact token counts of the
-fragments the exporter will print; the exporter's final text is counted again and
-trimmed, so the result never exceeds ``max_tokens``.
+ancestor is already shown in full is not repeated. Costs are the index's token estimates
+plus framing; the exporter's final text is counted exactly and trimmed, so the result
+never exceeds ``max_tokens``.
 """
 
 from __future__ import annotations
