@@ -168,7 +168,7 @@ def _reindex_times(ws, root: Path, edits: list[str], embeddings: bool) -> dict[s
                           "seconds": st.seconds})
     for i, rel in enumerate(edits[half:]):
         _edit(root / rel, 100 + i)
-        st, s = timed(lambda: ws.update_files([rel]))
+        st, s = timed(lambda rel=rel: ws.update_files([rel]))
         via_update.append({"path": rel, "s": s, "files_indexed": st.files_indexed, "items": st.items})
     return {
         "noop": noop, "noop_s_median": median([x["s"] for x in noop]),
@@ -185,12 +185,12 @@ def _latencies(ws, queries: list[dict], modes: tuple[str, ...]) -> dict[str, Any
     own note is among the top 10 (a sanity check of ranking, not a quality benchmark)."""
     out: dict[str, Any] = {}
     for mode in modes:
-        first_s = timed(lambda: ws.search(queries[0]["query"], limit=10, mode=mode))[1]
+        first_s = timed(lambda mode=mode: ws.search(queries[0]["query"], limit=10, mode=mode))[1]
         for q in queries[1 : 1 + WARMUP_QUERIES]:
             ws.search(q["query"], limit=10, mode=mode)
         times, found = [], []
         for q in queries:
-            hits, s = timed(lambda: ws.search(q["query"], limit=10, mode=mode))
+            hits, s = timed(lambda q=q, mode=mode: ws.search(q["query"], limit=10, mode=mode))
             times.append(s)
             found.append(any(h.path == q["source"] for h in hits))
         out[mode] = {

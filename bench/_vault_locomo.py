@@ -322,7 +322,7 @@ def run(job: dict) -> dict:
             row: dict[str, Any] = {"conv": cid, "i": qi, "category": int(qa["category"]),
                                    "evidence": evidence, "ranked": {}, "scores": {}}
             for mode in MODES:
-                hits, s = timed(lambda: ws.search(q, limit=10, mode=mode, paths=[layout[cid]["folder"]]))
+                hits, s = timed(lambda q=q, mode=mode, cid=cid: ws.search(q, limit=10, mode=mode, paths=[layout[cid]["folder"]]))
                 latency[mode].append(s)
                 ranked = [id_to_dia[h.id] for h in hits]
                 row["ranked"][mode] = ranked

@@ -37,7 +37,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _vault_hub as hub
 import _vault_locomo as locomo
-from _vault_common import DATASETS, PROJECT, RESULTS_DIR, WORK_DIR, fmt, load_average, machine
+from _vault_common import (
+    DATASETS,
+    PROJECT,
+    RESULTS_DIR,
+    WORK_DIR,
+    fmt,
+    load_average,
+    machine,
+)
 
 PARTS = ("hub", "locomo")
 
@@ -100,7 +108,7 @@ def run_worker(name: str, job: dict, args: argparse.Namespace, label: str) -> di
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--job", str(job_file),
          "--result", str(out_file)],
-        timeout=args.timeout,
+        timeout=args.timeout, check=False,  # a failed worker is reported below, with its exit code
     )
     if proc.returncode != 0 or not out_file.exists():
         raise SystemExit(f"worker {label} failed (exit {proc.returncode}); see the traceback above")
@@ -194,24 +202,24 @@ def hub_report(h: dict[str, Any]) -> list[str]:
     lines = [
         "## Hub vault: indexing",
         "",
-        f"{h['notes']:,} notes ({full['counts']['items']:,} section items, {full['counts']['edges']:,} edges, "
+        (f"{h['notes']:,} notes ({full['counts']['items']:,} section items, {full['counts']['edges']:,} edges, "
         f"{full['stats']['warnings']} parse warnings). Embedding sample: {h['sample_notes']} notes drawn with "
-        f"the fixed seed ({sample['counts']['items']:,} items), copied with their folders into a vault of their own.",
+        f"the fixed seed ({sample['counts']['items']:,} items), copied with their folders into a vault of their own."),
         "",
         "| measurement | seconds | detail |",
         "|---|---|---|",
-        f"| cold index, no embeddings, whole vault | {fmt(full['cold_s'], 2)} | "
+        (f"| cold index, no embeddings, whole vault | {fmt(full['cold_s'], 2)} | "
         f"{h['notes'] / full['cold_s']:,.0f} notes/s; discover {fmt(full['stats']['seconds'].get('discover'), 2)} s, "
-        f"parse+store {fmt(full['stats']['seconds'].get('parse_and_store'), 2)} s; peak RSS {fmt(full['rss_after_index_mb'], 0)} MB |",
-        f"| no-change re-index, whole vault (median of {len(fr['noop'])}) | {fmt(fr['noop_s_median'], 3)} | "
-        f"target < 1 s: {noop_ok} |",
-        f"| one note edited, `ws.index()` (median / max of {len(fr['edit_index'])}) | "
-        f"{fmt(fr['edit_index_s_median'], 3)} / {fmt(fr['edit_index_s_max'], 3)} | whole-vault scan + 1 file parsed |",
-        f"| one note edited, `ws.update_files([path])` (median / max of {len(fr['edit_update'])}) | "
-        f"{fmt(fr['edit_update_s_median'], 3)} / {fmt(fr['edit_update_s_max'], 3)} | no scan |",
-        f"| cold index with embeddings, **sample** of {sample['notes']} notes | {fmt(sample['cold_s'], 1)} | "
+        f"parse+store {fmt(full['stats']['seconds'].get('parse_and_store'), 2)} s; peak RSS {fmt(full['rss_after_index_mb'], 0)} MB |"),
+        (f"| no-change re-index, whole vault (median of {len(fr['noop'])}) | {fmt(fr['noop_s_median'], 3)} | "
+        f"target < 1 s: {noop_ok} |"),
+        (f"| one note edited, `ws.index()` (median / max of {len(fr['edit_index'])}) | "
+        f"{fmt(fr['edit_index_s_median'], 3)} / {fmt(fr['edit_index_s_max'], 3)} | whole-vault scan + 1 file parsed |"),
+        (f"| one note edited, `ws.update_files([path])` (median / max of {len(fr['edit_update'])}) | "
+        f"{fmt(fr['edit_update_s_median'], 3)} / {fmt(fr['edit_update_s_max'], 3)} | no scan |"),
+        (f"| cold index with embeddings, **sample** of {sample['notes']} notes | {fmt(sample['cold_s'], 1)} | "
         f"parse+store {fmt(sst['seconds'].get('parse_and_store'), 2)} s, embed {fmt(sst['seconds'].get('embed'), 1)} s "
-        f"for {sst['embedded']:,} texts: **{fmt(est['notes_per_s'], 2)} notes/s, {fmt(est['items_per_s'], 1)} items/s** |",
+        f"for {sst['embedded']:,} texts: **{fmt(est['notes_per_s'], 2)} notes/s, {fmt(est['items_per_s'], 1)} items/s** |"),
     ]
     if fe:
         lines.append(
@@ -224,13 +232,13 @@ def hub_report(h: dict[str, Any]) -> list[str]:
         f"(by notes instead: {fmt(est['full_embed_s_by_notes'] / 60, 0)} min of embedding) |")
     tok = sample.get("tokens", {})
     lines += [
-        f"| no-change re-index, sample with vectors (median of {len(sr['noop'])}) | {fmt(sr['noop_s_median'], 3)} | "
-        f"nothing embedded: {all(x['embedded'] == 0 for x in sr['noop'])} |",
-        f"| one note edited, `ws.index()`, sample with vectors (median / max) | "
+        (f"| no-change re-index, sample with vectors (median of {len(sr['noop'])}) | {fmt(sr['noop_s_median'], 3)} | "
+        f"nothing embedded: {all(x['embedded'] == 0 for x in sr['noop'])} |"),
+        (f"| one note edited, `ws.index()`, sample with vectors (median / max) | "
         f"{fmt(sr['edit_index_s_median'], 3)} / {fmt(sr['edit_index_s_max'], 3)} | texts re-embedded per edit: "
-        f"{', '.join(str(x['embedded']) for x in sr['edit_index'])} (the rest are cache hits by content hash) |",
-        f"| one note edited, `ws.update_files([path])`, sample with vectors (median / max) | "
-        f"{fmt(sr['edit_update_s_median'], 3)} / {fmt(sr['edit_update_s_max'], 3)} | re-embeds the changed sections |",
+        f"{', '.join(str(x['embedded']) for x in sr['edit_index'])} (the rest are cache hits by content hash) |"),
+        (f"| one note edited, `ws.update_files([path])`, sample with vectors (median / max) | "
+        f"{fmt(sr['edit_update_s_median'], 3)} / {fmt(sr['edit_update_s_max'], 3)} | re-embeds the changed sections |"),
         "",
         f"Peak RSS (`ru_maxrss`, each worker process): whole vault without embeddings {fmt(full['peak_rss_mb'], 0)} MB; "
         f"sample with embeddings {fmt(sample['peak_rss_mb'], 0)} MB"
@@ -239,25 +247,25 @@ def hub_report(h: dict[str, Any]) -> list[str]:
     ]
     if tok:
         lines += [
-            f"Embedded texts in the sample: {tok['texts']:,}, mean {tok['mean_tokens']:.0f} model tokens each "
+            (f"Embedded texts in the sample: {tok['texts']:,}, mean {tok['mean_tokens']:.0f} model tokens each "
             f"(the section text alone: {tok['mean_body_tokens']:.0f}; the rest is the `path kind qualname` head "
             f"that `indexer.embed_text` prepends), {100 * tok['truncated_share']:.1f}% cut at 256 tokens. "
             "Throughput on these sections is far below the ~200 texts/s of short sentences: cost grows with "
-            "length, and the machine is shared.",
+            "length, and the machine is shared."),
             "",
         ]
     if h.get("full_embed_skipped"):
-        lines += [f"The whole vault was not embedded ({h['full_embed_skipped']}); its embedding time above is "
-                  "extrapolated from the sample, and semantic/hybrid latencies are measured on the sample vault.", ""]
+        lines += [(f"The whole vault was not embedded ({h['full_embed_skipped']}); its embedding time above is "
+                  "extrapolated from the sample, and semantic/hybrid latencies are measured on the sample vault."), ""]
     lines += [
         "## Hub vault: search latency",
         "",
-        f"{len(h['queries'])} queries from the vault itself (fixed seed): "
+        (f"{len(h['queries'])} queries from the vault itself (fixed seed): "
         f"{sum(q['kind'] == 'title' for q in h['queries'])} note titles and "
         f"{sum(q['kind'] == 'heading' for q in h['queries'])} section headings that at most 3 notes share, "
         "all from sampled notes. `limit=10`. The first query of each mode (loading the catalogue, vectors, "
         f"model) is shown apart; then {hub.WARMUP_QUERIES} warm-up queries, then every query once. "
-        "*source in top 10*: the note the query came from is among the hits (a sanity check, not a quality benchmark).",
+        "*source in top 10*: the note the query came from is among the hits (a sanity check, not a quality benchmark)."),
         "",
         "| vault | items | mode | first query ms | p50 ms | p95 ms | max ms | source in top 10 |",
         "|---|---|---|---|---|---|---|---|",
@@ -274,11 +282,11 @@ def hub_report(h: dict[str, Any]) -> list[str]:
         "",
         "### Scoped search",
         "",
-        "Each query searched inside a scope, as a user narrowing a search would: the folder of the note it came "
+        ("Each query searched inside a scope, as a user narrowing a search would: the folder of the note it came "
         "from (`paths=[folder]`), and that note's rarest tag (`tags=[tag]`, for queries whose note has tags). "
         "Once with `limit=10`, once with `limit=1000` (a 100 times larger candidate pool); *short* = share of "
         "queries where `limit=10` returned fewer hits than the deep search found in the scope. A search that "
-        "narrows after cutting its candidate pool comes up short.",
+        "narrows after cutting its candidate pool comes up short."),
         "",
         "| vault | scope | mode | queries | items in scope (median / min) | short | top-10 overlap with deep | source in top 10 (deep) |",
         "|---|---|---|---|---|---|---|---|",
@@ -309,17 +317,17 @@ def locomo_report(r: dict[str, Any]) -> list[str]:
     lines = [
         "## LoCoMo retrieval quality",
         "",
-        f"- vault: one folder per conversation, one note per session, one `## D<s>:<t>` heading per turn "
+        (f"- vault: one folder per conversation, one note per session, one `## D<s>:<t>` heading per turn "
         f"(turn text on one line, `Speaker: text`, plus `[shares a photo: caption]` for image turns); "
-        f"{r['turns']:,} turns = {r['counts']['items']:,} items, checked one item per turn before measuring",
-        f"- index with embeddings ({r['stats'].get('embedding_model')}): {fmt(r['index_s'], 1)} s "
-        f"(embed {fmt(r['stats']['seconds'].get('embed'), 1)} s); peak RSS {fmt(r['peak_rss_mb'], 0)} MB",
-        f"- questions scored: {ev['questions_used']} ({ev['questions_without_evidence']} without any usable evidence "
+        f"{r['turns']:,} turns = {r['counts']['items']:,} items, checked one item per turn before measuring"),
+        (f"- index with embeddings ({r['stats'].get('embedding_model')}): {fmt(r['index_s'], 1)} s "
+        f"(embed {fmt(r['stats']['seconds'].get('embed'), 1)} s); peak RSS {fmt(r['peak_rss_mb'], 0)} MB"),
+        (f"- questions scored: {ev['questions_used']} ({ev['questions_without_evidence']} without any usable evidence "
         f"left out; {ev['references_repaired']} malformed evidence references repaired, "
-        f"{ev['references_dropped']} references to missing turns dropped)",
-        "- each question: `ws.search(question, limit=10, mode=..., paths=[its conversation's folder])`; "
+        f"{ev['references_dropped']} references to missing turns dropped)"),
+        ("- each question: `ws.search(question, limit=10, mode=..., paths=[its conversation's folder])`; "
         "relevant = its `evidence` turns; Recall@k = share of evidence turns in the top k, averaged over "
-        "questions; nDCG@10 binary; *all@10* = share of questions with every evidence turn in the top 10",
+        "questions; nDCG@10 binary; *all@10* = share of questions with every evidence turn in the top 10"),
         "",
         "### Categories 1-4",
         "",
@@ -333,12 +341,12 @@ def locomo_report(r: dict[str, Any]) -> list[str]:
     beats = m["hybrid"]["r10"] > m["keyword"]["r10"] and m["hybrid"]["r10"] > m["semantic"]["r10"]
     lines += [
         "",
-        f"Target (hybrid Recall@10 above both keyword and semantic): **{'met' if beats else 'NOT met'}** "
+        (f"Target (hybrid Recall@10 above both keyword and semantic): **{'met' if beats else 'NOT met'}** "
         f"(hybrid {pct(m['hybrid']['r10'])}, keyword {pct(m['keyword']['r10'])}, semantic {pct(m['semantic']['r10'])}; "
         f"hybrid − keyword {100 * (m['hybrid']['r10'] - m['keyword']['r10']):+.2f} points, "
         f"hybrid − semantic {100 * (m['hybrid']['r10'] - m['semantic']['r10']):+.2f}). On Recall@5 and nDCG@10: "
         f"hybrid − keyword {100 * (m['hybrid']['r5'] - m['keyword']['r5']):+.2f} and "
-        f"{100 * (m['hybrid']['ndcg10'] - m['keyword']['ndcg10']):+.2f} points.",
+        f"{100 * (m['hybrid']['ndcg10'] - m['keyword']['ndcg10']):+.2f} points."),
         "",
         "### By category (Recall@10 / nDCG@10)",
         "",
@@ -366,8 +374,8 @@ def locomo_report(r: dict[str, Any]) -> list[str]:
     lat = r["latency_ms"]
     lines += [
         "",
-        "Category names follow the usual reading of LoCoMo's numbers (1 multi-hop, 2 temporal, 3 open-domain, "
-        "4 single-hop, 5 adversarial).",
+        ("Category names follow the usual reading of LoCoMo's numbers (1 multi-hop, 2 temporal, 3 open-domain, "
+        "4 single-hop, 5 adversarial)."),
         "",
         "Search latency on this vault, all questions (ms, p50 / p95): "
         + ", ".join(f"{mo} {ms(lat[mo]['p50'])} / {ms(lat[mo]['p95'])}" for mo in locomo.MODES) + ".",
@@ -383,16 +391,16 @@ def locomo_report(r: dict[str, Any]) -> list[str]:
         + " of questions. The first row is the engine before commit 520abb0 (each signal's top 100 over the "
         "whole index, RRF k=60, `paths` applied afterwards).",
         "",
-        f"Own-conversation items in a global pool of 100 (mean per question): keyword "
+        (f"Own-conversation items in a global pool of 100 (mean per question): keyword "
         f"{res['cat 1-4']['own_in_global_pool']['keyword']:.1f}, semantic {res['cat 1-4']['own_in_global_pool']['semantic']:.1f}. "
         f"Items per conversation: {', '.join(f'{c} {n}' for c, n in r.get('conversation_items', {}).items())}. "
         f"Keyword matches inside the question's conversation: median {fmt(res['cat 1-4'].get('own_keyword_matches_median'), 0)}. "
         f"*scope df* rows drop the question terms found in half or more of the conversation's items (the engine "
         f"applies that rule over the whole index); {r.get('questions_with_scope_common_terms', 0)} of "
-        f"{ev['questions_used']} questions had such a term (mostly a speaker's name).",
+        f"{ev['questions_used']} questions had such a term (mostly a speaker's name)."),
         "",
-        "*conv + / −*: in how many of the conversations (each its own corpus) the variant's Recall@10 on "
-        "categories 1-4 is above / below the engine's hybrid.",
+        ("*conv + / −*: in how many of the conversations (each its own corpus) the variant's Recall@10 on "
+        "categories 1-4 is above / below the engine's hybrid."),
         "",
         "| variant | Recall@5 | Recall@10 | nDCG@10 | all@10 | cat 5 Recall@10 | cat 5 nDCG@10 | conv + / − |",
         "|---|---|---|---|---|---|---|---|",
@@ -422,7 +430,7 @@ def git_state() -> dict[str, Any]:
     def git(*a: str) -> str:
         try:
             return subprocess.run(["git", "-C", str(PROJECT), *a], capture_output=True, text=True,
-                                  timeout=30).stdout
+                                  timeout=30, check=False).stdout
         except (OSError, subprocess.SubprocessError):
             return ""
     # Porcelain lines are "XY path": the leading status column may be a space.
@@ -437,15 +445,15 @@ def write_report(report: dict[str, Any], out: Path) -> None:
         "",
         f"- command: `{report['command']}`",
         f"- date: {report['date']}",
-        f"- machine: {mach['nproc']} cores, {mach['cpu']}, {mach['memory_gb']} GB RAM, Python {mach['python']}; "
+        (f"- machine: {mach['nproc']} cores, {mach['cpu']}, {mach['memory_gb']} GB RAM, Python {mach['python']}; "
         f"load average at start {report['load_start']}, at end {report['load_end']} (the machine is shared: "
-        "compare ratios within this run, not absolute times across runs)",
+        "compare ratios within this run, not absolute times across runs)"),
         f"- engine: commit {report['git'].get('head', '?')}"
         + (f", with uncommitted changes in {', '.join(report['git']['dirty'])}" if report["git"].get("dirty") else "")
         + " (read when the run started; each worker imports the package when it starts)",
         f"- total run time: {report['seconds'] / 60:.1f} min; seed {report['seed']}",
-        "- datasets: `../shared/datasets/obsidian-hub-vault.tar.gz` (obsidian-community/obsidian-hub), "
-        "`../shared/datasets/locomo/dev.json` (LoCoMo, Maharana et al. 2024, CC BY-NC 4.0, evaluation only)",
+        ("- datasets: `../shared/datasets/obsidian-hub-vault.tar.gz` (obsidian-community/obsidian-hub), "
+        "`../shared/datasets/locomo/dev.json` (LoCoMo, Maharana et al. 2024, CC BY-NC 4.0, evaluation only)"),
         "",
     ]
     if "hub" in report:
@@ -472,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     report: dict[str, Any] = {
         "command": "python bench/vault.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""),
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(), "load_start": load_average(), "quick": args.quick, "seed": args.seed,
         "sample": args.sample, "git": git_state(),
     }
