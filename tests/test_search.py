@@ -79,3 +79,21 @@ def test_semantic_without_embeddings_is_a_clear_error(tmp_path):
         ws.search("harbour", mode="semantic")
     hits, info = ws.search_with_info("harbour", mode="hybrid")
     assert hits and "keywords only" in info["note"]
+
+
+def test_filters_apply_before_the_pool_is_cut(tmp_path):
+    # 300 notes match the query strongly; the 12 that pass each filter match weakly and
+    # would all fall outside a global top-100 pool.
+    for i in range(300):
+        (tmp_path / f"loud{i}.md").write_text(f"# Loud {i}\n\nalpha alpha alpha alpha beacon\n")
+    (tmp_path / "quiet").mkdir()
+    for i in range(12):
+        (tmp_path / "quiet" / f"q{i}.md").write_text(
+            f"---\ntags: [rare]\n---\n# Quiet {i}\n\nalpha once, among many other words here {i}\n"
+        )
+    ws = Workspace.open(tmp_path)
+    ws.config.embeddings.model = "none"
+    ws.index()
+    assert len(ws.search("alpha", mode="keyword", tags=["rare"], limit=10)) == 10
+    assert len(ws.search("alpha", mode="keyword", paths=["quiet"], limit=10)) == 10
+    ws.close()

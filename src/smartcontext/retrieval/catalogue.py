@@ -72,7 +72,21 @@ class Catalogue:
                 self.test_paths.add(path)
         self.paths = sorted(self.by_path)
         self._link_resolver = None
+        self._store = store
+        self._tags: list[tuple[int, str]] | None = None
         self.has_code = any(e.kind in ("class", "function", "method") for e in self.entries.values())
+
+    def tagged(self, want: set[str]) -> set[int]:
+        """Items whose note carries one of ``want`` or a tag nested below it (``a`` matches
+        ``a/b``); the tag list is read once per index generation."""
+        if self._tags is None:
+            self._tags = [
+                (r, str(t).lstrip("#").lower())
+                for r, t in self._store.db.execute(
+                    "SELECT items.rowid, t.value FROM items, json_each(items.meta, '$.tags') AS t"
+                )
+            ]
+        return {r for r, tag in self._tags if tag in want or any(tag.startswith(w + "/") for w in want)}
 
     def note_item(self, path: str) -> int | None:
         """The item standing for a whole note (its intro section, whose id is the path)."""

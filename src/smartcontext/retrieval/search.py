@@ -91,23 +91,30 @@ def search(
     pool = max(limit * 10, 100)
     prefixes = [p.strip("/") for p in paths] if paths else None
     kind_set = set(kinds) if kinds else None
+    want_tags = {t.lstrip("#").lower() for t in tags} if tags else None
     allowed: set[int] | None = None
+    if want_tags:
+        # Tags narrow before the pools are cut too, or a rare tag keeps only the few of
+        # the global top hits that carry it.
+        allowed = cat.tagged(want_tags)
     if prefixes or kind_set:
         # Filter first, then cut each signal's pool: a filtered search must not be left
         # with the few of the global top hits that happen to pass the filter.
-        allowed = {
+        in_scope = {
             r for p, rows in cat.by_path.items()
             if not prefixes or any(p == x or p.startswith(x + "/") for x in prefixes)
             for r in rows
             if not kind_set or cat.entries[r].kind in kind_set
         }
+        allowed = in_scope if allowed is None else allowed & in_scope
     ranks: dict[str, dict[int, int]] = {}
     raw: dict[str, dict[int, float]] = {}
     if mode in ("keyword", "hybrid"):
         if allowed is None:
             hits = KeywordSearcher(store).search(query, pool)
         else:
-            hits = [h for h in KeywordSearcher(store).search(query, 20 * pool) if h[0] in allowed][:pool]
+            # bm25() scores every match before ORDER BY anyway: take them all, then filter.
+            hits = [h for h in KeywordSearcher(store).search(query, 1 << 30) if h[0] in allowed][:pool]
         ranks["keyword"] = {r: i for i, (r, _) in enumerate(hits)}
         raw["keyword"] = dict(hits)
         info["signals"].append("keyword")
@@ -140,7 +147,6 @@ def search(
         best_possible = len(ranks) / (RRF_K + 1)
         fused = {r: s / best_possible for r, s in fused.items()}
 
-    want_tags = {t.lstrip("#").lower() for t in tags} if tags else None
     ordered = sorted(fused.items(), key=lambda kv: -kv[1])
     candidates = []
     for r, s in ordered:
