@@ -55,6 +55,12 @@ class Item:
     meta: dict[str, Any] = field(default_factory=dict)
     tokens: int = 0
 
+    @property
+    def doc_summary(self) -> str:
+        """The first line of the docstring (what signatures are shown with)."""
+        lines = self.docstring.strip().splitlines()
+        return lines[0] if lines else ""
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

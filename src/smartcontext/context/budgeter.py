@@ -33,9 +33,7 @@ class Plan:
 
 
 def signature_text(item) -> str:
-    doc = (item.docstring or "").strip().splitlines()
-    first_doc = doc[0] if doc else ""
-    return f"{item.signature}\n{first_doc}".strip()
+    return f"{item.signature}\n{item.doc_summary}".strip()
 
 
 def plan_budget(

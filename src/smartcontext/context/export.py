@@ -104,8 +104,8 @@ def render_mu(
                 elif s.mode == "head":
                     out.append(f"  :: L1-{it.end_line} (file header)")
                     out.extend("  " + ln if ln else "" for ln in body_lines(s, file_lines))
-                elif it.docstring:
-                    out.append("  :: " + it.docstring.strip().splitlines()[0])
+                elif it.doc_summary:
+                    out.append("  :: " + it.doc_summary)
                 continue
             depth = depth_of.get(it.parent_id or "", -1) + 1
             depth_of[it.id] = depth
@@ -131,8 +131,8 @@ def render_mu(
             out.append(line)
             if s.mode == "full":
                 out.extend(pad + "    " + ln if ln else "" for ln in body_lines(s, file_lines))
-            elif it.docstring:
-                out.append(pad + "  :: " + it.docstring.strip().splitlines()[0])
+            elif it.doc_summary:
+                out.append(pad + "  :: " + it.doc_summary)
         out.append("")
     return "\n".join(out).rstrip() + "\n" if out else ""
 
@@ -164,7 +164,7 @@ def render_markdown(
                 out.append(f"{fence}{lang}\n{body}\n{fence}")
             else:
                 sig = _short_signature(s)
-                doc = it.docstring.strip().splitlines()[0] if it.docstring.strip() else ""
+                doc = it.doc_summary
                 line = f"- `{sig}` lines {it.start_line}-{it.end_line}{score}"
                 if doc:
                     line += f": {doc}"
@@ -197,8 +197,8 @@ def render_json(
                         "mode": s.mode,
                         "score": round(s.score, 3),
                         **({"code": "\n".join(body_lines(s, file_lines))} if s.mode in ("full", "head") else {}),
-                        **({"doc": s.item.docstring.strip().splitlines()[0]}
-                           if s.mode != "full" and s.item.docstring.strip() else {}),
+                        **({"doc": s.item.doc_summary}
+                           if s.mode != "full" and s.item.doc_summary else {}),
                     }
                     for s in items
                 ],

@@ -14,7 +14,7 @@ from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.vector import VectorIndex
 from ..store.sqlite import Store, StoredItem
 from ..tokens import count_tokens
-from .budgeter import PER_FILE_OVERHEAD, plan_budget
+from .budgeter import plan_budget
 from .export import RENDERERS
 from .models import FORMATS, ContextResult, ExtractionConfig, ScoredItem, SelectedItem
 
@@ -390,22 +390,8 @@ def _nearest_names(question: str, cat: Catalogue, limit: int = 5) -> list[dict[s
 
 
 def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
-    """Files by their file-level score; files reached only through items follow."""
-    best: dict[str, float] = {}
-    for s in ranked:
-        e = cat.entries.get(s.rowid)
-        if e is not None and e.path not in best:
-            best[e.path] = s.score
-    top = max(file_rank.values(), default=0.0) or 1.0
-    # The file's own evidence plus its best symbol after fusion (names, graph, vectors).
-    combined = {p: v / top + FILE_BEST_ITEM_WEIGHT * best.get(p, 0.0) for p, v in file_rank.items()}
-    first = sorted(combined, key=lambda p: -combined[p])
-    seen = set(first)
-    rest = [p for p in _rank_files_by_items(ranked, cat) if p not in seen]
-    return first + rest
-
-
-def _rank_files_by_items(ranked: list[ScoredItem], cat: Catalogue) -> list[str]:
+    """Files by their file-level score plus their best symbol after fusion (names, graph,
+    vectors); files reached only through symbols follow, by their symbols."""
     best: dict[str, float] = {}
     extra: dict[str, float] = {}
     for s in ranked:
@@ -416,7 +402,14 @@ def _rank_files_by_items(ranked: list[ScoredItem], cat: Catalogue) -> list[str]:
             best[e.path] = s.score
         else:
             extra[e.path] = extra.get(e.path, 0.0) + s.score
-    return sorted(best, key=lambda p: -(best[p] + 0.1 * min(extra.get(p, 0.0), 2.0)))
+    top = max(file_rank.values(), default=0.0) or 1.0
+    combined = {p: v / top + FILE_BEST_ITEM_WEIGHT * best.get(p, 0.0) for p, v in file_rank.items()}
+    first = sorted(combined, key=lambda p: -combined[p])
+    rest = sorted(
+        (p for p in best if p not in combined),
+        key=lambda p: -(best[p] + 0.1 * min(extra.get(p, 0.0), 2.0)),
+    )
+    return first + rest
 
 
-__all__ = ["SmartContextExtractor", "PER_FILE_OVERHEAD"]
+__all__ = ["SmartContextExtractor"]

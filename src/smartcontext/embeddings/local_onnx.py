@@ -324,7 +324,11 @@ def _configured_max_length(root: Path, tokenizer: Path) -> int:
 
 
 def _configured_pooling(root: Path) -> str:
-    config = _read_json(root / "1_Pooling" / "config.json")
+    return pooling_from_config(_read_json(root / "1_Pooling" / "config.json"))
+
+
+def pooling_from_config(config: dict) -> str:
+    """cls, max or mean, from a sentence-transformers ``1_Pooling/config.json``."""
     if config.get("pooling_mode_cls_token"):
         return "cls"
     if config.get("pooling_mode_max_tokens"):

@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..errors import SmartContextError
+from ..vault.schema import scalar_from_text
 from ..workspace import Workspace
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
@@ -198,16 +199,9 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
     types = schema.get("type")
     allowed = [types] if isinstance(types, str) else list(types or [])
     if isinstance(value, str) and "string" not in allowed:
-        text = value.strip()
-        if "integer" in allowed and text.lstrip("+-").isdigit():
-            return int(text)
-        if "number" in allowed:
-            try:
-                return float(text)
-            except ValueError:
-                pass
-        if "boolean" in allowed and text.lower() in ("true", "false"):
-            return text.lower() == "true"
+        parsed = scalar_from_text(value, allowed)
+        if parsed is not None:
+            return parsed
         if "array" in allowed and schema.get("items", {}).get("type") == "string":
             return [value]
     if isinstance(value, float) and "integer" in allowed and "number" not in allowed and value.is_integer():

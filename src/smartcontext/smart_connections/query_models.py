@@ -253,12 +253,9 @@ def _max_tokens(folder: Path, configured: int | None) -> int:
 
 
 def _pooling(folder: Path) -> str:
-    cfg = _json(folder / "1_Pooling" / "config.json")
-    if cfg.get("pooling_mode_cls_token"):
-        return "cls"
-    if cfg.get("pooling_mode_max_tokens"):
-        return "max"
-    return "mean"
+    from ..embeddings.local_onnx import pooling_from_config
+
+    return pooling_from_config(_json(folder / "1_Pooling" / "config.json"))
 
 
 def _json(path: Path) -> dict:

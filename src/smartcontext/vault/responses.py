@@ -1,5 +1,5 @@
-"""The one response shape every vault tool answers with (the agent and its compaction
-stubs rely on it): ``{"success": true, "message"?: ..., **fields}`` or
+"""The one response shape every vault tool answers with (the MCP server and the CLI
+rely on it): ``{"success": true, "message"?: ..., **fields}`` or
 ``{"success": false, "error": ...}``."""
 
 from __future__ import annotations

@@ -283,6 +283,22 @@ def _check(value: Any, schema: dict[str, Any], where: str) -> Any:
     return value
 
 
+def scalar_from_text(value: str, allowed: list[str]) -> int | float | bool | None:
+    """``"10"``, ``"2.5"``, ``"true"`` as the integer, number or boolean a schema allows
+    (loosely typed clients send strings); None when the text is none of those."""
+    text = value.strip()
+    if "integer" in allowed and text.lstrip("+-").isdigit():
+        return int(text)
+    if "number" in allowed:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    if "boolean" in allowed and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return None
+
+
 def _coerce(value: Any, allowed: list[str], where: str) -> Any:
     for name in allowed:
         expected = _JSON_TYPES[name]
@@ -293,16 +309,9 @@ def _coerce(value: Any, allowed: list[str], where: str) -> Any:
         if name == "integer" and isinstance(value, float) and value.is_integer():
             return int(value)
     if isinstance(value, str):
-        text = value.strip()
-        if "integer" in allowed and text.lstrip("+-").isdigit():
-            return int(text)
-        if "number" in allowed:
-            try:
-                return float(text)
-            except ValueError:
-                pass
-        if "boolean" in allowed and text.lower() in ("true", "false"):
-            return text.lower() == "true"
+        parsed = scalar_from_text(value, allowed)
+        if parsed is not None:
+            return parsed
     wanted = " or ".join(allowed)
     raise ArgumentError(f"{where} must be {'an' if wanted[0] in 'aeiou' else 'a'} {wanted}, not {_json_type(value)}")
 
