@@ -7,12 +7,25 @@ and replaced on its own.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-# Item kinds. Code: module, class, function, method. Notes: section. Chat: message.
-# "text" is a whole file indexed without structure (unparsable or unknown language).
-CODE_KINDS = ("module", "class", "function", "method")
-ITEM_KINDS = CODE_KINDS + ("section", "message", "text")
+
+class ItemKind(StrEnum):
+    """What an item is. A ``StrEnum``: members compare equal to (and store as) their
+    value, so the index and JSON keep plain strings."""
+
+    MODULE = "module"      # a whole code file
+    CLASS = "class"
+    FUNCTION = "function"
+    METHOD = "method"
+    SECTION = "section"    # a heading block of a note
+    MESSAGE = "message"    # one message of a chat
+    TEXT = "text"          # a file (or line window) indexed without structure
+
+
+CODE_KINDS = (ItemKind.MODULE, ItemKind.CLASS, ItemKind.FUNCTION, ItemKind.METHOD)
+ITEM_KINDS = tuple(ItemKind)
 
 # Edge kinds.
 EDGE_KINDS = ("contains", "imports", "calls", "inherits", "links_to")
