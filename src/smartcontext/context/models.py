@@ -139,11 +139,14 @@ class ContextResult:
 
     text:             the rendered context (``format``: mu, json or markdown).
     items:            what was selected, in output order.
-    token_count:      exact tokens of ``text`` (never more than ``max_tokens``).
+    token_count:      exact tokens of what the budget counts (never more than
+                      ``max_tokens``): the text itself for mu and markdown; for json the
+                      content a model reads, without JSON syntax (``counts`` says which).
     relevance_scores: item id -> normalised score.
     files:            files ranked by relevance (including ones that did not fit).
     stats:            entities, candidates per signal, selected, tokens vs budget, timings.
     warnings:         e.g. the budget was too small, nothing matched.
+    counts:           what ``token_count`` counts.
     """
 
     question: str
@@ -158,6 +161,7 @@ class ContextResult:
     stats: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     nearest: list[dict[str, Any]] = field(default_factory=list)
+    counts: str = "the rendered text"
 
     @property
     def mu_text(self) -> str:
@@ -173,6 +177,7 @@ class ContextResult:
             "question": self.question,
             "format": self.format,
             "token_count": self.token_count,
+            "counts": self.counts,
             "max_tokens": self.max_tokens,
             "files": self.files,
             "items": [s.to_dict(include_text) for s in self.items],
@@ -181,5 +186,5 @@ class ContextResult:
             "stats": self.stats,
             "warnings": self.warnings,
             "nearest": self.nearest,
-            "text": self.text if self.format != "json" else None,
+            "text": self.text,
         }
