@@ -125,7 +125,8 @@ def test_json_document_carries_code_for_full_items_and_doc_for_signatures():
     assert [i["id"] for i in auth["items"]] == ["shop/auth.py", CLASS.id, LOGIN.id]
     login = by_id[LOGIN.id]
     assert login["code"].startswith("@cached\ndef login(") and "doc" not in login
-    assert login["lines"] == [8, 11] and login["mode"] == "full" and login["name"] == "login"
+    assert (login["start_line"], login["end_line"]) == (8, 11) and login["path"] == "shop/auth.py"
+    assert login["mode"] == "full" and login["name"] == "login" and login["qualname"] == "AuthService.login"
     assert by_id[CLASS.id]["doc"] == "Checks passwords." and "code" not in by_id[CLASS.id]
     assert by_id[CLASS.id]["context_only"] is True
 

@@ -188,29 +188,18 @@ def json_document(
 ) -> dict[str, Any]:
     """The selection as data: files in rank order, each with its items in source order.
 
-    Items shown in full carry their ``code``; the others their ``signature`` and ``doc``,
-    exactly as MU and Markdown show them.
+    Each item is ``SelectedItem.to_dict`` (its one shape everywhere) plus, when shown in
+    full, its ``code``, else its ``doc`` line, exactly as MU and Markdown show them.
     """
     files = []
     for path, items in _group(selection).items():
         entries = []
         for s in items:
-            it = s.item
-            entry: dict[str, Any] = {
-                "id": it.id,
-                "kind": it.kind,
-                "name": it.name,
-                "qualname": it.qualname,
-                "lines": [it.start_line, it.end_line],
-                "signature": it.signature,
-                "mode": s.mode,
-                "score": round(s.score, 3),
-                "context_only": s.context_only,
-            }
+            entry = s.to_dict(include_text=False)
             if s.mode in ("full", "head"):
                 entry["code"] = "\n".join(body_lines(s, file_lines))
-            elif it.doc_summary:
-                entry["doc"] = it.doc_summary
+            elif s.item.doc_summary:
+                entry["doc"] = s.item.doc_summary
             entries.append(entry)
         files.append({"path": path, "module": modules.get(path, ""),
                       "imports": deps.get(path, []), "items": entries})
@@ -243,14 +232,9 @@ def json_content(document: dict[str, Any]) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
-def measure_json(
-    selection: list[SelectedItem],
-    file_lines: dict[str, list[str]],
-    deps: dict[str, list[str]],
-    modules: dict[str, str],
-    include_scores: bool = False,
-) -> str:
-    return json_content(json_document(selection, file_lines, deps, modules, include_scores))
+def measure_json(*args: Any, **kwargs: Any) -> str:
+    """What a JSON export's budget counts; takes ``json_document``'s arguments."""
+    return json_content(json_document(*args, **kwargs))
 
 
 def render_json(

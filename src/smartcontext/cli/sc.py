@@ -1,30 +1,22 @@
-"""`smartcontext sc ...`: search the vectors the Obsidian Smart Connections plugin wrote."""
+"""``smartcontext sc ...``: search the vectors the Obsidian Smart Connections plugin wrote."""
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import typer
 
-from .errors import SmartContextError
+from .app import app
+from .output import EXIT_ERROR, errors, print_json, print_text
 
 sc_app = typer.Typer(
     help="Search a vault through the vectors Smart Connections already computed (.smart-env/).",
     no_args_is_help=True,
 )
+app.add_typer(sc_app, name="sc")
 
 VaultArg = typer.Argument(Path("."), help="The Obsidian vault (the folder holding .smart-env/).")
-
-
-def _fail(exc: Exception) -> None:
-    sys.stderr.write(f"Error: {exc}\n")
-    raise typer.Exit(1)
-
-
-def _print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+ScopeOpt = typer.Option("notes", "--scope", help="notes, blocks or both.")
 
 
 @sc_app.command("search")
@@ -35,21 +27,19 @@ def search(
     min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
     tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag (repeatable)."),
     in_path: list[str] = typer.Option([], "--path", help="Only under this folder (repeatable)."),
-    scope: str = typer.Option("notes", "--scope", help="notes, blocks or both."),
+    scope: str = ScopeOpt,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Semantic search over the plugin's note and block vectors."""
-    from .smart_connections.tools import render_search, sc_search
+    from ..smart_connections.tools import render_search, sc_search
 
-    try:
+    with errors():
         result = sc_search(query, vault, limit=limit, min_score=min_score, tags=tag or None,
                            paths=in_path or None, scope=scope)
-    except SmartContextError as exc:
-        _fail(exc)
     if as_json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
-        sys.stdout.write(render_search(result) + "\n")
+        print_text(render_search(result))
 
 
 @sc_app.command("similar")
@@ -58,31 +48,29 @@ def similar(
     vault: Path = VaultArg,
     limit: int = typer.Option(10, "--limit", "-n"),
     min_score: float = typer.Option(0.3, "--min-score"),
-    scope: str = typer.Option("notes", "--scope", help="notes, blocks or both."),
+    scope: str = ScopeOpt,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Notes most like NOTE, from the stored vectors alone (no model needed)."""
-    from .smart_connections.tools import render_similar, sc_similar
+    from ..smart_connections.tools import render_similar, sc_similar
 
-    try:
+    with errors():
         result = sc_similar(note, vault, limit=limit, min_score=min_score, scope=scope)
-    except SmartContextError as exc:
-        _fail(exc)
     if as_json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
-        sys.stdout.write(render_similar(result) + "\n")
+        print_text(render_similar(result))
 
 
 @sc_app.command("status")
 def status(vault: Path = VaultArg, as_json: bool = typer.Option(False, "--json")) -> None:
     """Whether the plugin is set up, which model its vectors use, and how search will answer."""
-    from .smart_connections.tools import render_status, sc_status
+    from ..smart_connections.tools import render_status, sc_status
 
     st = sc_status(vault)
     if as_json:
-        _print_json(st.to_dict())
+        print_json(st.to_dict())
     else:
-        sys.stdout.write(render_status(st) + "\n")
+        print_text(render_status(st))
     if st.error:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_ERROR)
