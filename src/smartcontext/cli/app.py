@@ -17,6 +17,8 @@ app = typer.Typer(
 )
 
 PathArg = typer.Argument(Path("."), help="Workspace folder (a repository or a vault).")
+LimitOpt = typer.Option(10, "--limit", "-n", help="Number of results.")
+JsonOpt = typer.Option(False, "--json", help="Print as JSON.")
 
 
 def from_config(section: object, key: str) -> str:

@@ -28,18 +28,18 @@ def context(
         None, "--max-tokens", "-t", help="Token budget (exact count).",
         show_default=from_config(CONTEXT_DEFAULTS, "max_tokens"),
     ),
-    format: str = typer.Option("mu", "--format", "-f", help="mu, json or markdown."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show extraction statistics."),
-    no_imports: bool = typer.Option(False, "--no-imports", help="Leave out import lists."),
+    format: str = typer.Option("mu", "--format", "-f", help="mu (sigils, fewest tokens), json (for programs) or markdown (fenced code)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show extraction statistics on stderr."),
+    no_imports: bool = typer.Option(False, "--no-imports", help="Leave out import lists (the @ lines of MU)."),
     depth: Optional[int] = typer.Option(
-        None, "--depth", help="Graph expansion depth (0-3).",
+        None, "--depth", help="Graph expansion depth, 0-3 (0 turns the graph off).",
         show_default=from_config(CONTEXT_DEFAULTS, "expand_depth"),
     ),
     exclude_tests: Optional[bool] = typer.Option(
         None, "--exclude-tests/--include-tests", help="Leave out (or keep) test files.",
         show_default=from_config(CONTEXT_DEFAULTS, "exclude_tests"),
     ),
-    scores: bool = typer.Option(False, "--scores", help="Annotate items with relevance scores."),
+    scores: bool = typer.Option(False, "--scores", help="Annotate items with relevance scores (:: relevance=0.85)."),
     copy: bool = typer.Option(False, "--copy", help="Also copy the context to the clipboard."),
     encoding: Optional[str] = typer.Option(
         None, "--encoding", help="cl100k_base or o200k_base.",

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .app import PathArg, app, open_workspace
+from .app import JsonOpt, PathArg, app, open_workspace
 from .output import err_console, errors, out_console, print_json, progress, warn
 
 MAX_WARNINGS_SHOWN = 10
@@ -20,8 +20,8 @@ def index(
         None, "--embeddings/--no-embeddings", help="Compute vectors.",
         show_default="when a model is configured",
     ),
-    rebuild: bool = typer.Option(False, "--rebuild", help="Discard the index and build it anew."),
-    as_json: bool = typer.Option(False, "--json", help="Print statistics as JSON."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Discard the index and build it anew (for a corrupt index)."),
+    as_json: bool = typer.Option(False, "--json", help="Print statistics as JSON (files parsed, unchanged, deleted; skipped by reason; items, edges, embedded, cache hits, seconds per phase)."),
 ) -> None:
     """Index a folder (only new and changed files are parsed)."""
     with errors():
@@ -51,10 +51,7 @@ def index(
 
 
 @app.command()
-def status(
-    path: Path = PathArg,
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
-) -> None:
+def status(path: Path = PathArg, as_json: bool = JsonOpt) -> None:
     """Show what the index holds."""
     with errors():
         st = open_workspace(path).status()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from .app import app
+from .app import JsonOpt, LimitOpt, app
 from .output import EXIT_ERROR, errors, print_json, print_text
 
 sc_app = typer.Typer(
@@ -23,12 +23,12 @@ ScopeOpt = typer.Option("notes", "--scope", help="notes, blocks or both.")
 def search(
     query: str = typer.Argument(..., help="What to look for, in plain language."),
     vault: Path = VaultArg,
-    limit: int = typer.Option(10, "--limit", "-n"),
+    limit: int = LimitOpt,
     min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
-    tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag (repeatable)."),
-    in_path: list[str] = typer.Option([], "--path", help="Only under this folder (repeatable)."),
+    tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag."),
+    in_path: list[str] = typer.Option([], "--path", help="Only under this folder."),
     scope: str = ScopeOpt,
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Semantic search over the plugin's note and block vectors."""
     from ..smart_connections.tools import render_search, sc_search
@@ -46,10 +46,10 @@ def search(
 def similar(
     note: str = typer.Argument(..., help="The note (path relative to the vault)."),
     vault: Path = VaultArg,
-    limit: int = typer.Option(10, "--limit", "-n"),
-    min_score: float = typer.Option(0.3, "--min-score"),
+    limit: int = LimitOpt,
+    min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
     scope: str = ScopeOpt,
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Notes most like NOTE, from the stored vectors alone (no model needed)."""
     from ..smart_connections.tools import render_similar, sc_similar
@@ -63,7 +63,7 @@ def similar(
 
 
 @sc_app.command("status")
-def status(vault: Path = VaultArg, as_json: bool = typer.Option(False, "--json")) -> None:
+def status(vault: Path = VaultArg, as_json: bool = JsonOpt) -> None:
     """Whether the plugin is set up, which model its vectors use, and how search will answer."""
     from ..smart_connections.tools import render_status, sc_status
 

@@ -7,23 +7,21 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from .app import PathArg, app, open_workspace
+from .app import LimitOpt, PathArg, app, open_workspace
 from .output import err_console, errors, note, out_console, print_json
-
-LimitOpt = typer.Option(10, "--limit", "-n", help="Number of results.")
 
 
 @app.command()
 def search(
     query: str = typer.Argument(..., help="What to look for."),
     path: Path = PathArg,
-    mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid, keyword or semantic."),
-    tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag (repeatable)."),
-    in_path: list[str] = typer.Option([], "--path", help="Only under this folder (repeatable)."),
-    kind: list[str] = typer.Option([], "--kind", help="Only items of this kind (repeatable)."),
+    mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid (BM25 and vectors fused by reciprocal rank), keyword or semantic."),
+    tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag (# optional; nested tags tag/sub match their parent)."),
+    in_path: list[str] = typer.Option([], "--path", help="Only under this folder or file."),
+    kind: list[str] = typer.Option([], "--kind", help="Only items of this kind: module, class, function, method, section or text."),
     limit: int = LimitOpt,
     min_score: float = typer.Option(0.0, "--min-score", help="Drop results scoring below this."),
-    as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON, with the signals that answered."),
 ) -> None:
     """Search the index: keyword (BM25), semantic (vectors) or hybrid."""
     with errors():
