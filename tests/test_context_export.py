@@ -18,7 +18,7 @@ from smartcontext.context.export import (
     render_markdown,
     render_mu,
 )
-from smartcontext.context.models import SelectedItem
+from smartcontext.context.models import FORMATS, SelectedItem
 from smartcontext.model import Item
 from smartcontext.tokens import count_tokens
 
@@ -154,6 +154,10 @@ def test_json_budget_counts_the_content_not_the_syntax():
     assert count_tokens(content) < count_tokens(render_json(sel, FILE_LINES, DEPS, MODULES))
     assert EXPORTERS["json"].counts == JSON_COUNTS
     assert EXPORTERS["mu"].render is None and EXPORTERS["mu"].measure is render_mu
+
+
+def test_every_format_has_an_exporter():
+    assert set(EXPORTERS) == set(FORMATS)
 
 
 @pytest.fixture(scope="module")

@@ -206,10 +206,7 @@ def json_document(
     return {"files": files}
 
 
-JSON_COUNTS = (
-    "content: file paths, modules and imports, and each item's signature with its code or "
-    "doc line, as a model reads them (JSON syntax and metadata are not counted)"
-)
+JSON_COUNTS = "content a model reads: paths, imports, signatures, code and doc lines; not JSON syntax or metadata"
 
 
 def json_content(document: dict[str, Any]) -> str:
