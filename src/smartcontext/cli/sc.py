@@ -46,8 +46,8 @@ def search(
 def similar(
     note: str = typer.Argument(..., help="The note (path relative to the vault)."),
     vault: Path = VaultArg,
-    limit: int = LimitOpt,
     min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
+    limit: int = LimitOpt,
     scope: str = ScopeOpt,
     as_json: bool = JsonOpt,
 ) -> None:
