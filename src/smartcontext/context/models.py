@@ -8,6 +8,9 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..model import Item
 from ..retrieval.entities import ExtractedEntity
+from ..retrieval.scoring import ScoredItem  # ranking's output; re-exported for the public API
+
+__all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "ScoredItem", "SelectedItem"]
 
 MAX_BUDGET = 2_000_000
 FORMATS = ("mu", "json", "markdown")
@@ -67,35 +70,6 @@ class ExtractionConfig:
                 f"unknown context option(s): {', '.join(unknown)}; valid: {', '.join(sorted(names))}"
             )
         return cls(**options)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class ScoredItem:
-    """A candidate with its fused score and the contribution of each signal (0..1)."""
-
-    rowid: int
-    item_id: str
-    score: float = 0.0
-    entity_score: float = 0.0
-    keyword_score: float = 0.0
-    vector_score: float = 0.0
-    proximity_score: float = 0.0
-    direct: bool = False  # found by a name, keyword or vector match (not only the graph)
-
-    def signals(self) -> dict[str, float]:
-        return {
-            k: round(v, 4)
-            for k, v in (
-                ("entity", self.entity_score),
-                ("keyword", self.keyword_score),
-                ("vector", self.vector_score),
-                ("proximity", self.proximity_score),
-            )
-            if v
-        }
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..model import ItemKind
 from ..store.sqlite import Store, StoredItem
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
@@ -175,9 +176,10 @@ def search(
             t.startswith(w + "/") for t in item_tags for w in want_tags
         ):
             continue
-        heading = " > ".join(si.item.meta.get("heading_path", [])) if si.item.kind == "section" else ""
+        is_section = si.item.kind == ItemKind.SECTION
+        heading = " > ".join(si.item.meta.get("heading_path", [])) if is_section else ""
         key = (si.item.path, heading or si.item.qualname)
-        if si.item.kind == "section" and key in seen_sections:
+        if is_section and key in seen_sections:
             continue  # parts of one long section: show it once
         seen_sections.add(key)
         signals = [sig for sig, rk in ranks.items() if r in rk]
