@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, QueryCursor
 
 from ..model import Edge, Item, ItemKind, ParsedFile
-from .lang import spec_for
+from .lang import language_for_path, spec_for
 from .lang.base import DefParts, ImportContext, LangSpec, ScopeInfo, last_row
-from .lang.paths import is_python_package_init, language_for_path, module_name_for_path
+from .lang.paths import is_python_package_init, module_name_for_path
 
 __all__ = ["language_for_path", "module_name_for_path", "parse_code"]
 
