@@ -4,6 +4,8 @@ without any change of their own."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from smartcontext import Workspace
@@ -92,6 +94,21 @@ def test_a_plugin_source_indexes_a_folder_end_to_end(tmp_path, todo_plugin):
     # The source's default naming: module is the path without extension.
     assert ws.catalogue().by_fqname.get("home#pay the invoice for the boiler")
 
+    ws.close()
+
+
+def test_worker_processes_use_the_registered_source(tmp_path, todo_plugin):
+    # Past the parallel threshold the indexer forks workers; they inherit the registry.
+    from smartcontext.indexer import _PARALLEL_THRESHOLD
+
+    count = _PARALLEL_THRESHOLD + 6
+    for i in range(count):
+        (tmp_path / f"list{i}.todo").write_text(f"- [ ] task number {i}\n- [x] done {i}\n")
+    ws = Workspace.open(tmp_path)
+    ws.config.embeddings.model = "none"
+    stats = ws.index(workers=2)
+    assert stats.files_indexed == count and not stats.warnings
+    assert Counter(e.kind for e in ws.catalogue().entries.values()) == {"task": 2 * count}
     ws.close()
 
 
