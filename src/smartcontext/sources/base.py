@@ -5,7 +5,9 @@ and names what it made (the module a file stands for, each item's full name, the
 full-text search indexes). The indexer asks the registry (``sources.registry``) for
 the source of a path and calls these methods; it never names a source itself. A new
 source is one module with a class like ``BaseSource`` plus one registration through
-the ``register_sources`` hook (see ``smartcontext.plugins``).
+the ``register_sources`` hook (see ``smartcontext.plugins``); a source whose items are
+of a new kind describes that kind once with ``model.register_kind`` (its MU sigil,
+whether it is prose, a container, ...), and ranking, budgeting and export follow.
 """
 
 from __future__ import annotations
