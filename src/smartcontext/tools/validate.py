@@ -21,6 +21,15 @@ from ..errors import SmartContextError
 MAX_MESSAGE_CHARS = 300
 
 
+# Words for the numeric and list bounds of a schema.
+_BOUNDS = {
+    "minimum": "{where} must be at least {expected}, not {value}",
+    "maximum": "{where} must be at most {expected}, not {value}",
+    "minItems": "{where} needs at least {expected} item(s)",
+    "maxItems": "{where} takes at most {expected} items, got {count}",
+}
+
+
 class ToolError(SmartContextError):
     """A tool was called wrongly (unknown name, arguments that do not fit its schema), or
     a tool answered a failure; the message is what the caller sees."""
@@ -125,14 +134,9 @@ def explain(error: ValidationError, props: dict[str, Any]) -> str:
         return f"{where} must be {article} {wanted}, not {json_type(value)}"
     if kind == "enum":
         return f"{where} must be one of {', '.join(map(str, expected))}, not {_short(repr(value))}"
-    if kind == "minimum":
-        return f"{where} must be at least {expected}, not {value}"
-    if kind == "maximum":
-        return f"{where} must be at most {expected}, not {value}"
-    if kind == "minItems":
-        return f"{where} needs at least {expected} item(s)"
-    if kind == "maxItems":
-        return f"{where} takes at most {expected} items, got {len(value)}"
+    if kind in _BOUNDS and not isinstance(value, str):
+        count = len(value) if isinstance(value, (list, dict)) else None
+        return _BOUNDS[kind].format(where=where, expected=expected, value=value, count=count)
     if kind == "minLength":
         return f"{where} must not be empty" if expected == 1 else f"{where} needs at least {expected} characters"
     if kind == "maxLength" and isinstance(value, str):
