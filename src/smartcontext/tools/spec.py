@@ -13,12 +13,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
-from ..workspace import Workspace
 from .validate import compile_schema
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -74,6 +76,10 @@ class ToolContext:
     """
 
     def __init__(self, root: str | Path, refresh_interval: float = DEFAULT_REFRESH_INTERVAL):
+        # Imported here so the vault tools, which share the argument check in this package,
+        # do not pull in the whole engine.
+        from ..workspace import Workspace
+
         self.workspace = Workspace.open(root)
         self.root = self.workspace.root
         self.refresh_interval = refresh_interval
@@ -92,7 +98,7 @@ class ToolContext:
                 self._cache[key] = make()
             return self._cache[key]
 
-    def ready_workspace(self) -> Workspace:
+    def ready_workspace(self) -> "Workspace":
         """The workspace with an index: built on first need (no embeddings, fast), and
         re-checked for changed files at most every ``refresh_interval`` seconds."""
         ws = self.workspace
