@@ -198,8 +198,11 @@ def test_search_and_context_tools_answer_the_result_to_dicts(tmp_path):
 
         ctx = reg.call("context", {"question": "How does apply_discount work?", "include_items": True})
         result = ws.context("How does apply_discount work?")
-        expected = result.to_dict(include_text=False)
-        for key in ("text", "token_count", "item_count", "files", "format", "question"):
+        expected = result.to_dict(include_text=False, max_files=20)
+        assert len(result.files) > 1
+        cut = result.to_dict(max_files=1)
+        assert cut["files"] == result.files[:1] and cut["more_files"] == len(result.files) - 1
+        for key in ("text", "token_count", "item_count", "files", "more_files", "format", "question"):
             assert ctx[key] == expected[key], key
         assert [i["id"] for i in ctx["items"]] == [i["id"] for i in expected["items"]]
         assert "text" not in ctx["items"][0]
@@ -274,7 +277,7 @@ def test_a_plugin_on_the_plugin_manager_adds_tools(folder, monkeypatch):
     plugin = GreeterPlugin()
     pm.register(plugin, name="greeter-test")
     try:
-        names = [name for name, _ in registry.providers()]
+        names = [name for name, _ in registry.registered_providers()]
         assert names == ["workspace", "vault", "smart_connections", "greeter"]  # built-ins first
         reg = ToolRegistry.open(folder)
         try:

@@ -168,7 +168,9 @@ class ContextResult:
     def nodes(self) -> list[Item]:
         return [s.item for s in self.items]
 
-    def to_dict(self, include_text: bool = True, details: bool = True) -> dict[str, Any]:
+    def to_dict(
+        self, include_text: bool = True, details: bool = True, max_files: int | None = None
+    ) -> dict[str, Any]:
         """The one JSON shape of a context answer (``context --json``, the ``context`` tool,
         HTTP). ``text`` is the rendered context in ``format`` (for json, the JSON text).
 
@@ -176,7 +178,9 @@ class ContextResult:
                       ``text`` already holds it).
         details:      add the selected items and how they were found (``items``,
                       ``relevance_scores``, ``entities``, ``stats``).
+        max_files:    list at most this many ranked files; ``more_files`` counts the rest.
         """
+        shown = self.files if max_files is None else self.files[:max_files]
         d: dict[str, Any] = {
             "question": self.question,
             "format": self.format,
@@ -184,7 +188,8 @@ class ContextResult:
             "token_count": self.token_count,
             "max_tokens": self.max_tokens,
             "item_count": len(self.items),
-            "files": self.files,
+            "files": shown,
+            "more_files": len(self.files) - len(shown),
             "warnings": self.warnings,
             "nearest": self.nearest,
         }

@@ -6,7 +6,14 @@
 ``workspace``, ``vault``, ``smart_connections``: the built-in tool sets (``builtin``)
 """
 
-from .registry import MAX_ARGUMENTS_CHARS, ToolRegistry, answer_data, providers, register_provider, spec_tools
+from .registry import (
+    MAX_ARGUMENTS_CHARS,
+    ToolRegistry,
+    answer_data,
+    register_provider,
+    registered_providers,
+    spec_tools,
+)
 from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec
 from .validate import ToolError, check_arguments, scalar_from_text
 
@@ -19,8 +26,8 @@ __all__ = [
     "ToolSpec",
     "answer_data",
     "check_arguments",
-    "providers",
     "register_provider",
+    "registered_providers",
     "scalar_from_text",
     "spec_tools",
 ]

@@ -66,7 +66,7 @@ def register_provider(provider: Provider, name: str | None = None) -> Provider:
     return _add(provider, name)
 
 
-def providers() -> list[tuple[str, Provider]]:
+def registered_providers() -> list[tuple[str, Provider]]:
     """The registered providers, built-ins first, as (name, provider)."""
     _load_plugins()
     with _lock:
@@ -76,11 +76,13 @@ def providers() -> list[tuple[str, Provider]]:
 class ToolRegistry:
     """The tools of one folder. ``call`` never raises."""
 
-    def __init__(self, context: ToolContext, providers_: Iterable[Provider] | None = None):
+    def __init__(self, context: ToolContext, providers: Iterable[Provider] | None = None):
         self.context = context
         self.warnings: list[str] = []
         self._tools: dict[str, ToolSpec] = {}
-        for provider in providers_ if providers_ is not None else [p for _, p in providers()]:
+        if providers is None:
+            providers = [p for _, p in registered_providers()]
+        for provider in providers:
             try:
                 specs = provider(context)
             except Exception as exc:  # one broken provider must not take the others down

@@ -11,6 +11,10 @@ from typing import Any
 from ..retrieval.search import SearchHit
 from .spec import STR_LIST, ToolContext, ToolSpec
 
+# The context tool lists at most this many ranked files besides the text (a model rarely
+# needs the tail, and every path costs tokens); ``more_files`` counts the others.
+CONTEXT_FILES_SHOWN = 20
+
 
 def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
     """context, search and status over the folder's index."""
@@ -25,7 +29,8 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
             paths=args.get("paths") or None, **options,
         )
         # 'text' already holds every selected item; the item list (without text) only on request.
-        return result.to_dict(include_text=False, details=bool(args.get("include_items")))
+        return result.to_dict(include_text=False, details=bool(args.get("include_items")),
+                              max_files=CONTEXT_FILES_SHOWN)
 
     def search(args: dict[str, Any]) -> dict[str, Any]:
         ws = ctx.ready_workspace()
