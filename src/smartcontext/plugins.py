@@ -76,15 +76,7 @@ def plugin_manager() -> pluggy.PluginManager:
             pm = pluggy.PluginManager(PROJECT)
             pm.add_hookspecs(Hooks)
             for name in BUILTIN_PLUGINS:
-                try:
-                    module = importlib.import_module(name)
-                except ModuleNotFoundError as exc:
-                    # A registry whose built-ins are not in this tree (a partial checkout);
-                    # a built-in module that exists but fails to import still raises.
-                    if not exc.name or not (name == exc.name or name.startswith(exc.name + ".")):
-                        raise
-                    continue
-                pm.register(module, name=name)
+                pm.register(importlib.import_module(name), name=name)
             pm.load_setuptools_entrypoints(PROJECT)
             _manager = pm
         return _manager

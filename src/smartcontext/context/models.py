@@ -142,18 +142,34 @@ class ContextResult:
     def nodes(self) -> list[Item]:
         return [s.item for s in self.items]
 
-    def to_dict(self, include_text: bool = True) -> dict[str, Any]:
-        return {
+    def to_dict(
+        self, include_text: bool = True, details: bool = True, max_files: int | None = None
+    ) -> dict[str, Any]:
+        """The one JSON shape of a context answer (``context --json``, the ``context`` tool,
+        HTTP). ``text`` is the rendered context in ``format`` (for json, the JSON text).
+
+        include_text: each item carries its text (the ``context`` tool leaves it out:
+                      ``text`` already holds it).
+        details:      add the selected items and how they were found (``items``,
+                      ``relevance_scores``, ``entities``, ``stats``).
+        max_files:    list at most this many ranked files; ``more_files`` counts the rest.
+        """
+        shown = self.files if max_files is None else self.files[:max_files]
+        d: dict[str, Any] = {
             "question": self.question,
             "format": self.format,
+            "text": self.text,
             "token_count": self.token_count,
             "max_tokens": self.max_tokens,
-            "files": self.files,
-            "items": [s.to_dict(include_text) for s in self.items],
-            "relevance_scores": self.relevance_scores,
-            "entities": [e.to_dict() for e in self.entities],
-            "stats": self.stats,
+            "item_count": len(self.items),
+            "files": shown,
+            "more_files": len(self.files) - len(shown),
             "warnings": self.warnings,
             "nearest": self.nearest,
-            "text": self.text if self.format != "json" else None,
         }
+        if details:
+            d["items"] = [s.to_dict(include_text) for s in self.items]
+            d["relevance_scores"] = self.relevance_scores
+            d["entities"] = [e.to_dict() for e in self.entities]
+            d["stats"] = self.stats
+        return d

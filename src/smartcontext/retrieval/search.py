@@ -7,7 +7,7 @@ cosines, and rewards items that both signals rank well.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgument
@@ -40,7 +40,14 @@ class SearchHit:
     tags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The one JSON shape of a hit (``search --json``, the ``search`` tool, HTTP):
+        every key always present; ``lines`` is ``[start, end]`` (1-based, inclusive)."""
+        return {
+            "id": self.id, "path": self.path, "lines": [self.start_line, self.end_line],
+            "kind": self.kind, "name": self.name, "heading": self.heading,
+            "score": round(self.score, 4), "snippet": self.snippet,
+            "signals": list(self.signals), "tags": list(self.tags),
+        }
 
 
 def _snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
