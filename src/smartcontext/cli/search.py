@@ -24,13 +24,15 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON, with the signals that answered."),
 ) -> None:
     """Search the index: keyword (BM25), semantic (vectors) or hybrid."""
+    from ..tools.workspace import search_answer
+
     with errors():
         hits, info = open_workspace(path).search_with_info(
             query, limit=limit, mode=mode, paths=in_path or None, tags=tag or None,
             kinds=kind or None, min_score=min_score,
         )
         if as_json:
-            print_json({"results": [h.to_dict() for h in hits], "count": len(hits), **info})
+            print_json(search_answer(hits, info))  # the search tool's answer, same shape
             return
         if info.get("note"):
             note(info["note"])

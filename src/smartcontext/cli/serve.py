@@ -41,7 +41,7 @@ def mcp(
     with errors(OSError):  # OSError: e.g. the port is taken
         open_workspace(path)  # a wrong folder is reported before the MCP SDK is even imported
         from ..server.mcp import serve
-        from ..server.tools import ToolRegistry
+        from ..tools import ToolRegistry
 
         if list_tools:
             registry = ToolRegistry.open(path)

@@ -76,7 +76,7 @@ def tool(
     args_json: str = typer.Option("", "--json", help="All arguments as one JSON object."),
 ) -> None:
     """Call one tool: `smartcontext tool read_file --path note.md`."""
-    from ..server.tools import ToolRegistry
+    from ..tools import ToolRegistry
 
     with errors():
         registry = ToolRegistry.open(vault)
