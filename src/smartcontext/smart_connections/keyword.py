@@ -1,7 +1,9 @@
 """Keyword candidates for the keyword-rerank mode, from the workspace's own index.
 
 The vault is a Smart Context workspace: its notes are already indexed (sections, BM25),
-so the fallback asks that index instead of keeping a second one. The workspace is opened
+so the fallback asks that index instead of keeping a second one: the same keyword search
+``Workspace.search(mode="keyword")`` runs, scored per note (its best section), without
+fetching the sections' text and snippets a ranking does not need. The workspace is opened
 once per vault and shared by every reader of it; its index is built on first use when
 there is none, and brought up to date (only changed files are parsed) at most once per
 ``refresh_interval`` seconds, so edits made in Obsidian are found.
@@ -12,13 +14,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 from ..errors import SmartContextError
+from ..retrieval.keyword import KeywordSearcher
 from ..workspace import Workspace
 
 _workspaces: dict[str, Workspace] = {}
 _lock = threading.Lock()
+# Agents and people repeat queries; an answer holds while the index is unchanged.
+MEMO_SIZE = 256
+SECTIONS_PER_NOTE = 4
 
 
 def workspace_for(vault: Path) -> Workspace:
@@ -51,6 +58,7 @@ class WorkspaceKeywords:
         self.refresh_interval = float(refresh_interval)
         self.error: str | None = None
         self._refreshed = float("-inf")
+        self._memo: OrderedDict[tuple[str, int], tuple[int, list[tuple[str, float]]]] = OrderedDict()
 
     def refresh(self, force: bool = False) -> Workspace:
         ws = workspace_for(self.vault)
@@ -67,13 +75,24 @@ class WorkspaceKeywords:
         self.error = None
         try:
             ws = self.refresh(force_refresh)
-            # Hits are sections: ask for more than k so that k notes remain per path.
-            hits = ws.search(query, limit=min(1000, max(k * 4, 50)), mode="keyword")
+            catalogue = ws.catalogue()
+            key = (query, k)
+            memo = self._memo.get(key)
+            if memo is not None and memo[0] == catalogue.generation:
+                self._memo.move_to_end(key)
+                return list(memo[1])
+            # Hits are sections: ask for several per wanted note.
+            hits = KeywordSearcher(ws.store).search(query, SECTIONS_PER_NOTE * k)
         except (SmartContextError, OSError, sqlite3.Error) as exc:
             self.error = f"keyword search over the vault's index failed ({exc})"
             return []
         best: dict[str, float] = {}
-        for hit in hits:
-            if hit.score > best.get(hit.path, 0.0):
-                best[hit.path] = float(hit.score)
-        return sorted(best.items(), key=lambda kv: -kv[1])[:k]
+        for rowid, score in hits:
+            entry = catalogue.entries.get(rowid)
+            if entry is not None and score > best.get(entry.path, 0.0):
+                best[entry.path] = float(score)
+        found = sorted(best.items(), key=lambda kv: -kv[1])[:k]
+        self._memo[key] = (catalogue.generation, found)
+        if len(self._memo) > MEMO_SIZE:
+            self._memo.popitem(last=False)
+        return list(found)

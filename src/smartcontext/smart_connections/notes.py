@@ -159,7 +159,9 @@ def anchor_heading(key: str) -> str | None:
 
 
 def shorten(text: str, max_chars: int) -> str:
-    text = _WS.sub(" ", text).strip()
+    # Collapse whitespace in a prefix only: a snippet never needs the rest of a long note.
+    head = _WS.sub(" ", text[: max_chars * 4]).strip()
+    text = head if len(head) > max_chars or len(text) <= max_chars * 4 else _WS.sub(" ", text).strip()
     if len(text) <= max_chars:
         return text
     cut = text[:max_chars].rsplit(" ", 1)[0] if " " in text[:max_chars] else text[:max_chars]
