@@ -98,13 +98,13 @@ class SemanticHit:
 
 
 @dataclass
-class SemanticSearchResult:
-    query: str
+class _Answer:
+    """What every search answer carries: how it was answered, the hits, and why not more."""
+
     mode: str
     model_key: str | None
     scope: str
     results: list[SemanticHit]
-    candidates: int
     warnings: list[str]
     elapsed_ms: float
     load: dict[str, Any]
@@ -120,24 +120,14 @@ class SemanticSearchResult:
 
 
 @dataclass
-class SimilarNotesResult:
+class SemanticSearchResult(_Answer):
+    query: str
+    candidates: int  # rows the filters allowed
+
+
+@dataclass
+class SimilarNotesResult(_Answer):
     path: str
-    mode: str
-    model_key: str | None
-    scope: str
-    results: list[SemanticHit]
-    warnings: list[str]
-    elapsed_ms: float
-    load: dict[str, Any]
-
-    @property
-    def count(self) -> int:
-        return len(self.results)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["count"] = self.count
-        return d
 
 
 @dataclass
