@@ -5,16 +5,16 @@ The rule, as Obsidian applies it:
 
 - a tag is ``#`` followed by letters (any script), digits, ``_``, ``-`` and ``/``
   (``/`` nests: ``#area/sub``); a trailing ``/`` is not part of it;
-- it needs at least one character that is not a digit or ``/`` (``#1984`` and
-  ``#2024/01`` are not tags; ``#y1984``, ``#-draft`` and ``#2024-01`` are);
+- it needs a letter or digit and must not be digits alone (``#1984``, ``#2024/01``,
+  ``#--`` and ``#_`` are not tags; ``#y1984``, ``#-draft`` and ``#2024-01`` are);
 - the ``#`` starts the line or follows whitespace or punctuation such as ``(``, ``,``,
   ``*``, ``"`` or ``[`` (``see (#project)``, ``a,#idea``, ``**#bold**`` are tags);
   never a letter, digit or ``_`` (``foo#bar``, ``C#``), another ``#``, a backslash
   (``\\#escaped``), nor ``/ & : .`` (URL fragments such as ``x.com/#frag``, HTML
   entities such as ``&#123;``);
-- nothing inside inline code, fenced code, links (``[[Note#Heading]]``, ``[text](x.md#part)``)
-  or bare URLs is a tag, and a
-  heading's ``# `` is not one (it has no name after the ``#``).
+- nothing inside inline code, fenced code, links (``[[Note#Heading]]``,
+  ``[text](x.md#part)``) or bare URLs is a tag, nor is frontmatter text (its ``tags``
+  property is read as a list instead), and a heading's ``# `` is not one (no name follows).
 
 Emoji are not tag characters here (Obsidian accepts some); everything else above is
 checked by ``tests/test_notes.py``.

@@ -62,13 +62,13 @@ class WorkspaceKeywords:
 
     def refresh(self, force: bool = False) -> Workspace:
         ws = workspace_for(self.vault)
-        now = time.monotonic()
-        if force or now - self._refreshed >= self.refresh_interval:
+        if force or time.monotonic() - self._refreshed >= self.refresh_interval:
             if ws.has_index:
                 ws.index(embeddings=False)
             else:
                 ws.ensure_index()
-            self._refreshed = now
+            # From the end: a first build can take longer than the interval itself.
+            self._refreshed = time.monotonic()
         return ws
 
     def candidates(self, query: str, k: int, force_refresh: bool = False) -> list[tuple[str, float]]:
