@@ -20,12 +20,14 @@ from smartcontext.embeddings import (
     LiteLLMEmbedder,
     OnnxEmbedder,
     get_embedder,
+    known_specs,
     register_scheme,
     registry,
     text_hash,
 )
 from smartcontext.embeddings.local_onnx import default_model_files
 from smartcontext.errors import EmbeddingError
+from smartcontext.plugins import hookimpl, plugin_manager
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +165,41 @@ def test_registry_accepts_new_schemes(local):
         assert made == [("abc", {"batch_size": 4})]
     finally:
         registry._schemes.pop("testscheme")
+
+
+class ToyPlugin:
+    """An installed plugin adding a scheme and replacing the built-in default."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+        self.made: list[tuple[str, dict]] = []
+
+    @hookimpl
+    def register_embedders(self, register):
+        def toy(arg, **options):
+            self.made.append((arg, options))
+            return self.embedder
+
+        register("toy", toy, scheme=True)
+        register("default", lambda: self.embedder)
+
+
+def test_a_plugin_on_the_plugin_manager_registers_embedders(local, monkeypatch):
+    monkeypatch.setattr(registry, "_named", {})
+    monkeypatch.setattr(registry, "_schemes", {})
+    monkeypatch.setattr(registry, "_plugins_loaded", False)  # ask the hook again, with the plugin
+    pm = plugin_manager()
+    plugin = ToyPlugin(local)
+    pm.register(plugin, name="toy-embedders-test")
+    try:
+        assert get_embedder("toy:small", batch_size=8) is local
+        assert plugin.made == [("small", {"batch_size": 8})]
+        assert "toy:..." in known_specs() and "onnx:..." in known_specs()  # built-ins are there too
+        # the plugin's "default" replaced the built-in one, which registered first
+        assert registry._named["default"] is not registry._named["local:minilm"]
+        assert isinstance(get_embedder("litellm:openai/x"), LiteLLMEmbedder)
+    finally:
+        pm.unregister(plugin)
 
 
 # -- cache ------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def test_call_tool_runs_tools_by_name(tools):
         ("create_file", {"path": "b.md", "content": "x", "overwrite": "maybe"}, "overwrite must be a boolean"),
         ("batch_move_files", {"moves": [{"source": "a.md", "destination": "b.md", "x": 1}]}, "unknown field(s) x"),
         ("batch_move_files", {"moves": [{"source": 1, "destination": "b.md"}]}, "moves[0].source must be a string"),
-        ("log_interaction", {"task_description": "t", "query": "q", "summary": "s", "files": "a.md"}, "files must be an array"),
+        ("log_interaction", {"task_description": "t", "query": "q", "summary": "s", "files": 5}, "files must be an array, not integer"),
         ("log_interaction", {"task_description": "t", "query": "q", "summary": "s", "files": [3]}, "files[0] must be a string"),
         ("list_files_by_frontmatter", {"field": "x", "value": {"a": 1}}, "value must be a string or number or boolean"),
     ],
@@ -75,6 +75,10 @@ def test_clear_string_spellings_are_accepted(tools):
         "[Continuing from char 2 of 4]")
     assert call(tools.call_tool("create_file", {"path": "a.md", "content": "new", "overwrite": "true"}))["success"]
     assert call(tools.call_tool("read_file", {"path": "a.md", "offset": 0.0}))["content"] == "new"
+    # one string where a list of strings is expected is that list
+    logged = call(tools.call_tool("log_interaction", {"task_description": "t", "query": "q", "summary": "s",
+                                                      "files": "a.md"}))
+    assert logged["success"]
     # null for an optional argument means "use the default"
     assert call(tools.call_tool("read_file", {"path": "a.md", "offset": None, "length": None}))["content"] == "new"
 

@@ -43,7 +43,7 @@ def mcp(
 
         Workspace.open(path)  # a wrong folder is reported before the MCP SDK is even imported
         from .server.mcp import serve
-        from .server.tools import ToolRegistry
+        from .tools import ToolRegistry
 
         if list_tools:
             registry = ToolRegistry.open(path)

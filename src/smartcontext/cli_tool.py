@@ -60,7 +60,7 @@ def tool(
 ) -> None:
     """Call one tool: `smartcontext tool read_file --path note.md`."""
     from .errors import SmartContextError
-    from .server.tools import ToolRegistry
+    from .tools import ToolRegistry
 
     try:
         registry = ToolRegistry.open(vault)

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .model import Edge, Item, ParsedFile
+from .model import Item, ParsedFile
+from .sources.base import Source, decode
 from .sources.discover import (
     DiscoveredFile,
     DiscoveryOptions,
@@ -24,13 +25,14 @@ from .sources.discover import (
     looks_binary,
     looks_generated,
 )
+from .sources.registry import get_source
+from .sources.text import text_windows
 from .store.sqlite import Store
 
 Progress = Callable[[str, int, int], None]
 
 # Below this many changed files, a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 64
-_TEXT_CHUNK_LINES = 60
 # A cold run commits whole files in batches: this many files, or this many seconds.
 _BATCH_FILES = 64
 _BATCH_SECONDS = 0.25
@@ -75,65 +77,14 @@ def _content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _text_items(path: str, text: str) -> ParsedFile:
-    """Plain text (reST, .txt, unparsable code): fixed line windows, so long files stay findable."""
-    lines = text.splitlines()
-    parsed = ParsedFile(path=path, language="text")
-    stem = os.path.splitext(os.path.basename(path))[0]
-    if not lines:
-        lines = [""]
-    for start in range(0, len(lines), _TEXT_CHUNK_LINES):
-        chunk = lines[start : start + _TEXT_CHUNK_LINES]
-        suffix = "" if start == 0 else f"@{start + 1}"
-        parsed.items.append(
-            Item(
-                id=f"{path}{suffix}", path=path, kind="text", name=stem, qualname=stem,
-                start_line=start + 1, end_line=start + len(chunk), text="\n".join(chunk),
-                language="text",
-            )
-        )
-    return parsed
-
-
-def parse_file(path: str, source: str, language: str, data: bytes) -> ParsedFile:
-    """Dispatch to the source that reads this kind of file. Never raises."""
-    text = data.decode("utf-8", errors="replace")
+def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedFile:
+    """Parse one file with its source. Never raises: a source's bug becomes text windows."""
     try:
-        if source == "code":
-            from .sources.code import parse_code
-
-            parsed = parse_code(path, data, language)
-            if len(parsed.items) == 1 and parsed.items[0].kind == "text":
-                # Unparsable code: line windows keep a long file findable piece by piece.
-                chunks = _text_items(path, text)
-                chunks.warnings = parsed.warnings
-                return chunks
-            return parsed
-        if source == "markdown":
-            from .sources.markdown import parse_markdown
-
-            return parse_markdown(path, text)
+        return source.parse(path, data, language)
     except Exception as exc:  # a parser bug must not abort a run over thousands of files
-        parsed = _text_items(path, text)
+        parsed = text_windows(path, decode(data))
         parsed.warnings.append(f"{path}: could not parse ({type(exc).__name__}: {exc}); indexed as text")
         return parsed
-    return _text_items(path, text)
-
-
-def module_name(path: str, source: str) -> str:
-    if source == "code":
-        from .sources.code import module_name_for_path
-
-        return module_name_for_path(path)
-    return os.path.splitext(path)[0]
-
-
-def _fqname(item: Item, module: str) -> str:
-    if item.kind == "module":
-        return item.qualname or module
-    if item.kind in ("class", "function", "method"):
-        return f"{module}.{item.qualname}" if module else item.qualname
-    return f"{module}#{item.qualname}" if item.qualname else module
 
 
 @dataclass
@@ -157,10 +108,11 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
         return _Processed(file, digest, "same")
     if looks_binary(data):
         return _Processed(file, digest, "binary")
-    if file.source == "code" and looks_generated(data):
+    source = get_source(file.source)
+    if source.skip_generated and looks_generated(data):
         return _Processed(file, digest, "generated")
-    parsed = parse_file(file.path, file.source, file.language, data)
-    module = module_name(file.path, file.source)
+    parsed = parse_file(file.path, source, file.language, data)
+    module = source.module_name(file.path)
     items = parsed.items
     # Token counts here are estimates (about 4 bytes a token): tokenising every nested
     # item would cost a third of a cold index, and the budgeter only plans with them;
@@ -169,12 +121,7 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     sig_counts = [_estimate_tokens(f"{it.signature}\n{it.docstring}".strip()) for it in items]
     for item in items:
         item.tokens = _estimate_tokens(item.text)
-    if file.source == "code":
-        bodies = _fts_bodies(items, text_of(data).split("\n"))
-    else:
-        from .store.sqlite import fts_text
-
-        bodies = [fts_text(it.text) for it in items]
+    bodies = source.fts_bodies(items, decode(data))
     # Everything the store needs is computed here, in the worker, so the parent process
     # only writes rows.
     from .store.sqlite import fts_text as _fts_name
@@ -182,7 +129,7 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     rows = []
     for i, item in enumerate(items):
         rows.append((
-            item, _fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
+            item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
             bodies[i], _fts_name(item.qualname),
         ))
     return _Processed(file, digest, "parsed", parsed, module, rows)
@@ -192,47 +139,13 @@ def _estimate_tokens(text: str) -> int:
     return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
 
 
-def text_of(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
-def _fts_bodies(items: list[Item], lines: list[str]) -> list[str | None]:
-    """Full-text bodies without repetition: a container is indexed by the lines its
-    members do not cover, so a file's text enters the index about twice (once for the
-    whole file, once spread over its symbols) instead of once per nesting level.
-    The whole-file row also gets camelCase parts, for file-level BM25."""
-    from .store.sqlite import fts_text
-
-    spans: dict[str, list[tuple[int, int]]] = {}
-    for it in items:
-        if it.parent_id:
-            spans.setdefault(it.parent_id, []).append((it.start_line, it.end_line))
-    out: list[str | None] = []
-    for it in items:
-        if it.kind == "module":
-            out.append(fts_text(it.text))
-            continue
-        children = spans.get(it.id)
-        if not children:
-            out.append(it.text)
-            continue
-        covered = set()
-        for a, b in children:
-            covered.update(range(a, b + 1))
-        own = [lines[n - 1] for n in range(it.start_line, min(it.end_line, len(lines)) + 1) if n not in covered]
-        out.append("\n".join(own))
-    return out
-
-
 def _warm_up_for_workers(todo) -> None:
-    """Load the grammars in the parent before forking: workers inherit them."""
-    from .sources.code import parse_code
-
+    """Load the registries and grammars in the parent before forking: workers inherit them."""
     seen = set()
     for f, _ in todo:
-        if f.source == "code" and f.language not in seen:
-            seen.add(f.language)
-            parse_code(f.path, b"\n", f.language)
+        if (f.source, f.language) not in seen:
+            seen.add((f.source, f.language))
+            get_source(f.source).warm_up(f.path, f.language)
 
 
 def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:

@@ -24,6 +24,75 @@ class ItemKind(StrEnum):
     TEXT = "text"          # a file (or line window) indexed without structure
 
 
+    @property
+    def traits(self) -> "KindTraits":
+        return KIND_TRAITS[self]
+
+
+@dataclass(frozen=True)
+class KindTraits:
+    """How the budgeter, the exporters and the ranking treat one kind of item.
+
+    The later stages ask these questions instead of comparing kinds, so a new source
+    with a new kind says once how its items behave.
+
+    sigil:                the MU line marker (``!`` module, ``$`` class, ``#`` callable, ...).
+    whole_file:           the item is a code file as a whole: its text is the file, its
+                          children are the file's definitions, it has imports and a
+                          preamble, and it is referenced by its path rather than a name.
+    file_row:             the item (when it starts at line 1) can stand for its file in
+                          the catalogue: a module, or the first window of a text file.
+    code_symbol:          a named definition in code; its full name is dotted
+                          (``pkg.mod.Cls.meth``) and its presence makes an index a code index.
+    callable:             its signature is shown as ``name(params)``.
+    body_from_file:       shown in full, its lines are taken (dedented) from the file,
+                          rather than from its stored text.
+    prose:                a block of text (note section, message, text window): shown
+                          under its title, never cut down to a signature.
+    shows_nested:         showing it in full shows every item inside its line span (a
+                          note section's span covers sub-sections it does not repeat).
+    max_full_tokens:      largest size shown in full when it contains other items; beyond
+                          it, its header plus its best members say more per token.
+    brings_parent_header: chosen, it brings its parent's header (a method its class).
+    """
+
+    sigil: str
+    whole_file: bool = False
+    file_row: bool = False
+    code_symbol: bool = False
+    callable: bool = False
+    body_from_file: bool = False
+    prose: bool = False
+    shows_nested: bool = True
+    max_full_tokens: int | None = None
+    brings_parent_header: bool = False
+
+
+KIND_TRAITS: dict[str, KindTraits] = {
+    ItemKind.MODULE: KindTraits("!", whole_file=True, file_row=True, max_full_tokens=1200),
+    ItemKind.CLASS: KindTraits("$", code_symbol=True, body_from_file=True, max_full_tokens=1500),
+    ItemKind.FUNCTION: KindTraits("#", code_symbol=True, callable=True, body_from_file=True),
+    ItemKind.METHOD: KindTraits(
+        "#", code_symbol=True, callable=True, body_from_file=True, brings_parent_header=True
+    ),
+    ItemKind.SECTION: KindTraits("§", prose=True, shows_nested=False),
+    ItemKind.MESSAGE: KindTraits(">", prose=True),
+    ItemKind.TEXT: KindTraits("~", file_row=True, prose=True, max_full_tokens=3000),
+}
+# A kind no source has described (an index written by a newer plugin): a plain leaf.
+DEFAULT_TRAITS = KindTraits("#")
+
+
+def kind_traits(kind: str) -> KindTraits:
+    """The traits of ``kind`` (an ``ItemKind`` or the plain string the index stores)."""
+    return KIND_TRAITS.get(kind, DEFAULT_TRAITS)
+
+
+def register_kind(kind: str, traits: KindTraits) -> None:
+    """Describe a kind a plugin source introduces (or redescribe a built-in one)."""
+    KIND_TRAITS[kind] = traits
+
+
 CODE_KINDS = (ItemKind.MODULE, ItemKind.CLASS, ItemKind.FUNCTION, ItemKind.METHOD)
 ITEM_KINDS = tuple(ItemKind)
 
@@ -38,7 +107,7 @@ class Item:
     id:         stable and unique within a workspace, e.g. ``pkg/mod.py::Cls.meth``
                 or ``notes/a.md#Heading/Sub``.
     path:       file path relative to the workspace root, with ``/`` separators.
-    kind:       one of ITEM_KINDS.
+    kind:       an ``ItemKind`` (stored as its string value).
     name:       the short name (``meth``, ``Heading``).
     qualname:   the name inside its file (``Cls.meth``); for a module, its dotted
                 module name (``pkg.mod``).
@@ -67,6 +136,11 @@ class Item:
     language: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     tokens: int = 0
+
+    @property
+    def traits(self) -> KindTraits:
+        """How later stages treat this item (see ``KindTraits``)."""
+        return kind_traits(self.kind)
 
     @property
     def doc_summary(self) -> str:

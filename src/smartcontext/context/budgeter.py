@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..retrieval.scoring import ScoredItem
 from ..store.sqlite import StoredItem
-from .models import ExtractionConfig, ScoredItem, SelectedItem
+from .models import ExtractionConfig, SelectedItem
 
-# Largest item shown in full when it contains others (a whole module or class): beyond
-# this, its signature plus its best members say more per token.
-MAX_FULL_CONTAINER = {"module": 1200, "class": 1500, "text": 3000}
 PER_ITEM_OVERHEAD = 8  # sigil or fence line, path or line numbers, blank line
 PER_FILE_OVERHEAD = 12
 MAX_CONSECUTIVE_MISSES = 40
@@ -86,11 +84,13 @@ def plan_budget(
         file_cost = 0 if item.path in files else PER_FILE_OVERHEAD
         parent_cost = 0
         parent_si = None
-        if config.include_parent and item.kind == "method" and item.parent_id:
+        traits = item.traits
+        if config.include_parent and traits.brings_parent_header and item.parent_id:
             parent_si = parents.get(item.parent_id) or _find(stored, item.parent_id)
             if parent_si is not None and parent_si.item.id not in chosen:
                 parent_cost = parent_si.sig_tokens + PER_ITEM_OVERHEAD
-        limit = MAX_FULL_CONTAINER.get(item.kind)
+        # Past its kind's limit, a container's header plus its best members say more per token.
+        limit = traits.max_full_tokens
         full_ok = item.tokens > 0 and (
             limit is None or item.tokens <= limit or cand.rowid in pinned_full
         )
@@ -154,5 +154,5 @@ def _is_inside(inner, outer) -> bool:
         and inner.id != outer.id
         and outer.start_line <= inner.start_line
         and inner.end_line <= outer.end_line
-        and outer.kind != "section"
+        and outer.traits.shows_nested
     )

@@ -18,10 +18,9 @@ import json
 import textwrap
 from collections import OrderedDict
 
+from ..model import ItemKind
 from .models import SelectedItem
 
-SIGIL = {"module": "!", "class": "$", "function": "#", "method": "#", "section": "§",
-         "text": "~", "message": ">"}
 FENCE_LANG = {"python": "python", "javascript": "javascript", "typescript": "typescript",
               "tsx": "tsx", "go": "go", "rust": "rust", "java": "java", "c": "c", "cpp": "cpp",
               "markdown": "markdown", "text": "text"}
@@ -33,7 +32,7 @@ def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]]) -> list[str]
     lines = file_lines.get(it.path)
     if sel.mode == "head" and lines is not None:
         return lines[: it.end_line]
-    if lines is not None and it.kind not in ("section", "message", "text") and it.kind != "module":
+    if lines is not None and it.traits.body_from_file:
         chunk = lines[it.start_line - 1 : it.end_line]
         if chunk:
             return textwrap.dedent("\n".join(chunk)).splitlines()
@@ -52,7 +51,7 @@ def mu_signature(sel: SelectedItem) -> str:
     """``login(self, name, password) -> str``: name and parameters, no keywords."""
     it = sel.item
     sig = _short_signature(sel)
-    if it.kind in ("function", "method"):
+    if it.traits.callable:
         pos = sig.find(it.name + "(")
         if pos < 0:
             pos = sig.find(it.name + "<")  # generics: foo<T>(...)
@@ -98,7 +97,8 @@ def render_mu(
         depth_of: dict[str, int] = {}
         for s in items:
             it = s.item
-            if it.kind == "module":
+            traits = it.traits
+            if traits.whole_file:
                 if s.mode == "full":
                     out.extend("  " + ln for ln in it.text.splitlines())
                 elif s.mode == "head":
@@ -110,13 +110,13 @@ def render_mu(
             depth = depth_of.get(it.parent_id or "", -1) + 1
             depth_of[it.id] = depth
             pad = "  " * depth
-            sigil = SIGIL.get(it.kind, "#")
-            if it.kind == "class":
-                line = f"{pad}$ {it.name}"
+            sigil = traits.sigil
+            if it.kind == ItemKind.CLASS:
+                line = f"{pad}{sigil} {it.name}"
                 bases = it.meta.get("bases")
                 if isinstance(bases, list) and bases:
                     line += " < " + ", ".join(map(str, bases))
-            elif it.kind in ("section", "text", "message"):
+            elif traits.prose:
                 line = f"{pad}{sigil} {it.qualname}"
             else:
                 line = f"{pad}{sigil} {mu_signature(s)}"
@@ -157,7 +157,7 @@ def render_markdown(
             if s.mode in ("full", "head"):
                 body = "\n".join(body_lines(s, file_lines))
                 fence = "````" if "```" in body else "```"
-                label = it.qualname if it.kind != "module" else (
+                label = it.qualname if not it.traits.whole_file else (
                     "whole file" if s.mode == "full" else "file header"
                 )
                 out.append(f"`{label}` lines {it.start_line}-{it.end_line}{score}:")

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..model import ItemKind, kind_traits
 from ..retrieval import graph, scoring
 from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
@@ -146,7 +147,7 @@ class SmartContextExtractor:
                 return False
             if kinds is not None and e.kind not in kinds:
                 return False
-            if kinds is None and skip_plain_text and e.kind == "text":
+            if kinds is None and skip_plain_text and e.kind == ItemKind.TEXT:
                 # reST/.txt windows crowd out code in a repository; ask with kinds=["text"]
                 return False
             if prefixes is not None and not any(
@@ -194,7 +195,7 @@ class SmartContextExtractor:
                     key=lambda s: s.score,
                     default=None,
                 ) or selection[-1]
-                if victim.mode == "full" and victim.item.signature and victim.item.kind not in ("section", "text"):
+                if victim.mode == "full" and victim.item.signature and not victim.item.traits.prose:
                     victim.mode = "signature"
                     saved += max(1, victim.item.tokens - len(victim.item.signature) // 3)
                 else:
@@ -252,7 +253,7 @@ class SmartContextExtractor:
         top = files[0]
         mod = cat.module_of_path.get(top)
         entry = cat.entries.get(mod) if mod is not None else None
-        if entry is None or entry.kind != "module":
+        if entry is None or not kind_traits(entry.kind).whole_file:
             return set()
         if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
             return set()
@@ -285,7 +286,7 @@ class SmartContextExtractor:
         for path in files[:HEAD_FILES]:
             mod = cat.module_of_path.get(path)
             entry = cat.entries.get(mod) if mod is not None else None
-            if entry is None or entry.kind != "module":
+            if entry is None or not kind_traits(entry.kind).whole_file:
                 continue
             starts = [cat.entries[r].start_line for r in cat.children.get(entry.id, [])]
             first_def = min(starts, default=entry.end_line + 1)
@@ -335,7 +336,7 @@ class SmartContextExtractor:
         modules: dict[str, str] = {}
         need_lines = {
             s.item.path for s in selection
-            if (s.mode == "full" and s.item.kind not in ("module", "section", "text", "message"))
+            if (s.mode == "full" and s.item.traits.body_from_file)
             or s.mode == "head"
         }
         mod_rows = [cat.module_of_path[p] for p in paths if p in cat.module_of_path]
@@ -345,13 +346,13 @@ class SmartContextExtractor:
             si = mod_by_path.get(p)
             if si is None:
                 continue
-            if si.item.kind == "module":
+            if si.item.traits.whole_file:
                 modules[p] = si.item.qualname
             if p in need_lines:
                 file_lines[p] = si.item.text.splitlines()
         deps: dict[str, list[str]] = {}
         if self.config.include_imports and mod_by_path:
-            ids = [si.item.id for si in mod_by_path.values() if si.item.kind == "module"]
+            ids = [si.item.id for si in mod_by_path.values() if si.item.traits.whole_file]
             for src, kind, dst, dst_name in self.store.edges_from(ids):
                 if kind != "imports" or not dst_name:
                     continue

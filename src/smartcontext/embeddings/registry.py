@@ -7,8 +7,11 @@ Specs:
     "<provider>/<model>"              shorthand for litellm:<provider>/<model>,
                                       e.g. "openai/text-embedding-3-small"
 
-Other modules add models with :func:`register_embedder` (an exact spec) or
-:func:`register_scheme` (a ``scheme:argument`` family).
+The built-ins register through the ``register_embedders`` plugin hook
+(``embeddings.builtin``), like an installed plugin's models; the registry asks the plugin
+manager once, on first use. Code adds models with :func:`register_embedder` (an exact
+spec) or :func:`register_scheme` (a ``scheme:argument`` family); either replaces an
+earlier registration of the same name.
 """
 
 from __future__ import annotations
@@ -20,35 +23,56 @@ from typing import Any
 
 from ..errors import EmbeddingError
 from .base import Embedder
-from .local_onnx import default_embedder, folder_embedder
-from .remote import LiteLLMEmbedder
 
 NamedFactory = Callable[..., Embedder]
 SchemeFactory = Callable[..., Embedder]
 
 _named: dict[str, NamedFactory] = {}
 _schemes: dict[str, SchemeFactory] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()
+_plugins_loaded = False
 
 DEFAULT_SPEC = "local:minilm"
 
 
+def _add(spec_or_scheme: str, factory: Callable[..., Embedder], scheme: bool = False) -> None:
+    """What the ``register_embedders`` hook receives as ``register``."""
+    if scheme:
+        if not spec_or_scheme or ":" in spec_or_scheme or "/" in spec_or_scheme:
+            raise EmbeddingError(f"an embedder scheme is a plain word, got {spec_or_scheme!r}")
+        with _lock:
+            _schemes[spec_or_scheme] = factory
+    else:
+        with _lock:
+            _named[spec_or_scheme] = factory
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    with _lock:
+        if _plugins_loaded:
+            return
+        _plugins_loaded = True  # set first: a hook implementation may call register_*
+        from ..plugins import plugin_manager
+
+        plugin_manager().hook.register_embedders(register=_add)
+
+
 def register_embedder(spec: str, factory: NamedFactory) -> None:
     """Make ``get_embedder(spec, **options)`` call ``factory(**options)``."""
-    with _lock:
-        _named[spec] = factory
+    _load_plugins()  # first, so a built-in registered later cannot replace this one
+    _add(spec, factory)
 
 
 def register_scheme(scheme: str, factory: SchemeFactory) -> None:
     """Make ``get_embedder("<scheme>:<arg>", **options)`` call ``factory(arg, **options)``."""
-    if not scheme or ":" in scheme or "/" in scheme:
-        raise EmbeddingError(f"an embedder scheme is a plain word, got {scheme!r}")
-    with _lock:
-        _schemes[scheme] = factory
+    _load_plugins()
+    _add(scheme, factory, scheme=True)
 
 
 def known_specs() -> list[str]:
     """Exact specs and ``scheme:`` prefixes that :func:`get_embedder` accepts."""
+    _load_plugins()
     return sorted(_named) + sorted(f"{s}:..." for s in _schemes) + ["<provider>/<model>"]
 
 
@@ -58,6 +82,7 @@ def get_embedder(spec: str | None = None, **options: Any) -> Embedder:
     Options whose value is None are left to the factory's defaults, so configuration
     can pass every known key.
     """
+    _load_plugins()
     options = {k: v for k, v in options.items() if v is not None}
     spec = (spec or "").strip() or "default"
     factory = _named.get(spec)
@@ -89,9 +114,3 @@ def _call(factory: Callable[..., Embedder], spec: str, args: tuple, options: dic
             f"it accepts: {', '.join(accepted) or 'none'}"
         ) from None
     return factory(*args, **options)
-
-
-register_embedder("default", default_embedder)
-register_embedder(DEFAULT_SPEC, default_embedder)
-register_scheme("onnx", folder_embedder)
-register_scheme("litellm", LiteLLMEmbedder)

@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ..model import kind_traits
 from ..store.sqlite import Store
 
 _TEST_FILE = re.compile(
@@ -63,7 +64,8 @@ class Catalogue:
             self.by_path[e.path].append(e.rowid)
             if e.parent_id:
                 self.children[e.parent_id].append(e.rowid)
-            if e.kind in ("module", "text") and e.start_line == 1:
+            traits = kind_traits(e.kind)
+            if traits.file_row and e.start_line == 1:
                 self.module_of_path.setdefault(e.path, e.rowid)
         for path in self.by_path:
             stem = os.path.splitext(os.path.basename(path))[0].lower()
@@ -74,7 +76,7 @@ class Catalogue:
         self._link_resolver = None
         self._store = store
         self._tags: list[tuple[int, str]] | None = None
-        self.has_code = any(e.kind in ("class", "function", "method") for e in self.entries.values())
+        self.has_code = any(kind_traits(e.kind).code_symbol for e in self.entries.values())
 
     def tagged(self, want: set[str]) -> set[int]:
         """Items whose note carries one of ``want`` or a tag nested below it (``a`` matches

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from ..model import kind_traits
 from ..store.sqlite import Store
 from .catalogue import Catalogue
 
@@ -62,7 +63,7 @@ def expand(
             break
         entries = {r: cat.entries[r] for r, *_ in level_items if r in cat.entries}
         outgoing = store.edges_from([e.id for e in entries.values()])
-        names = [n for e in entries.values() if e.kind != "module" for n in _names_for(e)]
+        names = [n for e in entries.values() if not kind_traits(e.kind).whole_file for n in _names_for(e)]
         names += [n for e in entries.values() for n in cat.link_names(e)]
         incoming = store.edges_to([e.id for e in entries.values()], names)
         by_src: dict[str, list[tuple[str, int]]] = {}

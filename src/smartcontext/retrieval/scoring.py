@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
-from ..context.models import ExtractionConfig, ScoredItem
+from ..model import kind_traits
 from .catalogue import Catalogue
 from .entities import ExtractedEntity
 from .graph import Neighbour
@@ -18,6 +20,44 @@ from .graph import Neighbour
 # Match strengths for names (the seed's figures).
 EXACT, SUFFIX, CASE_INSENSITIVE = 1.0, 0.5, 0.3
 STRONG_SHARE = 0.5  # direct matches within this share of the best are "strong"
+
+
+class FusionWeights(Protocol):
+    """The weights fusion reads; ``context.ExtractionConfig`` is one."""
+
+    entity_weight: float
+    keyword_weight: float
+    vector_weight: float
+    proximity_weight: float
+
+
+@dataclass
+class ScoredItem:
+    """A candidate with its fused score and the contribution of each signal (0..1)."""
+
+    rowid: int
+    item_id: str
+    score: float = 0.0
+    entity_score: float = 0.0
+    keyword_score: float = 0.0
+    vector_score: float = 0.0
+    proximity_score: float = 0.0
+    direct: bool = False  # found by a name, keyword or vector match (not only the graph)
+
+    def signals(self) -> dict[str, float]:
+        return {
+            k: round(v, 4)
+            for k, v in (
+                ("entity", self.entity_score),
+                ("keyword", self.keyword_score),
+                ("vector", self.vector_score),
+                ("proximity", self.proximity_score),
+            )
+            if v
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, float]:
@@ -97,7 +137,7 @@ def vector_scores(hits: list[tuple[int, float]]) -> dict[int, float]:
 
 def fuse(
     cat: Catalogue,
-    config: ExtractionConfig,
+    config: FusionWeights,
     entity: dict[int, float],
     keyword: dict[int, float],
     vector: dict[int, float],
@@ -127,7 +167,7 @@ def add_graph(
     scored: dict[int, ScoredItem],
     neighbours: dict[int, Neighbour],
     cat: Catalogue,
-    config: ExtractionConfig,
+    config: FusionWeights,
 ) -> None:
     """Proximity = 1 / (1 + distance), scaled by the seed's score and the edge strength."""
     if not neighbours:
@@ -182,7 +222,7 @@ def file_scores(
     per_file: dict[str, list[float]] = defaultdict(list)
     for r, s in keyword.items():
         e = cat.entries.get(r)
-        if e is not None and e.kind in ("class", "function", "method", "section", "text"):
+        if e is not None and not kind_traits(e.kind).whole_file:
             per_file[e.path].append(s)
     symbols = {p: sum(sorted(v, reverse=True)[:3]) for p, v in per_file.items()}
     top_sym = max(symbols.values(), default=0.0) or 1.0

@@ -7,10 +7,11 @@ cosines, and rewards items that both signals rank well.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..model import ItemKind
 from ..store.sqlite import Store, StoredItem
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
@@ -39,7 +40,14 @@ class SearchHit:
     tags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The one JSON shape of a hit (``search --json``, the ``search`` tool, HTTP):
+        every key always present; ``lines`` is ``[start, end]`` (1-based, inclusive)."""
+        return {
+            "id": self.id, "path": self.path, "lines": [self.start_line, self.end_line],
+            "kind": self.kind, "name": self.name, "heading": self.heading,
+            "score": round(self.score, 4), "snippet": self.snippet,
+            "signals": list(self.signals), "tags": list(self.tags),
+        }
 
 
 def _snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
@@ -175,9 +183,10 @@ def search(
             t.startswith(w + "/") for t in item_tags for w in want_tags
         ):
             continue
-        heading = " > ".join(si.item.meta.get("heading_path", [])) if si.item.kind == "section" else ""
+        is_section = si.item.kind == ItemKind.SECTION
+        heading = " > ".join(si.item.meta.get("heading_path", [])) if is_section else ""
         key = (si.item.path, heading or si.item.qualname)
-        if si.item.kind == "section" and key in seen_sections:
+        if is_section and key in seen_sections:
             continue  # parts of one long section: show it once
         seen_sections.add(key)
         signals = [sig for sig, rk in ranks.items() if r in rk]

@@ -21,7 +21,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from .. import __version__
-from .tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry, ToolSpec
+from ..tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry, ToolSpec
 
 SERVER_NAME = "smartcontext"
 HTTP_PATH = "/mcp"

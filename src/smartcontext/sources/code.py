@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node, QueryCursor
 
-from ..model import Edge, Item, ParsedFile
-from .lang import spec_for
+from ..model import Edge, Item, ItemKind, ParsedFile
+from .lang import language_for_path, spec_for
 from .lang.base import DefParts, ImportContext, LangSpec, ScopeInfo, last_row
-from .lang.paths import is_python_package_init, language_for_path, module_name_for_path
+from .lang.paths import is_python_package_init, module_name_for_path
 
 __all__ = ["language_for_path", "module_name_for_path", "parse_code"]
 
@@ -70,7 +70,7 @@ def _module_names(path: str) -> tuple[str, str]:
 def _text_file(path: str, source: bytes, label: str | None, warning: str) -> ParsedFile:
     module, name = _module_names(path)
     item = Item(
-        id=path, path=path, kind="text", name=name, qualname=module, start_line=1,
+        id=path, path=path, kind=ItemKind.TEXT, name=name, qualname=module, start_line=1,
         end_line=_line_count(source), text=source.decode("utf-8", "replace"), language=label or "text",
     )
     return ParsedFile(path=path, language=label or "text", items=[item], warnings=[warning])
@@ -136,7 +136,7 @@ class _Extractor:
         captures = QueryCursor(spec.query()).captures(root)
         module, name = _module_names(path)
         mod_item = Item(
-            id=path, path=path, kind="module", name=name, qualname=module, start_line=1,
+            id=path, path=path, kind=ItemKind.MODULE, name=name, qualname=module, start_line=1,
             end_line=_line_count(src), signature="", docstring=spec.module_doc(src, root),
             text=src.decode("utf-8", "replace"), language=spec.label, meta=spec.module_meta(src, root),
         )
@@ -220,7 +220,7 @@ class _Extractor:
         parts = d.parts
         assert parts is not None
         qual = _join(parent.prefix, parts.name)
-        item = self._make_item(d, "class", qual, parent.item)
+        item = self._make_item(d, ItemKind.CLASS, qual, parent.item)
         item.meta["type_kind"] = self.spec.type_kind(d.node)
         bases = self.spec.bases(d.node)
         item.meta["bases"] = bases
@@ -236,20 +236,20 @@ class _Extractor:
         owner = spec.owner(d.node)
         if owner:
             owner_qual = _join(parent.prefix, owner)
-            item = self._make_item(d, "method", f"{owner_qual}.{parts.name}", parent.item)
+            item = self._make_item(d, ItemKind.METHOD, f"{owner_qual}.{parts.name}", parent.item)
             self.state.pending.append(_Pending(item, owner_qual, owner))
             self_qual: str | None = owner_qual
             self_names = spec.self_names_for(d.node)
         elif parent.role == "class":
-            item = self._make_item(d, "method", _join(parent.prefix, parts.name), parent.item)
+            item = self._make_item(d, ItemKind.METHOD, _join(parent.prefix, parts.name), parent.item)
             self_qual, self_names = parent.prefix, spec.self_names_for(d.node)
         elif parent.role == "impl":
-            item = self._make_item(d, "method", _join(parent.prefix, parts.name), parent.item)
+            item = self._make_item(d, ItemKind.METHOD, _join(parent.prefix, parts.name), parent.item)
             owner_name = parent.prefix.rsplit(".", 1)[-1]
             self.state.pending.append(_Pending(item, parent.prefix, owner_name))
             self_qual, self_names = parent.prefix, spec.self_names_for(d.node)
         else:
-            item = self._make_item(d, "function", _join(parent.prefix, parts.name), parent.item)
+            item = self._make_item(d, ItemKind.FUNCTION, _join(parent.prefix, parts.name), parent.item)
             self_qual, self_names = parent.self_qual, parent.self_names
             self.state.functions.setdefault(item.qualname, item)
         return _Frame(d.end, item, item.qualname, "function", self_qual, self_names)

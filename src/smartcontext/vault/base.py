@@ -15,7 +15,8 @@ from ..errors import SmartContextError, WorkspaceNotFound
 from ..notes import LinkResolver, NoteFacts, read_note
 from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault
 from .responses import err
-from .schema import ArgumentError, check_arguments
+from ..tools.validate import ToolError, check_arguments, compile_schema
+from .schema import SPECS_BY_NAME
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # Suffixes kept as given by create_file/move_file; any other "suffix" ("Meeting 2024.01.05",
@@ -42,11 +43,31 @@ def with_default_suffix(path: str, default: str = ".md") -> str:
     return path + default
 
 
+@functools.cache
+def tool_validator(name: str) -> Any:
+    """The compiled schema check of vault tool ``name`` (built once)."""
+    return compile_schema(SPECS_BY_NAME[name]["parameters"])
+
+
 def tool(method: Callable[..., str]) -> Callable[..., str]:
     """Check the arguments against the tool's schema, and answer ``err(...)`` instead of
-    raising, whatever goes wrong: a model must always get a response it can read."""
+    raising, whatever goes wrong: a model must always get a response it can read.
+
+    ``method.checked(self, arguments)`` runs the tool on arguments that were checked
+    already (by ``VaultTools.call_tool`` or the tool registry), so a call is checked once.
+    """
     name = method.__name__
     signature = inspect.signature(method)
+
+    def checked(self: VaultBase, arguments: dict[str, Any]) -> str:
+        try:
+            return method(self, **arguments)
+        except (SmartContextError, FileNotFoundError, FileExistsError, IsADirectoryError) as exc:
+            return err(_message(exc))
+        except OSError as exc:
+            return err(f"{name} failed: {exc.strerror or exc}")
+        except Exception as exc:  # a tool must answer, never raise into the agent loop
+            return err(f"{name} failed: {type(exc).__name__}: {exc}")
 
     @functools.wraps(method)
     def guarded(self: VaultBase, *args: Any, **kwargs: Any) -> str:
@@ -58,18 +79,13 @@ def tool(method: Callable[..., str]) -> Callable[..., str]:
             return err(f"{name}: {exc}")
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
         try:
-            clean = check_arguments(name, arguments)
-            return method(self, **clean)
-        except ArgumentError as exc:
+            clean = check_arguments(name, tool_validator(name), arguments)
+        except ToolError as exc:
             return err(str(exc))
-        except (SmartContextError, FileNotFoundError, FileExistsError, IsADirectoryError) as exc:
-            return err(_message(exc))
-        except OSError as exc:
-            return err(f"{name} failed: {exc.strerror or exc}")
-        except Exception as exc:  # a tool must answer, never raise into the agent loop
-            return err(f"{name} failed: {type(exc).__name__}: {exc}")
+        return checked(self, clean)
 
     guarded.is_tool = True  # type: ignore[attr-defined]
+    guarded.checked = checked  # type: ignore[attr-defined]
     return guarded
 
 

@@ -1,8 +1,8 @@
-"""The vault tools as a model sees them (name, description, JSON schema of parameters),
-and the argument check every call goes through.
+"""The vault tools as a model sees them: name, description and the JSON schema of their
+parameters, as plain data.
 
-The MCP server, the HTTP agent and the CLI list ``TOOL_SPECS`` and call
-``VaultTools.call_tool``; nothing else needs to know a tool's parameters.
+The tool registry (``smartcontext.tools``) checks every call against these schemas, the
+one argument check there is; ``VaultTools`` uses the same check for direct calls.
 """
 
 from __future__ import annotations
@@ -212,114 +212,3 @@ TOOL_SPECS: list[dict[str, Any]] = [
 ]
 
 SPECS_BY_NAME: dict[str, dict[str, Any]] = {spec["name"]: spec for spec in TOOL_SPECS}
-
-_JSON_TYPES = {
-    "string": str,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-    "array": list,
-    "object": dict,
-    "null": type(None),
-}
-
-
-class ArgumentError(ValueError):
-    """An argument does not match its tool's schema; the message names the argument."""
-
-
-def check_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The arguments with clear string spellings of numbers and booleans converted
-    (models often send ``"10"`` or ``"true"``), optional arguments given as null
-    dropped (the tool's default applies), or ArgumentError."""
-    schema = SPECS_BY_NAME[tool]["parameters"]
-    props = schema["properties"]
-    unknown = [k for k in arguments if k not in props]
-    if unknown:
-        expected = ", ".join(props) or "no arguments"
-        raise ArgumentError(f"{tool}: unknown argument(s) {', '.join(map(str, unknown))} (expected: {expected})")
-    missing = [k for k in schema["required"] if arguments.get(k) is None]
-    if missing:
-        raise ArgumentError(f"{tool}: missing required argument(s) {', '.join(missing)}")
-    clean: dict[str, Any] = {}
-    for key, value in arguments.items():
-        if value is None:
-            continue
-        clean[key] = _check(value, props[key], f"{tool}: {key}")
-    return clean
-
-
-def _check(value: Any, schema: dict[str, Any], where: str) -> Any:
-    types = schema.get("type")
-    if types is not None:
-        allowed = [types] if isinstance(types, str) else list(types)
-        value = _coerce(value, allowed, where)
-    if "enum" in schema and value not in schema["enum"]:
-        raise ArgumentError(f"{where} must be one of {', '.join(map(str, schema['enum']))}, not {value!r}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise ArgumentError(f"{where} must be at least {schema['minimum']}, not {value}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise ArgumentError(f"{where} must be at most {schema['maximum']}, not {value}")
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            raise ArgumentError(f"{where} needs at least {schema['minItems']} item(s)")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise ArgumentError(f"{where} takes at most {schema['maxItems']} items, got {len(value)}")
-        if "items" in schema:
-            value = [_check(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, dict) and "properties" in schema:
-        props = schema["properties"]
-        if schema.get("additionalProperties") is False:
-            extra = [k for k in value if k not in props]
-            if extra:
-                raise ArgumentError(f"{where} has unknown field(s) {', '.join(map(str, extra))}")
-        missing = [k for k in schema.get("required", []) if value.get(k) is None]
-        if missing:
-            raise ArgumentError(f"{where} is missing {', '.join(missing)}")
-        value = {k: _check(v, props[k], f"{where}.{k}") if k in props else v for k, v in value.items()}
-    if isinstance(value, dict) and any(not isinstance(k, str) for k in value):
-        raise ArgumentError(f"{where} must have string keys")
-    return value
-
-
-def scalar_from_text(value: str, allowed: list[str]) -> int | float | bool | None:
-    """``"10"``, ``"2.5"``, ``"true"`` as the integer, number or boolean a schema allows
-    (loosely typed clients send strings); None when the text is none of those."""
-    text = value.strip()
-    if "integer" in allowed and text.lstrip("+-").isdigit():
-        return int(text)
-    if "number" in allowed:
-        try:
-            return float(text)
-        except ValueError:
-            pass
-    if "boolean" in allowed and text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    return None
-
-
-def _coerce(value: Any, allowed: list[str], where: str) -> Any:
-    for name in allowed:
-        expected = _JSON_TYPES[name]
-        if isinstance(value, bool) and name in ("integer", "number"):
-            continue  # JSON true is not 1
-        if isinstance(value, expected):
-            return value
-        if name == "integer" and isinstance(value, float) and value.is_integer():
-            return int(value)
-    if isinstance(value, str):
-        parsed = scalar_from_text(value, allowed)
-        if parsed is not None:
-            return parsed
-    wanted = " or ".join(allowed)
-    raise ArgumentError(f"{where} must be {'an' if wanted[0] in 'aeiou' else 'a'} {wanted}, not {_json_type(value)}")
-
-
-def _json_type(value: Any) -> str:
-    for name, expected in _JSON_TYPES.items():
-        if isinstance(value, bool):
-            return "boolean"
-        if isinstance(value, expected):
-            return name
-    return type(value).__name__

@@ -3,9 +3,10 @@ the HTTP agent and the CLI, which only forward a name and JSON arguments."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ..tools.validate import ToolError, check_arguments
+from .base import tool_validator
 from .files import FileTools
 from .links import LinkTools
 from .memory import MemoryTools
@@ -38,20 +39,13 @@ class VaultTools(FileTools, LinkTools, PropertyTools, MemoryTools, SearchTools):
         """Run tool ``name`` with JSON ``arguments`` (a dict, or the JSON text of one)."""
         if not isinstance(name, str) or name not in SPECS_BY_NAME:
             return err(f"Unknown tool: {name}. Available tools: {', '.join(SPECS_BY_NAME)}")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return err(f"{name}: arguments are not valid JSON ({exc.msg})")
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            return err(f"{name}: arguments must be a JSON object")
-        if any(not isinstance(key, str) for key in arguments):
-            return err(f"{name}: argument names must be strings")
-        props = SPECS_BY_NAME[name]["parameters"]["properties"]
-        unknown = [key for key in arguments if key not in props]
-        if unknown:
-            expected = ", ".join(props) or "no arguments"
-            return err(f"{name}: unknown argument(s) {', '.join(unknown)} (expected: {expected})")
-        return getattr(self, name)(**arguments)
+        try:
+            clean = check_arguments(name, tool_validator(name), arguments)
+        except ToolError as exc:
+            return err(str(exc))
+        return self.call_checked(name, clean)
+
+    def call_checked(self, name: str, arguments: dict[str, Any]) -> str:
+        """Run tool ``name`` on arguments already checked against its schema (the tool
+        registry checks every call once, before this)."""
+        return getattr(type(self), name).checked(self, arguments)

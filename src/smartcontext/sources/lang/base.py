@@ -70,6 +70,9 @@ class LangSpec:
 
     grammar: str = ""  # tree-sitter-language-pack name
     label: str = ""  # language reported on items
+    # File extensions (lower case, no dot) a plugin's spec claims; the built-ins' are in
+    # ``paths.EXTENSION_LANGUAGES``.
+    extensions: tuple[str, ...] = ()
     query_source: str = ""
     comment_types: frozenset[str] = frozenset({"comment"})
     # Siblings above a definition that belong to it (Rust ``#[derive]``, C# attributes).

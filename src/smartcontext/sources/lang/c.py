@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from tree_sitter import Node
 
+from ...model import ItemKind
 from .base import DefParts, ImportContext, LangSpec, ScopeInfo, strip_generics, text_of
 from .paths import module_name_for_path, resolve_relative_path
 
@@ -148,9 +149,9 @@ class CSpec(LangSpec):
         return [module_name_for_path(joined if joined else posixpath.normpath(target))]
 
     def meta(self, src: bytes, node: Node, parts: DefParts, kind: str) -> dict:
-        if kind == "class":
+        if kind == ItemKind.CLASS:
             return _typedef_meta(node)
-        if kind != "function":
+        if kind != ItemKind.FUNCTION:
             return {}
         static = any(c.type == "storage_class_specifier" and c.text == b"static" for c in node.children)
         meta: dict = {"visibility": "private" if static else "public"}
@@ -165,7 +166,7 @@ class CppSpec(CSpec):
     query_source = _C_DEFS + _CPP_EXTRA
 
     def meta(self, src: bytes, node: Node, parts: DefParts, kind: str) -> dict:
-        if kind == "class":
+        if kind == ItemKind.CLASS:
             return _typedef_meta(node)
         if node.type in ("declaration", "field_declaration"):
             return {"declaration": True}

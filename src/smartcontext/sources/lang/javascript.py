@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from tree_sitter import Node
 
+from ...model import ItemKind
 from .base import DefParts, ImportContext, LangSpec, ScopeInfo, string_value, strip_generics, text_of
 from .paths import module_name_for_path, resolve_relative_path
 
@@ -157,7 +158,7 @@ class JavaScriptSpec(LangSpec):
             meta["default_export"] = True
         value = node.child_by_field_name("value") or node.child_by_field_name("right")
         fn = value if value is not None and value.type in _FUNCTION_VALUES else node
-        if kind in ("function", "method"):
+        if kind in (ItemKind.FUNCTION, ItemKind.METHOD):
             meta["async"] = any(c.type == "async" for c in fn.children)
             meta["static"] = any(c.type == "static" for c in node.children)
             getter = [c.type for c in node.children if c.type in ("get", "set")]

@@ -6,6 +6,7 @@ import builtins
 
 from tree_sitter import Node
 
+from ...model import ItemKind
 from .base import DefParts, ImportContext, LangSpec, string_value, strip_generics, text_of
 
 # Calls to these say nothing about a project's structure.
@@ -79,7 +80,7 @@ class PythonSpec(LangSpec):
                 if child.type == "decorator":
                     decorators.append(text_of(child)[1:].strip())
         meta["decorators"] = decorators
-        if kind in ("function", "method"):
+        if kind in (ItemKind.FUNCTION, ItemKind.METHOD):
             first = node.children[0] if node.child_count else None
             meta["async"] = first is not None and first.type == "async"
             meta["property"] = any(

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from tree_sitter import Node
 
+from ...model import ItemKind
 from .base import DefParts, ImportContext, LangSpec, ScopeInfo, clean_comments, strip_generics, text_of
 
 _NOISE_MEMBERS = frozenset({
@@ -87,7 +88,7 @@ class RustSpec(LangSpec):
                 break
         else:
             meta["visibility"] = "private"
-        if kind in ("function", "method"):
+        if kind in (ItemKind.FUNCTION, ItemKind.METHOD):
             mods = next((c for c in node.children if c.type == "function_modifiers"), None)
             meta["async"] = mods is not None and b"async" in (mods.text or b"")
         attrs = []

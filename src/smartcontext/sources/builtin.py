@@ -1,0 +1,90 @@
+"""The built-in sources (code, markdown notes, plain text), registered through the same
+hook as a plugin's; ``tryfirst`` puts them first, so a plugin's source of the same name
+replaces one of them."""
+
+from __future__ import annotations
+
+from ..model import Item, ItemKind, ParsedFile
+from ..plugins import hookimpl
+from .base import BaseSource, decode, fts_text
+from .text import TextSource, text_windows
+
+
+class CodeSource(BaseSource):
+    """Source files of the languages in ``sources.lang``: modules, classes, functions,
+    methods and their imports, calls and bases (``sources.code``)."""
+
+    name = "code"
+    skip_generated = True
+
+    def language_for(self, path: str) -> str | None:
+        from .lang import language_for_path
+
+        return language_for_path(path)
+
+    def parse(self, path: str, data: bytes, language: str) -> ParsedFile:
+        from .code import parse_code
+
+        parsed = parse_code(path, data, language)
+        if len(parsed.items) == 1 and parsed.items[0].kind == ItemKind.TEXT:
+            # Unparsable code: line windows keep a long file findable piece by piece.
+            windows = text_windows(path, decode(data))
+            windows.warnings = parsed.warnings
+            return windows
+        return parsed
+
+    def module_name(self, path: str) -> str:
+        from .lang.paths import module_name_for_path
+
+        return module_name_for_path(path)
+
+    def fts_bodies(self, items: list[Item], text: str) -> list[str]:
+        """Bodies without repetition: a container is indexed by the lines its members do
+        not cover, so a file's text enters the index about twice (once for the whole
+        file, once spread over its symbols) instead of once per nesting level. The
+        whole-file row also gets camelCase parts, for file-level BM25."""
+        lines = text.split("\n")
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for it in items:
+            if it.parent_id:
+                spans.setdefault(it.parent_id, []).append((it.start_line, it.end_line))
+        out: list[str] = []
+        for it in items:
+            if it.traits.whole_file:
+                out.append(fts_text(it.text))
+                continue
+            children = spans.get(it.id)
+            if not children:
+                out.append(it.text)
+                continue
+            covered: set[int] = set()
+            for a, b in children:
+                covered.update(range(a, b + 1))
+            own = [lines[n - 1] for n in range(it.start_line, min(it.end_line, len(lines)) + 1) if n not in covered]
+            out.append("\n".join(own))
+        return out
+
+    def warm_up(self, path: str, language: str) -> None:
+        from .code import parse_code
+
+        parse_code(path, b"\n", language)
+
+
+class MarkdownSource(BaseSource):
+    """Notes: one item per heading block, with tags, frontmatter and links (``sources.markdown``)."""
+
+    name = "markdown"
+    extensions = frozenset({".md", ".markdown"})
+    language = "markdown"
+
+    def parse(self, path: str, data: bytes, language: str) -> ParsedFile:
+        from .markdown import parse_markdown
+
+        return parse_markdown(path, decode(data))
+
+
+@hookimpl(tryfirst=True)
+def register_sources(register) -> None:
+    register(MarkdownSource())
+    register(CodeSource())
+    register(TextSource())

@@ -1,0 +1,18 @@
+"""The built-in tool providers, registered through the same hook as a plugin's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..plugins import hookimpl
+from .smart_connections import smart_connections_tools
+from .vault import vault_tools
+from .workspace import workspace_tools
+
+
+@hookimpl(tryfirst=True)
+def register_tools(register: Callable[..., Any]) -> None:
+    register(workspace_tools, "workspace")
+    register(vault_tools, "vault")
+    register(smart_connections_tools, "smart_connections")

@@ -1,0 +1,78 @@
+"""``semantic_search`` and ``similar_notes`` over the vectors of the Obsidian Smart
+Connections plugin, as registry tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .registry import answer_data
+from .spec import STR_LIST, ToolContext, ToolSpec
+
+
+def smart_connections_tools(ctx: ToolContext) -> list[ToolSpec]:
+    """semantic_search and similar_notes over the vectors of the Obsidian Smart Connections
+    plugin. Offered in Obsidian vaults only (a ``.obsidian`` or ``.smart-env`` folder), where
+    an unconfigured plugin gets the seed's message telling the user what to do."""
+    if not ((ctx.root / ".smart-env").is_dir() or (ctx.root / ".obsidian").is_dir()):
+        return []
+    from ..smart_connections import semantic_search_tool, similar_notes_tool
+
+    def compact(name: str, answer: str) -> dict[str, Any]:
+        data = answer_data(name, answer)
+        data.pop("load", None)  # cache statistics: for `status`, not for a model
+        for hit in data.get("results", []):
+            for key in ("key", "signals"):
+                hit.pop(key, None)
+            for key in ("heading", "lines"):
+                if hit.get(key) is None:
+                    hit.pop(key, None)
+        return data
+
+    def semantic_search(args: dict[str, Any]) -> dict[str, Any]:
+        return compact("semantic_search", semantic_search_tool(ctx.root, **args))
+
+    def similar_notes(args: dict[str, Any]) -> dict[str, Any]:
+        return compact("similar_notes", similar_notes_tool(ctx.root, **args))
+
+    limit = {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Max results."}
+    min_score = {"type": "number", "minimum": -1, "maximum": 1, "default": 0.3, "description": "Minimum similarity."}
+    scope = {"type": "string", "enum": ["notes", "blocks", "both"], "default": "notes",
+             "description": "Rank whole notes, heading blocks, or both."}
+    return [
+        ToolSpec(
+            "semantic_search",
+            "Find notes by meaning with the embeddings the Smart Connections plugin already computed "
+            "(.smart-env). Returns paths, scores and snippets.",
+            {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "Search query."},
+                    "limit": limit,
+                    "minScore": min_score,
+                    "tags": {**STR_LIST, "description": "Only notes with one of these tags."},
+                    "paths": {**STR_LIST, "description": "Only notes under these folders."},
+                    "scope": scope,
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            semantic_search, provider="smart_connections",
+        ),
+        ToolSpec(
+            "similar_notes",
+            "Notes most similar to a given note, from the Smart Connections embeddings.",
+            {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "maxLength": 1000,
+                             "description": "The note's path relative to the vault, e.g. 'Projects/Plan.md'."},
+                    "limit": limit,
+                    "minScore": min_score,
+                    "scope": scope,
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            similar_notes, provider="smart_connections",
+        ),
+    ]

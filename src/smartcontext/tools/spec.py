@@ -1,0 +1,151 @@
+"""What a tool is (``ToolSpec``) and what the tools of one folder share (``ToolContext``).
+
+A tool is a name, a description, a JSON schema of its arguments and a handler. The
+handler receives the checked arguments and returns a JSON-serialisable dict of data; it
+raises a ``SmartContextError`` (``ToolError`` for a plain refusal) when it cannot answer.
+The registry adds ``"success"``, so no handler writes it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+
+from .validate import compile_schema
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+# Seconds an index may be stale before a retrieval tool re-checks the folder for changes.
+DEFAULT_REFRESH_INTERVAL = 5.0
+# ...and, when a check took longer than CHEAP_REFRESH seconds, at least REFRESH_COST_FACTOR
+# times its duration, so on a huge folder checks take a small share of the server's time.
+CHEAP_REFRESH = 0.25
+REFRESH_COST_FACTOR = 20
+# The schema of a list-of-paths (or tags, kinds) argument.
+STR_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string", "maxLength": 1000}, "maxItems": 100}
+
+
+@dataclass
+class ToolSpec:
+    """One tool as clients see it, plus how to run it.
+
+    read_only: True when the tool never changes files (an MCP annotation hint).
+    destructive: a writing tool that may replace or remove content (not only add).
+    provider:  which provider offered it (``workspace``, ``vault``, ``smart_connections``...).
+    lock:      held while the handler runs, for tools whose state is not thread-safe.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Handler
+    read_only: bool = True
+    destructive: bool = False
+    provider: str = ""
+    lock: Any = None
+    validator: Draft202012Validator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.validator = compile_schema(self.input_schema)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema,
+                "read_only": self.read_only, "destructive": self.destructive, "provider": self.provider}
+
+
+# -- the shared state of one server: a workspace opened once -----------------------------
+
+
+class ToolContext:
+    """What tools share: the folder, its workspace (opened once) and index freshness.
+
+    refresh_interval: seconds after which a retrieval tool first brings the index up to
+                      date with the folder (incremental: unchanged files cost a stat; new
+                      vectors only when the index already has some), stretched to 20x the
+                      last check's duration when checks are slow (huge folders);
+                      0 = before every question; negative = never re-check.
+    """
+
+    def __init__(self, root: str | Path, refresh_interval: float = DEFAULT_REFRESH_INTERVAL):
+        # Imported here so the vault tools, which share the argument check in this package,
+        # do not pull in the whole engine.
+        from ..workspace import Workspace
+
+        self.workspace = Workspace.open(root)
+        self.root = self.workspace.root
+        self.refresh_interval = refresh_interval
+        # Held while the index is built or refreshed and while a tool reads it, so a
+        # question never sees a half-updated index.
+        self.index_lock = threading.RLock()
+        self._last_refresh = float("-inf")
+        self._refresh_seconds = 0.0
+        self._cache: dict[str, Any] = {}
+        self._cache_lock = threading.Lock()
+
+    def shared(self, key: str, make: Callable[[], Any]) -> Any:
+        """One instance per key for the server's life (vault tools, readers...)."""
+        with self._cache_lock:
+            if key not in self._cache:
+                self._cache[key] = make()
+            return self._cache[key]
+
+    def ready_workspace(self) -> "Workspace":
+        """The workspace with an index: built on first need (no embeddings, fast), and
+        re-checked for changed files at most every ``refresh_interval`` seconds."""
+        ws = self.workspace
+        with self.index_lock:
+            now = time.monotonic()
+            if not ws.has_index:
+                ws.index(embeddings=False)
+                self._last_refresh = now
+            elif self.refresh_interval >= 0 and now - self._last_refresh >= self._refresh_wait():
+                # Same rule as Workspace.update_files: vectors only for an index that has them.
+                embed = ws.config.embeddings.enabled and bool(ws.store.vector_models())
+                ws.index(embeddings=embed)
+                self._last_refresh = time.monotonic()
+                self._refresh_seconds = self._last_refresh - now
+        return ws
+
+    def _refresh_wait(self) -> float:
+        if self._refresh_seconds <= CHEAP_REFRESH:
+            return self.refresh_interval
+        return max(self.refresh_interval, REFRESH_COST_FACTOR * self._refresh_seconds)
+
+    def files_changed(self, paths: list[str]) -> None:
+        """Re-index files a tool wrote. Without an index yet there is nothing to update:
+        the first build will read them (and updating first would leave an index holding
+        only these files)."""
+        with self.index_lock:
+            if self.workspace.has_index:
+                self.workspace.update_files(paths)
+
+    def warm_up(self) -> threading.Thread:
+        """Build a missing index in the background so the first question finds it ready."""
+
+        def run() -> None:
+            try:
+                self.ready_workspace()
+            except Exception:  # reported to the first tool call that needs the index
+                pass
+
+        thread = threading.Thread(target=run, name="smartcontext-index", daemon=True)
+        thread.start()
+        return thread
+
+    def close(self, wait: float = 2.0) -> None:
+        # A background build may still hold the index; closing under it would fail its
+        # writes, and the index stays consistent without a close (one transaction per file).
+        if self.index_lock.acquire(timeout=wait):
+            try:
+                self.workspace.close()
+            finally:
+                self.index_lock.release()

@@ -1,0 +1,44 @@
+"""The vault tools (files, links, frontmatter, preferences, vault search) of
+``smartcontext.vault`` as registry tools, with the index kept fresh by their writes."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .registry import spec_tools
+from .spec import ToolContext, ToolSpec
+
+# Vault tools that change files (everything else only reads); used for MCP annotations.
+VAULT_WRITE_TOOLS = frozenset({
+    "create_file", "move_file", "batch_move_files", "append_to_file", "update_frontmatter",
+    "save_preference", "remove_preference", "log_interaction",
+})
+# ...and those that may replace or remove content rather than only add to it.
+VAULT_DESTRUCTIVE_TOOLS = frozenset({
+    "create_file", "move_file", "batch_move_files", "update_frontmatter", "remove_preference",
+})
+
+
+class _IndexForVault:
+    """What the vault tools expect of a workspace, routed through the context so their
+    searches see a fresh index and their writes keep it fresh."""
+
+    def __init__(self, ctx: ToolContext):
+        self._ctx = ctx
+
+    def update_files(self, paths: list[str]) -> None:
+        self._ctx.files_changed(paths)
+
+    def search(self, query: str, **options: Any):
+        with self._ctx.index_lock:
+            return self._ctx.ready_workspace().search(query, **options)
+
+
+def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
+    """The vault tools (files, links, frontmatter, preferences, search) of smartcontext.vault."""
+    from ..vault import TOOL_SPECS, VaultTools
+
+    tools = ctx.shared("vault", lambda: VaultTools(ctx.root, workspace=_IndexForVault(ctx)))
+    return spec_tools(TOOL_SPECS, tools.call_checked, "vault", VAULT_WRITE_TOOLS, VAULT_DESTRUCTIVE_TOOLS,
+                      lock=threading.RLock())
