@@ -964,3 +964,24 @@ def test_keyword_fallback_uses_the_workspace_index(tmp_path):
     (locked / ".smartcontext" / "index.db").write_bytes(b"not a database" * 100)
     res = reader(locked).semantic_search("slurm partitions", min_score=-1)
     assert res.results == [] and any("keyword search over the vault's index failed" in w for w in res.warnings)
+
+
+def test_a_server_can_lend_its_own_workspace_to_the_keyword_fallback(tmp_path):
+    from smartcontext import Workspace
+    from smartcontext.smart_connections import keyword
+
+    standard_vault(tmp_path)
+    ws = Workspace.open(tmp_path)
+    ws.index(embeddings=False)
+    lent = []
+
+    def ready_workspace():
+        lent.append(ws)
+        return ws
+
+    try:
+        res = reader(tmp_path, workspace=ready_workspace).semantic_search("slurm partitions", min_score=-1)
+        assert res.mode == "keyword-rerank" and res.results[0].path == "Projects/GPU Scheduling.md"
+        assert lent and str(tmp_path.resolve()) not in keyword._workspaces  # no second workspace opened
+    finally:
+        ws.close()

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SmartContextError
@@ -51,16 +52,25 @@ class WorkspaceKeywords:
 
     Scores are the index's keyword scores (best section of each note, 1.0 = best hit).
     ``error`` says why the index could not answer (then there are no candidates).
+
+    ``workspace``: a function returning the vault's workspace with its index up to date
+    (a server's ``ToolContext.ready_workspace``), so a server shares its own workspace
+    and refresh schedule; without it the workspace is opened and refreshed here.
     """
 
-    def __init__(self, vault: Path, refresh_interval: float = 1.0):
+    def __init__(
+        self, vault: Path, refresh_interval: float = 1.0, workspace: Callable[[], Workspace] | None = None
+    ):
         self.vault = Path(vault)
+        self.provider = workspace
         self.refresh_interval = float(refresh_interval)
         self.error: str | None = None
         self._refreshed = float("-inf")
         self._memo: OrderedDict[tuple[str, int], tuple[int, list[tuple[str, float]]]] = OrderedDict()
 
     def refresh(self, force: bool = False) -> Workspace:
+        if self.provider is not None:
+            return self.provider()
         ws = workspace_for(self.vault)
         if force or time.monotonic() - self._refreshed >= self.refresh_interval:
             if ws.has_index:

@@ -174,6 +174,9 @@ class SmartConnections:
         keyword_candidates: ``f(query, k) -> [(path, score)]`` for keyword-rerank mode;
                             default: the keyword search of the vault's workspace index
                             (built on first use when there is none).
+        workspace:          for that default, a function returning the vault's workspace
+                            with an up-to-date index (a server passes its own, see
+                            ``keyword.WorkspaceKeywords``); default: opened here.
         allow_fallback:     False raises the "different model" error instead of answering
                             in keyword-rerank mode.
         include_blocks:     keep block vectors (needed for ``scope="blocks"``/``"both"``).
@@ -196,6 +199,7 @@ class SmartConnections:
         models_dirs: Iterable[str | Path] = (),
         embedders: Iterable[Any] = (),
         keyword_candidates: KeywordCandidates | None = None,
+        workspace: Callable[[], Any] | None = None,
         allow_fallback: bool = True,
         include_blocks: bool = True,
         sweep_interval: float = 1.0,
@@ -227,7 +231,7 @@ class SmartConnections:
         self._config_stamp: tuple | None = None
         self._cache: VectorCache | None = None
         self._query_model: QueryModel | None = None
-        self._keywords = WorkspaceKeywords(self.vault, refresh_interval=sweep_interval)
+        self._keywords = WorkspaceKeywords(self.vault, refresh_interval=sweep_interval, workspace=workspace)
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     # -- public API ---------------------------------------------------------------------
