@@ -37,8 +37,10 @@ def test_context_default_path_is_the_current_folder(sample_repo):
 
 def test_context_formats_and_verbose(sample_repo):
     js = json.loads(run("context", "apply_discount", str(sample_repo), "-f", "json", "-t", "800").stdout)
-    assert js["token_count"] <= 800
-    assert any(i["name"] == "apply_discount" for i in js["items"])
+    assert js["token_count"] <= 800 and js["max_tokens"] == 800 and js["counts"].startswith("content")
+    items = [i for f in js["files"] for i in f["items"]]
+    found = next(i for i in items if i["name"] == "apply_discount")
+    assert found["mode"] == "full" and "def apply_discount" in found["code"]
     md = run("context", "apply_discount", str(sample_repo), "--format", "markdown", "--verbose")
     assert "```python" in md.stdout
     assert "signals used" in md.stderr and "tokens" in md.stderr
@@ -139,3 +141,46 @@ def test_sc_not_configured_is_a_clear_error(tmp_path):
     proc = run("sc", "search", "anything", str(tmp_path), check=False)
     assert proc.returncode == 1
     assert "Smart Connections plugin not configured" in proc.stderr
+
+
+def _configure(repo, **context):
+    lines = ["[context]"] + [f"{k} = {json.dumps(v)}" for k, v in context.items()]
+    (repo / "smartcontext.toml").write_text("\n".join(lines) + "\n")
+
+
+def test_context_options_default_to_the_configuration(sample_repo):
+    _configure(sample_repo, max_tokens=700, exclude_tests=True, expand_depth=0, encoding="o200k_base")
+    js = json.loads(run("context", "test login password", str(sample_repo), "-f", "json", "-v").stdout)
+    assert js["max_tokens"] == 700 and js["encoding"] == "o200k_base" and js["token_count"] <= 700
+    assert js["files"] and not any(f["path"].startswith("tests/") for f in js["files"])
+    verbose = run("context", "test login password", str(sample_repo), "-v")
+    assert "/ 700" in verbose.stderr
+    assert "candidates: graph" in verbose.stderr and "signals used" in verbose.stderr
+    assert "graph" not in verbose.stderr.split("signals used", 1)[1].splitlines()[0]  # depth 0
+
+
+def test_a_flag_overrides_the_configuration(sample_repo):
+    _configure(sample_repo, max_tokens=700, exclude_tests=True, expand_depth=0, encoding="o200k_base")
+    js = json.loads(run("context", "test login password", str(sample_repo), "-f", "json",
+                        "-t", "2500", "--include-tests", "--encoding", "cl100k_base").stdout)
+    assert js["max_tokens"] == 2500 and js["encoding"] == "cl100k_base"
+    assert any(f["path"] == "tests/test_auth.py" for f in js["files"])
+    deep = run("context", "Where is the cart total computed?", str(sample_repo), "--depth", "2", "-v")
+    assert "graph" in deep.stderr.split("signals used", 1)[1].splitlines()[0]
+
+
+def test_help_says_which_defaults_come_from_the_configuration(monkeypatch):
+    from typer.testing import CliRunner
+
+    from smartcontext.cli import app
+
+    monkeypatch.setenv("COLUMNS", "250")  # rich wraps help text at the terminal's width
+    text = " ".join(CliRunner().invoke(app, ["context", "--help"]).output.split())
+    assert "from config, 8000" in text and "from config, 1" in text and "from config, false" in text
+    assert "--include-tests" in text
+
+
+def test_error_messages_are_printed_verbatim(sample_repo):
+    proc = run("context", "q", str(sample_repo), "--format", "[bold]xml", check=False)
+    assert proc.returncode == 1
+    assert "unknown format '[bold]xml'" in proc.stderr

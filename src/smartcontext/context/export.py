@@ -1,5 +1,8 @@
 """Render a selection for a model: MU sigils, Markdown with fenced code, or JSON.
 
+Each format is an ``Exporter``: what the budget counts (``measure``) and, for JSON, the
+document handed out (``render``), which adds result fields and keeps every item's code.
+
 MU format, one line per symbol, grouped by module:
 
     ! requests/sessions.py :: module=requests.sessions
@@ -17,6 +20,9 @@ from __future__ import annotations
 import json
 import textwrap
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from ..model import ItemKind
 from .models import SelectedItem
@@ -173,38 +179,91 @@ def render_markdown(
     return "\n".join(out).rstrip() + "\n" if out else ""
 
 
+def json_document(
+    selection: list[SelectedItem],
+    file_lines: dict[str, list[str]],
+    deps: dict[str, list[str]],
+    modules: dict[str, str],
+    include_scores: bool = False,
+) -> dict[str, Any]:
+    """The selection as data: files in rank order, each with its items in source order.
+
+    Each item is ``SelectedItem.to_dict`` (its one shape everywhere) plus, when shown in
+    full, its ``code``, else its ``doc`` line, exactly as MU and Markdown show them.
+    """
+    files = []
+    for path, items in _group(selection).items():
+        entries = []
+        for s in items:
+            entry = s.to_dict(include_text=False)
+            if s.mode in ("full", "head"):
+                entry["code"] = "\n".join(body_lines(s, file_lines))
+            elif s.item.doc_summary:
+                entry["doc"] = s.item.doc_summary
+            entries.append(entry)
+        files.append({"path": path, "module": modules.get(path, ""),
+                      "imports": deps.get(path, []), "items": entries})
+    return {"files": files}
+
+
+JSON_COUNTS = "content a model reads: paths, imports, signatures, code and doc lines; not JSON syntax or metadata"
+
+
+def json_content(document: dict[str, Any]) -> str:
+    """The strings of ``document`` a model reads, one per line, unescaped.
+
+    The budget of a JSON export counts this, not the JSON text: quoting, escaping and
+    indentation cost a program nothing, and counting them left little room for code.
+    """
+    out: list[str] = []
+    for f in document["files"]:
+        out.append(f"{f['path']} {f['module']}".rstrip())
+        if f["imports"]:
+            out.append(", ".join(f["imports"]))
+        for entry in f["items"]:
+            if entry["signature"]:
+                out.append(entry["signature"])
+            for key in ("code", "doc"):
+                if entry.get(key):
+                    out.append(entry[key])
+    return "\n".join(out) + "\n" if out else ""
+
+
+def measure_json(*args: Any, **kwargs: Any) -> str:
+    """What a JSON export's budget counts; takes ``json_document``'s arguments."""
+    return json_content(json_document(*args, **kwargs))
+
+
 def render_json(
     selection: list[SelectedItem],
     file_lines: dict[str, list[str]],
     deps: dict[str, list[str]],
     modules: dict[str, str],
     include_scores: bool = False,
+    header: dict[str, Any] | None = None,
 ) -> str:
-    files = []
-    for path, items in _group(selection).items():
-        files.append(
-            {
-                "path": path,
-                "module": modules.get(path, ""),
-                "imports": deps.get(path, []),
-                "items": [
-                    {
-                        "id": s.item.id,
-                        "kind": s.item.kind,
-                        "name": s.item.qualname,
-                        "lines": [s.item.start_line, s.item.end_line],
-                        "signature": s.item.signature,
-                        "mode": s.mode,
-                        "score": round(s.score, 3),
-                        **({"code": "\n".join(body_lines(s, file_lines))} if s.mode in ("full", "head") else {}),
-                        **({"doc": s.item.doc_summary}
-                           if s.mode != "full" and s.item.doc_summary else {}),
-                    }
-                    for s in items
-                ],
-            }
-        )
-    return json.dumps({"files": files}, ensure_ascii=False, indent=1)
+    """The JSON document, ``header`` fields (question, token_count, ...) first."""
+    document = {**(header or {}), **json_document(selection, file_lines, deps, modules, include_scores)}
+    return json.dumps(document, ensure_ascii=False, indent=1)
 
 
-RENDERERS = {"mu": render_mu, "markdown": render_markdown, "json": render_json}
+@dataclass(frozen=True)
+class Exporter:
+    """One output format.
+
+    measure: renders the text whose exact token count the budget holds to.
+    render:  renders the text handed out, given a header of result fields; None when it
+             is the measured text itself.
+    counts:  what ``token_count`` counts, said in results.
+    """
+
+    measure: Callable[..., str]
+    render: Callable[..., str] | None = None
+    counts: str = "the rendered text"
+
+
+EXPORTERS = {
+    "mu": Exporter(render_mu),
+    "markdown": Exporter(render_markdown),
+    "json": Exporter(measure_json, render_json, JSON_COUNTS),
+}

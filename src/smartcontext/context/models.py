@@ -113,11 +113,14 @@ class ContextResult:
 
     text:             the rendered context (``format``: mu, json or markdown).
     items:            what was selected, in output order.
-    token_count:      exact tokens of ``text`` (never more than ``max_tokens``).
+    token_count:      exact tokens of what the budget counts (never more than
+                      ``max_tokens``): the text itself for mu and markdown; for json the
+                      content a model reads, without JSON syntax (``counts`` says which).
     relevance_scores: item id -> normalised score.
     files:            files ranked by relevance (including ones that did not fit).
     stats:            entities, candidates per signal, selected, tokens vs budget, timings.
     warnings:         e.g. the budget was too small, nothing matched.
+    counts:           what ``token_count`` counts.
     """
 
     question: str
@@ -132,6 +135,7 @@ class ContextResult:
     stats: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     nearest: list[dict[str, Any]] = field(default_factory=list)
+    counts: str = "the rendered text"
 
     @property
     def mu_text(self) -> str:
@@ -160,6 +164,7 @@ class ContextResult:
             "format": self.format,
             "text": self.text,
             "token_count": self.token_count,
+            "counts": self.counts,
             "max_tokens": self.max_tokens,
             "item_count": len(self.items),
             "files": shown,

@@ -16,7 +16,7 @@ from ..retrieval.vector import VectorIndex
 from ..store.sqlite import Store, StoredItem
 from ..tokens import count_tokens
 from .budgeter import plan_budget
-from .export import RENDERERS
+from .export import EXPORTERS
 from .models import FORMATS, ContextResult, ExtractionConfig, ScoredItem, SelectedItem
 
 MAX_QUESTION_CHARS = 200_000
@@ -181,8 +181,9 @@ class SmartContextExtractor:
         # File lines, imports and module names for every file the plan touches; trimming
         # only removes items, so this superset stays valid.
         file_lines, deps, modules = self._file_context(selection, cat)
-        render = RENDERERS[format]
-        text = render(selection, file_lines, deps, modules, cfg.include_scores)
+        exporter = EXPORTERS[format]
+        measure = exporter.measure
+        text = measure(selection, file_lines, deps, modules, cfg.include_scores)
         tokens = count_tokens(text, cfg.encoding)
         # The plan's costs are estimates of framing; trim the weakest items until the
         # exact count fits, several at a time when far over.
@@ -202,7 +203,7 @@ class SmartContextExtractor:
                     selection.remove(victim)
                     saved += (victim.item.tokens if victim.mode == "full" else len(victim.item.signature) // 3) + 4
                     self._drop_orphan_parents(selection)
-            text = render(selection, file_lines, deps, modules, cfg.include_scores)
+            text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
         warnings: list[str] = []
         nearest: list[dict[str, Any]] = []
@@ -228,6 +229,13 @@ class SmartContextExtractor:
         elif not ranked:
             nearest = _nearest_names(question, cat)
         relevance = {s.item.id: round(s.score, 4) for s in selection if not s.context_only}
+        if exporter.render is not None:
+            header = {
+                "question": question, "format": format, "max_tokens": cfg.max_tokens,
+                "token_count": tokens, "counts": exporter.counts, "encoding": cfg.encoding,
+                "warnings": warnings,
+            }
+            text = exporter.render(selection, file_lines, deps, modules, cfg.include_scores, header)
         return ContextResult(
             question=question,
             text=text,
@@ -241,6 +249,7 @@ class SmartContextExtractor:
             stats={},
             warnings=warnings,
             nearest=nearest,
+            counts=exporter.counts,
         )
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:

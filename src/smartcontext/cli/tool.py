@@ -1,4 +1,4 @@
-"""`smartcontext tool NAME [--arg value ...]`: call any MCP tool from the command line.
+"""``smartcontext tool NAME [--arg value ...]``: call any MCP tool from the command line.
 
 The same registry serves the MCP server, so the JSON printed here is exactly what an
 assistant receives.
@@ -7,16 +7,18 @@ assistant receives.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from .app import app
+from .output import EXIT_ERROR, errors, fail, print_json, print_text
+
 TOOL_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-def _parse_tool_args(extra: list[str]) -> dict[str, Any]:
+def parse_tool_args(extra: list[str]) -> dict[str, Any]:
     """``--path note.md --limit 5 --tags a --tags b`` -> {"path": ..., "limit": "5", "tags": [...]}.
 
     Values stay strings (or lists of strings); the registry coerces them by the tool's
@@ -52,6 +54,21 @@ def _parse_tool_args(extra: list[str]) -> dict[str, Any]:
     return args
 
 
+def _arguments(args_json: str, extra: list[str]) -> dict[str, Any]:
+    try:
+        arguments = json.loads(args_json) if args_json else {}
+    except json.JSONDecodeError as exc:
+        fail(f"--json is not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        fail("--json must be a JSON object")
+    try:
+        arguments.update(parse_tool_args(extra))
+    except typer.BadParameter as exc:
+        fail(str(exc))
+    return arguments
+
+
+@app.command("tool", context_settings=TOOL_CONTEXT)
 def tool(
     ctx: typer.Context,
     name: str = typer.Argument("", help="Tool name; omit to list the tools."),
@@ -59,36 +76,22 @@ def tool(
     args_json: str = typer.Option("", "--json", help="All arguments as one JSON object."),
 ) -> None:
     """Call one tool: `smartcontext tool read_file --path note.md`."""
-    from .errors import SmartContextError
-    from .tools import ToolRegistry
+    from ..tools import ToolRegistry
 
-    try:
+    with errors():
         registry = ToolRegistry.open(vault)
-    except SmartContextError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
-        raise typer.Exit(1)
     try:
         if not name:
-            for spec in registry.specs():
-                first = spec.description.strip().splitlines()[0] if spec.description else ""
-                sys.stdout.write(f"{spec.name:28s} {first}\n")
+            print_text("".join(f"{spec.name:28s} {_first_line(spec.description)}\n" for spec in registry.specs()))
             return
-        try:
-            arguments = json.loads(args_json) if args_json else {}
-        except json.JSONDecodeError as exc:
-            sys.stderr.write(f"Error: --json is not valid JSON: {exc}\n")
-            raise typer.Exit(1)
-        if not isinstance(arguments, dict):
-            sys.stderr.write("Error: --json must be a JSON object\n")
-            raise typer.Exit(1)
-        try:
-            arguments.update(_parse_tool_args(list(ctx.args)))
-        except typer.BadParameter as exc:
-            sys.stderr.write(f"Error: {exc}\n")
-            raise typer.Exit(1)
-        answer = registry.call(name, arguments)
-        sys.stdout.write(json.dumps(answer, ensure_ascii=False, indent=2, default=str) + "\n")
+        answer = registry.call(name, _arguments(args_json, list(ctx.args)))
+        print_json(answer)
         if not answer.get("success"):
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_ERROR)
     finally:
         registry.close()
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines() if text else []
+    return lines[0] if lines else ""

@@ -1,19 +1,19 @@
-"""``smartcontext serve ...``: run the servers. Mounted in cli.py as ``serve``."""
+"""``smartcontext serve ...``: run the servers."""
 
 from __future__ import annotations
 
-import json
-import sys
 from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from .errors import SmartContextError
+from .app import PathArg, app, open_workspace
+from .output import EXIT_INTERRUPTED, errors, print_json, warn
 
 serve_app = typer.Typer(help="Serve a folder to programs (MCP).", no_args_is_help=True)
-err_console = Console(stderr=True)
+app.add_typer(serve_app, name="serve")
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 class Transport(str, Enum):
@@ -23,7 +23,7 @@ class Transport(str, Enum):
 
 @serve_app.command("mcp")
 def mcp(
-    path: Path = typer.Argument(Path("."), help="Workspace folder (a repository or a vault)."),
+    path: Path = PathArg,
     transport: Transport = typer.Option(
         Transport.stdio, "--transport", help="stdio (for desktop clients) or http (streamable HTTP)."
     ),
@@ -38,29 +38,24 @@ def mcp(
     list_tools: bool = typer.Option(False, "--list-tools", help="Print the tools as JSON and exit."),
 ) -> None:
     """Serve PATH over the Model Context Protocol: context, search, status and the vault tools."""
-    try:
-        from .workspace import Workspace
-
-        Workspace.open(path)  # a wrong folder is reported before the MCP SDK is even imported
-        from .server.mcp import serve
-        from .tools import ToolRegistry
+    with errors(OSError):  # OSError: e.g. the port is taken
+        open_workspace(path)  # a wrong folder is reported before the MCP SDK is even imported
+        from ..server.mcp import serve
+        from ..tools import ToolRegistry
 
         if list_tools:
             registry = ToolRegistry.open(path)
             try:
-                sys.stdout.write(json.dumps([s.describe() for s in registry.specs()], indent=2) + "\n")
+                print_json([s.describe() for s in registry.specs()])
             finally:
                 registry.close()
             return
-        if transport is Transport.http and host not in ("127.0.0.1", "localhost", "::1"):
-            err_console.print(
-                f"[yellow]warning:[/] binding {host}: the MCP server has no authentication; "
-                "anyone who can reach this address can read and write files in the folder",
-                highlight=False,
+        if transport is Transport.http and host not in LOCAL_HOSTS:
+            warn(
+                f"binding {host}: the MCP server has no authentication; "
+                "anyone who can reach this address can read and write files in the folder"
             )
-        serve(path, transport.value, host=host, port=port, refresh_interval=refresh, warm=warm)
-    except (SmartContextError, OSError) as exc:  # OSError: e.g. the port is taken
-        err_console.print(f"[bold red]Error:[/] {exc}", highlight=False)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        try:
+            serve(path, transport.value, host=host, port=port, refresh_interval=refresh, warm=warm)
+        except KeyboardInterrupt:  # the usual way to stop a server: not an error to report
+            raise typer.Exit(EXIT_INTERRUPTED) from None

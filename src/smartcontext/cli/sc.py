@@ -1,0 +1,76 @@
+"""``smartcontext sc ...``: search the vectors the Obsidian Smart Connections plugin wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .app import JsonOpt, LimitOpt, app
+from .output import EXIT_ERROR, errors, print_json, print_text
+
+sc_app = typer.Typer(
+    help="Search a vault through the vectors Smart Connections already computed (.smart-env/).",
+    no_args_is_help=True,
+)
+app.add_typer(sc_app, name="sc")
+
+VaultArg = typer.Argument(Path("."), help="The Obsidian vault (the folder holding .smart-env/).")
+ScopeOpt = typer.Option("notes", "--scope", help="notes, blocks or both.")
+
+
+@sc_app.command("search")
+def search(
+    query: str = typer.Argument(..., help="What to look for, in plain language."),
+    vault: Path = VaultArg,
+    limit: int = LimitOpt,
+    min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
+    tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag."),
+    in_path: list[str] = typer.Option([], "--path", help="Only under this folder."),
+    scope: str = ScopeOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Semantic search over the plugin's note and block vectors."""
+    from ..smart_connections.tools import render_search, sc_search
+
+    with errors():
+        result = sc_search(query, vault, limit=limit, min_score=min_score, tags=tag or None,
+                           paths=in_path or None, scope=scope)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        print_text(render_search(result))
+
+
+@sc_app.command("similar")
+def similar(
+    note: str = typer.Argument(..., help="The note (path relative to the vault)."),
+    vault: Path = VaultArg,
+    min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
+    limit: int = LimitOpt,
+    scope: str = ScopeOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Notes most like NOTE, from the stored vectors alone (no model needed)."""
+    from ..smart_connections.tools import render_similar, sc_similar
+
+    with errors():
+        result = sc_similar(note, vault, limit=limit, min_score=min_score, scope=scope)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        print_text(render_similar(result))
+
+
+@sc_app.command("status")
+def status(vault: Path = VaultArg, as_json: bool = JsonOpt) -> None:
+    """Whether the plugin is set up, which model its vectors use, and how search will answer."""
+    from ..smart_connections.tools import render_status, sc_status
+
+    st = sc_status(vault)
+    if as_json:
+        print_json(st.to_dict())
+    else:
+        print_text(render_status(st))
+    if st.error:
+        raise typer.Exit(EXIT_ERROR)

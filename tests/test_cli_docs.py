@@ -1,0 +1,51 @@
+"""docs/cli.md is generated from the command tree (cog); these tests keep it from drifting."""
+
+from pathlib import Path
+
+import pytest
+from cogapp import Cog
+
+from smartcontext.cli.docs import command_paths, reference
+from smartcontext.config import ContextDefaults
+from smartcontext.errors import InvalidArgument
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+
+
+def cog_check(path: Path) -> int:
+    return Cog().main(["cog", "--check", "--diff", str(path)])
+
+
+def test_docs_cli_md_is_up_to_date_with_the_commands():
+    assert cog_check(DOC) == 0, "docs/cli.md is stale: run `cog -r docs/cli.md`"
+
+
+def test_a_stale_reference_fails_the_check(tmp_path):
+    stale = tmp_path / "cli.md"
+    text = DOC.read_text()
+    assert "Token budget (exact count). Default: from config, 8000" in text
+    stale.write_text(text.replace("Token budget (exact count).", "Token budget."))
+    assert cog_check(stale) != 0
+
+
+def test_every_command_has_a_generated_block():
+    text = DOC.read_text()
+    paths = command_paths()
+    assert {"index", "context", "search", "similar", "status", "tool", "serve mcp", "sc search"} <= set(paths)
+    for path in paths:
+        assert f"cog.out(reference({path!r}))" in text, f"docs/cli.md has no reference block for {path!r}"
+
+
+def test_reference_lists_arguments_options_and_config_defaults():
+    md = reference("context")
+    assert md.startswith("```text\nsmartcontext context [OPTIONS] QUESTION [PATH]\n```")
+    assert "| `QUESTION` | The question, in plain language. Required |" in md
+    assert f"Default: from config, {ContextDefaults().max_tokens}" in md
+    assert "| `--exclude-tests / --include-tests` |" in md
+    assert "`--transport stdio\\|http`" in reference("serve mcp")  # a pipe cannot end a table cell
+    assert "[--NAME VALUE]..." in reference("tool")
+
+
+def test_unknown_command_is_a_clear_error():
+    with pytest.raises(InvalidArgument, match="no command 'nope'; commands: index, status"):
+        reference("nope")
