@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from smartcontext.smart_connections import ajson
 from smartcontext.smart_connections.cache import VectorCache
+from smartcontext.smart_connections.keyword import forget_workspaces
 from smartcontext.smart_connections.reader import SmartConnections
 from smartcontext.smart_connections.store import ParseStore
 
@@ -261,6 +262,15 @@ def bench_search(vault: Path, runs: int, **options) -> dict:
     first = time.perf_counter()
     res = sc.semantic_search(QUERIES[0])  # builds the query model or the keyword index
     out = {"mode": res.mode, "first_query": time.perf_counter() - first}
+    if res.mode == "keyword-rerank":
+        # What a new process pays once the vault's workspace index exists.
+        forget_workspaces()
+        again = SmartConnections(vault, use_hf_cache=False, sweep_interval=1.0, **options)
+        again.refresh()
+        first = time.perf_counter()
+        again.semantic_search(QUERIES[1])
+        out["first_query_indexed"] = time.perf_counter() - first
+        again.close()
     times = []
     for q in QUERIES:  # each query once more, as the first time: embedding included
         sc._query_vectors.clear()
@@ -366,6 +376,8 @@ def main() -> None:
          f"{mb(g['tracemalloc_current'])} / {mb(g['tracemalloc_peak'])}"),
         ("search mode", cell(r, "mode", str), g["mode"]),
         ("first query (loads model / builds keyword index)", cell(r, "first_query", ms), ms(g["first_query"])),
+        ("first query of a new process, keyword index already on disk", cell(r, "first_query_indexed", ms),
+         cell(g, "first_query_indexed", ms)),
         ("search notes, new query (embedding included) p50 / p95", cell(r, "search_fresh_p50", lambda _: f"{ms(r['search_fresh_p50'])} / {ms(r['search_fresh_p95'])}"),
          f"{ms(g['search_fresh_p50'])} / {ms(g['search_fresh_p95'])}"),
         ("search notes, repeated query p50 / p95", cell(r, "search_notes_p50", lambda _: f"{ms(r['search_notes_p50'])} / {ms(r['search_notes_p95'])}"),

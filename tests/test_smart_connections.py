@@ -40,7 +40,8 @@ from smartcontext.smart_connections import (
 from smartcontext.smart_connections.ajson import BLOCK, parse_ajson
 from smartcontext.smart_connections.cache import VectorCache
 from smartcontext.smart_connections.config import read_config
-from smartcontext.smart_connections.notes import VaultNotes, inline_tags
+from smartcontext.notes import extract_tags
+from smartcontext.smart_connections.notes import VaultNotes
 from smartcontext.smart_connections.query_models import canonical_model_name, find_query_model, same_model
 from smartcontext.smart_connections.store import ParseStore
 from smartcontext.smart_connections.tools import forget_readers
@@ -821,8 +822,9 @@ def test_keyword_index_follows_note_edits(tmp_path):
 
 
 def test_inline_tags_ignore_code_headings_and_numbers():
-    tags = inline_tags(["# Heading", "text #a/b and `#code` and #123 and url http://x.com/#frag", "```", "#fenced", "```", "#ok-tag."])
-    assert tags == {"a/b", "ok-tag"}
+    # The notes core's scanner, which the reader's tag filter uses.
+    lines = ["# Heading", "text #a/b and `#code` and #123 and url http://x.com/#frag", "```", "#fenced", "```", "#ok-tag."]
+    assert set(extract_tags("\n".join(lines))) == {"a/b", "ok-tag"}
 
 
 # -- tools and CLI functions ------------------------------------------------------------
@@ -907,3 +909,79 @@ def test_real_vault_fallback_search(real_vault):
     assert all(h.heading and h.lines and h.snippet for h in blocks)
     res = sc.semantic_search("attention transformer paper", limit=5, paths=["05-Resources/Papers"])
     assert res.results and all(h.path.startswith("05-Resources/Papers/") for h in res.results)
+
+
+def test_store_tables_are_a_migration_set_and_an_old_format_store_is_kept(tmp_path):
+    import sqlite3
+
+    from smartcontext.smart_connections.store import MIGRATIONS
+
+    standard_vault(tmp_path)
+    store = tmp_path / "sc.sqlite"
+    reader(tmp_path, cache_path=store).refresh()
+    db = sqlite3.connect(store)
+    assert MIGRATIONS.applied(db) == ["m001_files"]
+    # What the wipe-on-change versions left behind: the same rows plus an "info" table,
+    # and no migration record. Its rows are still valid and are used.
+    db.execute("DELETE FROM _migrations")
+    db.execute("CREATE TABLE info(key TEXT PRIMARY KEY, value TEXT)")
+    db.execute("INSERT INTO info VALUES ('format', '1')")
+    db.commit()
+    db.close()
+    st = reader(tmp_path, cache_path=store).refresh()
+    assert (st.files_read, st.files_restored) == (0, 5)
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'info'").fetchone() is None
+    # A store written by a newer version is not touched: the reader parses instead and says so.
+    db.execute("INSERT INTO _migrations VALUES ('smart_connections', 'm999_future', 0)")
+    db.commit()
+    db.close()
+    sc = reader(tmp_path, cache_path=store)
+    assert sc.refresh().files_read == 5
+    assert any("newer Smart Context" in w for w in sc.status().warnings)
+
+
+def test_keyword_fallback_uses_the_workspace_index(tmp_path):
+    from smartcontext import Workspace
+
+    standard_vault(tmp_path)
+    res = reader(tmp_path).semantic_search("slurm partitions", min_score=-1)
+    assert res.mode == "keyword-rerank" and res.results[0].path == "Projects/GPU Scheduling.md"
+    # The answer came from the vault's workspace index, which now exists on disk and
+    # holds the notes; no other keyword index is kept.
+    ws = Workspace.open(tmp_path)
+    try:
+        assert ws.has_index
+        hits = ws.search("slurm", mode="keyword")
+        assert hits and hits[0].path == "Projects/GPU Scheduling.md"
+    finally:
+        ws.close()
+    # A vault whose index cannot be written still answers by keyword-rerank's warning,
+    # not by a crash.
+    locked = tmp_path / "locked"
+    standard_vault(locked)
+    (locked / ".smartcontext").mkdir()
+    (locked / ".smartcontext" / "index.db").write_bytes(b"not a database" * 100)
+    res = reader(locked).semantic_search("slurm partitions", min_score=-1)
+    assert res.results == [] and any("keyword search over the vault's index failed" in w for w in res.warnings)
+
+
+def test_a_server_can_lend_its_own_workspace_to_the_keyword_fallback(tmp_path):
+    from smartcontext import Workspace
+    from smartcontext.smart_connections import keyword
+
+    standard_vault(tmp_path)
+    ws = Workspace.open(tmp_path)
+    ws.index(embeddings=False)
+    lent = []
+
+    def ready_workspace():
+        lent.append(ws)
+        return ws
+
+    try:
+        res = reader(tmp_path, workspace=ready_workspace).semantic_search("slurm partitions", min_score=-1)
+        assert res.mode == "keyword-rerank" and res.results[0].path == "Projects/GPU Scheduling.md"
+        assert lent and str(tmp_path.resolve()) not in keyword._workspaces  # no second workspace opened
+    finally:
+        ws.close()

@@ -6,16 +6,15 @@ from pathlib import Path
 import pytest
 
 from smartcontext.sources import markdown as md
-from smartcontext.sources.markdown import (
-    SECTION_MAX_TOKENS,
+from smartcontext.notes import (
     LinkResolver,
     extract_links,
     extract_tags,
     parse_frontmatter,
-    parse_markdown,
     resolve_link,
     split_frontmatter,
 )
+from smartcontext.sources.markdown import SECTION_MAX_TOKENS, parse_markdown
 from smartcontext.tokens import count_tokens
 
 

@@ -105,7 +105,7 @@ class Catalogue:
     def resolve_link(self, target: str, from_path: str) -> list[int]:
         """A wikilink or markdown link target -> the linked note's item, as Obsidian resolves it."""
         if self._link_resolver is None:
-            from ..sources.markdown import LinkResolver
+            from ..notes.resolver import LinkResolver
 
             self._link_resolver = LinkResolver(self.paths)
         hit = self._link_resolver.resolve(target, from_path)

@@ -7,9 +7,11 @@
     sc.similar_notes("Projects/Level 4.md")
 
 Modules: ``ajson`` (file format), ``config`` (settings, model keys, the seed's errors),
-``cache`` (incremental float32 matrix), ``notes`` (tags, snippets, path safety),
-``query_models`` (local query embedders), ``keyword`` (FTS5 for the fallback),
-``reader`` (the API), ``tools`` (MCP and CLI entry points).
+``cache`` (incremental load into the shared ``retrieval.matrix.VectorMatrix``),
+``store`` (parsed files kept between processes), ``watch`` (inotify), ``notes`` (tags and
+snippets through the notes core and the vault path rules), ``query_models`` (local query
+embedders), ``keyword`` (the workspace's keyword search for the fallback), ``reader``
+(the API), ``tools`` (MCP and CLI entry points).
 """
 
 from .cache import LoadStats

@@ -21,10 +21,11 @@ Refresh rules (the seed's plan, plus what it misses):
      check is a single stat. The trade-off: an append made less than ``sweep_interval``
      before a search is seen by the first search after the interval.
 
-Rows live in slots: a file's rows are freed when it is reloaded or deleted and reused by
-the next file, so one changed note costs one file parse and a few row writes, never a
-rebuild of the matrix. The matrix grows by doubling and is compacted when more than half
-of it is free.
+The vectors live in a shared :class:`~smartcontext.retrieval.matrix.VectorMatrix`: a
+file's rows are freed when it is reloaded or deleted and reused by the next file, so one
+changed note costs one file parse and a few row writes, never a rebuild of the matrix.
+This module keeps only what is particular to the plugin's data beside each row (record,
+kind, note id).
 
 A key normally lives in one file (the plugin names the file after the note). If two
 files hold the same key, the newer file (mtime, then name) decides it, including a
@@ -43,13 +44,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..retrieval.matrix import VectorMatrix
 from .ajson import BLOCK, SOURCE, FileParse, Record, parse_ajson
 from .store import ParseStore
 from .watch import FolderWatch
 
 SUFFIX = ".ajson"
-_MIN_CAPACITY = 256
-_DOT_BLOCK = 1024
 _ESTIMATE_AFTER = 32  # files read before the matrix is sized for the whole load
 _SAVE_BATCH = 256  # parsed files per store transaction
 
@@ -188,7 +188,7 @@ class VectorCache:
     @property
     def n_rows(self) -> int:
         """High-water mark of used rows; rows past it are never alive."""
-        return self._n
+        return self._vm.n_rows
 
     def refresh(self, force: bool = False) -> LoadStats:
         """Bring the matrix in step with disk (see module doc); returns what was done."""
@@ -249,38 +249,32 @@ class VectorCache:
 
     def counts(self) -> tuple[int, int]:
         """(notes, blocks) with a vector for the active model."""
-        alive = self._alive[: self._n]
-        kinds = self._kind[: self._n][alive]
+        alive = self._vm.alive()
+        kinds = self._kind[: self._vm.n_rows][alive]
         notes = int((kinds == SOURCE).sum())
         return notes, int(kinds.size - notes)
 
+    @property
+    def vectors(self) -> VectorMatrix:
+        """The shared matrix (search it with ``dot`` or ``top_k``)."""
+        return self._vm
+
     def matrix(self) -> np.ndarray:
         """The used part of the matrix (dead rows included; mask them with ``alive()``)."""
-        return self._matrix[: self._n]
+        return self._vm.matrix()
 
     def dot(self, vector: np.ndarray) -> np.ndarray:
-        """``matrix() @ vector`` (cosines for a unit vector), one BLAS thread's worth at a time.
-
-        OpenBLAS splits a large matrix-vector product over all cores; for one query that
-        costs more in thread wake-ups than it saves (12 ms instead of 1.5 ms for 24,000
-        x 384 on a busy two-core machine). Blocks of 1,024 rows stay under its threading
-        threshold, without touching the process-wide thread setting.
-        """
-        vector = np.ascontiguousarray(vector, dtype=np.float32)
-        out = np.empty(self._n, dtype=np.float32)
-        for start in range(0, self._n, _DOT_BLOCK):
-            stop = min(start + _DOT_BLOCK, self._n)
-            np.dot(self._matrix[start:stop], vector, out=out[start:stop])
-        return out
+        """Cosines of a unit ``vector`` to every row (see ``VectorMatrix.dot``)."""
+        return self._vm.dot(vector)
 
     def alive(self) -> np.ndarray:
-        return self._alive[: self._n]
+        return self._vm.alive()
 
     def kinds(self) -> np.ndarray:
-        return self._kind[: self._n]
+        return self._kind[: self._vm.n_rows]
 
     def note_ids(self) -> np.ndarray:
-        return self._note[: self._n]
+        return self._note[: self._vm.n_rows]
 
     def record(self, row: int) -> Record:
         rec = self._records[row]
@@ -302,7 +296,7 @@ class VectorCache:
         nid = self._note_ids.get(path)
         if nid is None or not self._note_rows.get(nid):
             return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero((self._note[: self._n] == nid) & self._alive[: self._n])
+        return np.flatnonzero((self.note_ids() == nid) & self._vm.alive())
 
     def has_rows(self, path: str) -> bool:
         """True when the note or one of its blocks has a vector."""
@@ -311,7 +305,7 @@ class VectorCache:
 
     def memory_bytes(self) -> int:
         """Bytes held by the numpy arrays (matrix at capacity plus row metadata)."""
-        return int(self._matrix.nbytes + self._alive.nbytes + self._kind.nbytes + self._note.nbytes)
+        return int(self._vm.nbytes + self._kind.nbytes + self._note.nbytes)
 
     def choose_model(self) -> str | None:
         return self._choose_model()
@@ -390,9 +384,8 @@ class VectorCache:
                 break
             self.model_key = chosen
         # Growth doubles the matrix; after a full load keep only a little headroom.
-        fit = max(_MIN_CAPACITY, self._n + self._n // 8)
-        if self._matrix.shape[0] > fit:
-            self._resize(fit)
+        self._vm.fit()
+        self._fit_rows()
         self._loaded = True
         return stats
 
@@ -426,7 +419,8 @@ class VectorCache:
             if done == _ESTIMATE_AFTER and len(order) > 2 * _ESTIMATE_AFTER:
                 # Size the matrix once from the first files instead of doubling it
                 # (each doubling briefly holds the old and the new copy).
-                self._reserve(self._n * len(order) * 9 // (8 * done))
+                self._vm.reserve(self._vm.n_rows * len(order) * 9 // (8 * done))
+                self._fit_rows()
             if len(unsaved) >= _SAVE_BATCH:
                 self._save(unsaved, set())
             mtime_ns, size = to_read[name]
@@ -462,7 +456,6 @@ class VectorCache:
         rank = (mtime_ns, name)
         if parse.vectors.shape[0] and self.dim is None:
             self.dim = int(parse.vectors.shape[1])
-            self._matrix = np.zeros((self._matrix.shape[0], self.dim), dtype=np.float32)
         record_at = {rec.key: i for i, rec in enumerate(parse.records)}
         keys: list[str] = []
         won: list[int] = []  # indexes into parse.records that get a row
@@ -527,14 +520,11 @@ class VectorCache:
     # -- rows ---------------------------------------------------------------------------
 
     def _reset_rows(self) -> None:
-        dim = self.dim or 0
-        self._matrix = np.zeros((0, dim), dtype=np.float32)
-        self._alive = np.zeros(0, dtype=bool)
+        self._vm = VectorMatrix()
+        # Per row, beside the vector: what it is and which note it belongs to.
         self._kind = np.zeros(0, dtype=np.int8)
         self._note = np.zeros(0, dtype=np.int32)
         self._records: list[Record | None] = []
-        self._free: list[int] = []
-        self._n = 0
         self._key_row: dict[str, int] = {}
         self._owner: dict[str, str] = {}
         self._rivals: dict[str, set[str]] = {}
@@ -544,22 +534,27 @@ class VectorCache:
         self._model_totals: Counter = Counter()  # model -> vectors over loaded files
         self.files: dict[str, FileState] = getattr(self, "files", {})
 
+    def _fit_rows(self) -> None:
+        """Size the per-row arrays to the matrix's capacity."""
+        capacity, n = self._vm.capacity, self._vm.n_rows
+        if len(self._kind) != capacity:
+            for attr in ("_kind", "_note"):
+                old = getattr(self, attr)
+                arr = np.zeros(capacity, dtype=old.dtype)
+                keep = min(n, len(old))
+                arr[:keep] = old[:keep]
+                setattr(self, attr, arr)
+        if len(self._records) < capacity:
+            self._records.extend([None] * (capacity - len(self._records)))
+        else:
+            del self._records[max(capacity, n):]
+
     def _put_many(self, records: list[Record], vectors: np.ndarray) -> None:
         """Rows for one file's records, written with one numpy assignment per array."""
-        k = len(records)
-        take = min(k, len(self._free))
-        rows = [self._free.pop() for _ in range(take)]
-        if take < k:
-            need = k - take
-            if self._n + need > self._matrix.shape[0]:
-                self._resize(max(_MIN_CAPACITY, self._matrix.shape[0] * 2, self._n + need))
-            rows.extend(range(self._n, self._n + need))
-            self._n += need
-        idx = np.asarray(rows, dtype=np.int64)
-        self._matrix[idx] = vectors
-        self._alive[idx] = True
+        idx = self._vm.add(vectors)
+        self._fit_rows()
         nids = []
-        for row, rec in zip(rows, records):
+        for row, rec in zip(idx.tolist(), records):
             nid = self._note_ids.get(rec.path)
             if nid is None:
                 nid = self._note_ids[rec.path] = len(self._note_paths)
@@ -574,50 +569,24 @@ class VectorCache:
     def _drop_key(self, key: str) -> None:
         row = self._key_row.pop(key, None)
         if row is not None:
-            self._alive[row] = False
+            self._vm.remove(row)
             self._records[row] = None
-            self._free.append(row)
             nid = int(self._note[row])
             self._note_rows[nid] -= 1
             if self._note_rows[nid] <= 0:
                 del self._note_rows[nid]
 
-    def _reserve(self, rows: int) -> None:
-        if rows > self._matrix.shape[0]:
-            self._resize(rows)
-
-    def _resize(self, capacity: int) -> None:
-        n = self._n
-        dim = self.dim or 0
-        matrix = np.zeros((capacity, dim), dtype=np.float32)
-        matrix[:n] = self._matrix[:n]
-        self._matrix = matrix
-        for attr, dtype in (("_alive", bool), ("_kind", np.int8), ("_note", np.int32)):
-            arr = np.zeros(capacity, dtype=dtype)
-            arr[:n] = getattr(self, attr)[:n]
-            setattr(self, attr, arr)
-        if capacity >= len(self._records):
-            self._records.extend([None] * (capacity - len(self._records)))
-        else:
-            del self._records[capacity:]
-
     def _maybe_compact(self) -> None:
-        if len(self._free) < max(_MIN_CAPACITY, self._n // 2):
+        live = self._vm.compact()
+        if live is None:
             return
-        live = np.flatnonzero(self._alive[: self._n])
-        self._matrix[: live.size] = self._matrix[live]
-        self._alive[: live.size] = True
-        self._alive[live.size :] = False
-        self._kind[: live.size] = self._kind[live]
-        self._note[: live.size] = self._note[live]
+        n = live.size
+        self._kind[:n] = self._kind[live]
+        self._note[:n] = self._note[live]
         records = [self._records[i] for i in live]
-        self._records = records + [None] * (len(self._records) - live.size)
-        self._n = int(live.size)
-        self._free = []
+        self._records = records + [None] * (len(self._records) - n)
         self._key_row = {rec.key: i for i, rec in enumerate(records) if rec is not None}
-        capacity = max(_MIN_CAPACITY, 1 << max(0, (self._n - 1)).bit_length())
-        if capacity < self._matrix.shape[0] // 2:
-            self._resize(capacity)
+        self._fit_rows()
 
     def _finish(self, stats: LoadStats, started: float) -> LoadStats:
         stats.files_total = len(self.files)

@@ -1,102 +1,108 @@
-"""BM25 over the vault's notes, for queries no local model can embed.
+"""Keyword candidates for the keyword-rerank mode, from the workspace's own index.
 
-An in-memory SQLite FTS5 table holds each note's title and text; a note is re-read only
-when its (mtime, size) changed. It is built on the first fallback query, so vaults whose
-model is available never pay for it.
+The vault is a Smart Context workspace: its notes are already indexed (sections, BM25),
+so the fallback asks that index instead of keeping a second one: the same keyword search
+``Workspace.search(mode="keyword")`` runs, scored per note (its best section), without
+fetching the sections' text and snippets a ranking does not need. The workspace is opened
+once per vault and shared by every reader of it; its index is built on first use when
+there is none, and brought up to date (only changed files are parsed) at most once per
+``refresh_interval`` seconds, so edits made in Obsidian are found.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
-from collections.abc import Iterable
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
 
-from .notes import VaultNotes, note_title, split_frontmatter
+from ..errors import SmartContextError
+from ..retrieval.keyword import KeywordSearcher
+from ..workspace import Workspace
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Title words count more than body words, as in most note search tools.
-_TITLE_WEIGHT = 4.0
-_BODY_WEIGHT = 1.0
-
-
-def query_terms(query: str) -> list[str]:
-    """Distinct lower-case words of two characters or more, in query order."""
-    seen: list[str] = []
-    for word in _WORD.findall(query.lower()):
-        if len(word) >= 2 and word not in seen:
-            seen.append(word)
-    return seen
+_workspaces: dict[str, Workspace] = {}
+_lock = threading.Lock()
+# Agents and people repeat queries; an answer holds while the index is unchanged.
+MEMO_SIZE = 256
+SECTIONS_PER_NOTE = 4
 
 
-class NoteKeywordIndex:
-    """Notes (by vault-relative path) in an FTS5 table, kept in step by ``sync``."""
+def workspace_for(vault: Path) -> Workspace:
+    """The shared workspace of ``vault``."""
+    key = str(Path(vault).resolve())
+    with _lock:
+        ws = _workspaces.get(key)
+        if ws is None:
+            ws = _workspaces[key] = Workspace.open(key)
+        return ws
 
-    def __init__(self, notes: VaultNotes):
-        self.notes = notes
-        self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._db.execute(
-            "CREATE VIRTUAL TABLE notes USING fts5(title, body, tokenize='unicode61 remove_diacritics 2')"
-        )
-        self._lock = threading.Lock()
-        self._rows: dict[str, tuple[int, int, int]] = {}  # path -> (rowid, mtime_ns, size)
-        self._paths: dict[int, str] = {}
-        self._next = 1
-        self.reads = 0
 
-    def __len__(self) -> int:
-        return len(self._rows)
+def forget_workspaces() -> None:
+    """Close and drop every shared workspace."""
+    with _lock:
+        for ws in _workspaces.values():
+            ws.close()
+        _workspaces.clear()
 
-    def sync(self, paths: Iterable[str]) -> int:
-        """Index exactly ``paths``: (re)read changed notes, drop the others. Returns notes read."""
-        wanted = set(paths)
-        read = 0
-        with self._lock, self._db:
-            for path in [p for p in self._rows if p not in wanted]:
-                self._drop(path)
-            for path in wanted:
-                st = self.notes.stat(path)
-                known = self._rows.get(path)
-                if st is None:
-                    if known:
-                        self._drop(path)
-                    continue
-                if known and (known[1], known[2]) == (st.st_mtime_ns, st.st_size):
-                    continue
-                text = self.notes.read_text(path)
-                if text is None:
-                    continue
-                if known:
-                    self._drop(path)
-                frontmatter, body_start = split_frontmatter(text)
-                body = "\n".join(text.splitlines()[body_start - 1 :])
-                folders = " ".join(path.split("/")[:-1])
-                rowid = self._next
-                self._next += 1
-                self._db.execute(
-                    "INSERT INTO notes(rowid, title, body) VALUES (?, ?, ?)",
-                    (rowid, note_title(path, frontmatter), f"{folders}\n{body}"),
-                )
-                self._rows[path] = (rowid, st.st_mtime_ns, st.st_size)
-                self._paths[rowid] = path
-                read += 1
-        self.reads += read
-        return read
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Up to ``k`` (path, score) pairs, best first; score is BM25 (higher is better)."""
-        terms = query_terms(query)
-        if not terms:
+class WorkspaceKeywords:
+    """``candidates(query, k) -> [(note path, score)]`` from the vault's workspace index.
+
+    Scores are the index's keyword scores (best section of each note, 1.0 = best hit).
+    ``error`` says why the index could not answer (then there are no candidates).
+
+    ``workspace``: a function returning the vault's workspace with its index up to date
+    (a server's ``ToolContext.ready_workspace``), so a server shares its own workspace
+    and refresh schedule; without it the workspace is opened and refreshed here.
+    """
+
+    def __init__(
+        self, vault: Path, refresh_interval: float = 1.0, workspace: Callable[[], Workspace] | None = None
+    ):
+        self.vault = Path(vault)
+        self.provider = workspace
+        self.refresh_interval = float(refresh_interval)
+        self.error: str | None = None
+        self._refreshed = float("-inf")
+        self._memo: OrderedDict[tuple[str, int], tuple[int, list[tuple[str, float]]]] = OrderedDict()
+
+    def refresh(self, force: bool = False) -> Workspace:
+        if self.provider is not None:
+            return self.provider()
+        ws = workspace_for(self.vault)
+        if force or time.monotonic() - self._refreshed >= self.refresh_interval:
+            if ws.has_index:
+                ws.index(embeddings=False)
+            else:
+                ws.ensure_index()
+            # From the end: a first build can take longer than the interval itself.
+            self._refreshed = time.monotonic()
+        return ws
+
+    def candidates(self, query: str, k: int, force_refresh: bool = False) -> list[tuple[str, float]]:
+        self.error = None
+        try:
+            ws = self.refresh(force_refresh)
+            catalogue = ws.catalogue()
+            key = (query, k)
+            memo = self._memo.get(key)
+            if memo is not None and memo[0] == catalogue.generation:
+                self._memo.move_to_end(key)
+                return list(memo[1])
+            # Hits are sections: ask for several per wanted note.
+            hits = KeywordSearcher(ws.store).search(query, SECTIONS_PER_NOTE * k)
+        except (SmartContextError, OSError, sqlite3.Error) as exc:
+            self.error = f"keyword search over the vault's index failed ({exc})"
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT rowid, bm25(notes, ?, ?) AS r FROM notes WHERE notes MATCH ? ORDER BY r LIMIT ?",
-                (_TITLE_WEIGHT, _BODY_WEIGHT, match, int(k)),
-            ).fetchall()
-        return [(self._paths[rowid], -float(r)) for rowid, r in rows if rowid in self._paths]
-
-    def _drop(self, path: str) -> None:
-        rowid = self._rows.pop(path)[0]
-        self._paths.pop(rowid, None)
-        self._db.execute("DELETE FROM notes WHERE rowid = ?", (rowid,))
+        best: dict[str, float] = {}
+        for rowid, score in hits:
+            entry = catalogue.entries.get(rowid)
+            if entry is not None and score > best.get(entry.path, 0.0):
+                best[entry.path] = float(score)
+        found = sorted(best.items(), key=lambda kv: -kv[1])[:k]
+        self._memo[key] = (catalogue.generation, found)
+        if len(self._memo) > MEMO_SIZE:
+            self._memo.popitem(last=False)
+        return list(found)

@@ -1,7 +1,10 @@
-"""Read the vault's notes for what the vectors lack: tags, snippets and plain text.
+"""Read the vault's notes for what the vectors lack: tags and snippets.
 
-Paths come from ``.ajson`` keys, which anyone can edit, so every read is resolved inside
-the vault root and refused otherwise (symlinks included). Parsed facts are cached per
+Paths come from ``.ajson`` keys, which anyone can edit, so every read goes through the
+vault tools' path rules (``vault.paths.resolve_in_vault``: inside the vault, symlinks
+resolved, no hidden folders) and is refused otherwise. Tags come from the notes core
+(``smartcontext.notes``), the scanner the index and the vault tools use, so
+``semantic_search tags=`` names the same notes as ``search --tag``. Facts are cached per
 note by (mtime, size), so a filter over thousands of notes reads each note once.
 """
 
@@ -14,31 +17,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from ..errors import SmartContextError
+from ..notes import normalise_tag, scan_note, split_frontmatter
+from ..notes.syntax import heading_text
+from ..vault.paths import resolve_in_vault
 
-from ..errors import PathOutsideWorkspace
-
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
-# Obsidian tags: letters, digits, _, -, / (nesting); not all digits; not inside a word
-# or a URL fragment.
-_TAG = re.compile(r"(?<![\w/#&:.])#([\w][\w/-]*)")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _WS = re.compile(r"\s+")
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".canvas")
-# libyaml when PyYAML was built with it: ~20x faster on frontmatter.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
 class NoteFacts:
-    """What one note file says about itself, as of (mtime_ns, size)."""
+    """What one note file says about itself, as of (mtime_ns, size); tags normalised."""
 
     mtime_ns: int
     size: int
     tags: frozenset[str]
-    body_start: int  # 1-based line where the text after frontmatter starts
-    title: str
 
 
 class VaultNotes:
@@ -53,7 +47,8 @@ class VaultNotes:
         self.reads = 0
 
     def resolve(self, rel: str) -> Path:
-        """The absolute path of ``rel`` inside the vault; raises PathOutsideWorkspace.
+        """The real path of ``rel`` inside the vault; raises PathOutsideWorkspace (or
+        InvalidArgument for an empty path).
 
         Resolving follows every symlink (a few system calls per path component), so a
         result is reused for ``resolve_ttl`` seconds: a search touches the same notes
@@ -63,14 +58,7 @@ class VaultNotes:
         hit = self._resolved.get(rel)
         if hit is not None and now - hit[1] < self.resolve_ttl:
             return hit[0]
-        if not rel or "\x00" in rel:
-            raise PathOutsideWorkspace(f"invalid note path {rel!r}")
-        candidate = Path(rel)
-        if candidate.is_absolute():
-            raise PathOutsideWorkspace(f"note path {rel!r} must be relative to the vault {self.root}")
-        resolved = (self.root / candidate).resolve()
-        if resolved != self.root and self.root not in resolved.parents:
-            raise PathOutsideWorkspace(f"note path {rel!r} resolves outside the vault {self.root}")
+        resolved = resolve_in_vault(self.root, rel)
         if len(self._resolved) > 50_000:
             self._resolved.clear()
         self._resolved[rel] = (resolved, now)
@@ -79,15 +67,14 @@ class VaultNotes:
     def exists(self, rel: str) -> bool:
         try:
             return self.resolve(rel).is_file()
-        except (PathOutsideWorkspace, OSError):
+        except (SmartContextError, OSError):
             return False
 
     def read_text(self, rel: str) -> str | None:
         """The note's text, or None when it is missing, unreadable or outside the vault."""
         try:
-            path = self.resolve(rel)
-            data = path.read_bytes()
-        except (PathOutsideWorkspace, OSError):
+            data = self.resolve(rel).read_bytes()
+        except (SmartContextError, OSError):
             return None
         self.reads += 1
         return data.decode("utf-8", errors="replace")
@@ -95,11 +82,11 @@ class VaultNotes:
     def stat(self, rel: str) -> os.stat_result | None:
         try:
             return self.resolve(rel).stat()
-        except (PathOutsideWorkspace, OSError):
+        except (SmartContextError, OSError):
             return None
 
     def facts(self, rel: str, max_age: float = 0.0) -> NoteFacts | None:
-        """Tags, title and where the body starts; re-read only when the file changed.
+        """The note's tags; re-read only when the file changed.
 
         ``max_age``: trust facts checked against disk less than this many seconds ago
         without a stat (filters over thousands of notes then cost no system call).
@@ -119,10 +106,8 @@ class VaultNotes:
         text = self.read_text(rel) if rel.lower().endswith(TEXT_SUFFIXES) else ""
         if text is None:
             return None
-        frontmatter, body_start = split_frontmatter(text)
-        tags = set(frontmatter_tags(frontmatter))
-        tags.update(inline_tags(text.splitlines()[body_start - 1 :]))
-        facts = NoteFacts(st.st_mtime_ns, st.st_size, frozenset(tags), body_start, note_title(rel, frontmatter))
+        tags = frozenset(normalise_tag(t) for t in scan_note(text).tags())
+        facts = NoteFacts(st.st_mtime_ns, st.st_size, tags)
         self._facts[rel] = (facts, now)
         return facts
 
@@ -140,7 +125,7 @@ class VaultNotes:
             return "", lines
         all_lines = text.splitlines()
         if lines is None:
-            span = (frontmatter_end(all_lines), len(all_lines))
+            span = (split_frontmatter(text)[2] + 1, len(all_lines))
         else:
             span = _anchor(all_lines, lines, anchor)
         start, end = span
@@ -148,102 +133,10 @@ class VaultNotes:
         while chunk and not chunk[0].strip():
             chunk = chunk[1:]
         # The heading (or note title) is reported separately; the snippet is what follows.
-        if len(chunk) > 1 and _HEADING.match(chunk[0]):
+        if len(chunk) > 1 and heading_text(chunk[0]) is not None:
             chunk = chunk[1:]
         chunk = [line for line in chunk if line.strip() not in ("---", "...")]
         return shorten(" ".join(chunk), max_chars), (span if lines is not None else None)
-
-
-def frontmatter_end(lines: list[str]) -> int:
-    """1-based first line after the frontmatter (1 when there is none); no YAML parsing."""
-    if not lines or lines[0].strip() != "---":
-        return 1
-    for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
-            return i + 2
-    return 1
-
-
-def split_frontmatter(text: str) -> tuple[dict, int]:
-    """(frontmatter mapping, 1-based first line after it); ({}, 1) when there is none."""
-    if not text.startswith("---"):
-        return {}, 1
-    lines = text.splitlines()
-    body_start = frontmatter_end(lines)
-    if body_start == 1:
-        return {}, 1
-    try:
-        data = yaml.load("\n".join(lines[1 : body_start - 2]), Loader=_YAML_LOADER)
-    except yaml.YAMLError:
-        data = None
-    return (data if isinstance(data, dict) else {}), body_start
-
-
-def frontmatter_tags(frontmatter: dict) -> list[str]:
-    out: list[str] = []
-    for field_name in ("tags", "tag"):
-        value = frontmatter.get(field_name)
-        if isinstance(value, str):
-            value = re.split(r"[,\s]+", value)
-        if isinstance(value, list):
-            for tag in value:
-                if isinstance(tag, (str, int)) and str(tag).strip():
-                    out.append(normalise_tag(str(tag)))
-    return [t for t in out if t]
-
-
-def inline_tags(lines: list[str]) -> set[str]:
-    tags: set[str] = set()
-    in_fence = False
-    for line in lines:
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence or "#" not in line:
-            continue
-        for m in _TAG.finditer(_INLINE_CODE.sub("", line)):
-            tag = m.group(1).rstrip("/-")
-            if tag and not tag.replace("/", "").isdigit():
-                tags.add(normalise_tag(tag))
-    return tags
-
-
-def normalise_tag(tag: str) -> str:
-    """Obsidian compares tags without ``#`` and case-insensitively."""
-    return tag.strip().lstrip("#").strip().lower()
-
-
-def tag_matches(note_tags: frozenset[str], wanted: list[str]) -> bool:
-    """True when the note has any wanted tag, or a nested tag under it (``ai`` ~ ``ai/llm``)."""
-    for want in wanted:
-        for tag in note_tags:
-            if tag == want or tag.startswith(want + "/"):
-                return True
-    return False
-
-
-def normalise_folder(prefix: str) -> str:
-    """``"./Notes/AI/"`` -> ``"Notes/AI"``; ``""``/``"/"`` mean the whole vault."""
-    p = prefix.replace("\\", "/").strip()
-    while p.startswith("./"):
-        p = p[2:]
-    return p.strip("/")
-
-
-def path_matches(path: str, prefixes: list[str]) -> bool:
-    """True when ``path`` is one of ``prefixes`` or inside one of those folders."""
-    for prefix in prefixes:
-        if not prefix or path == prefix or path.startswith(prefix + "/"):
-            return True
-    return False
-
-
-def note_title(rel: str, frontmatter: dict) -> str:
-    title = frontmatter.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    name = rel.rsplit("/", 1)[-1]
-    return name[: -len(Path(name).suffix)] if Path(name).suffix else name
 
 
 def heading_parts(key: str) -> list[str]:
@@ -257,8 +150,18 @@ def heading_parts(key: str) -> list[str]:
     return out
 
 
+def anchor_heading(key: str) -> str | None:
+    """The heading a block starts with, or None for paragraph and frontmatter blocks."""
+    last = key.rsplit("#", 1)[-1] if "#" in key else ""
+    if not last or (last.startswith("{") and last.endswith("}")) or last == "---frontmatter---":
+        return None
+    return last.strip()
+
+
 def shorten(text: str, max_chars: int) -> str:
-    text = _WS.sub(" ", text).strip()
+    # Collapse whitespace in a prefix only: a snippet never needs the rest of a long note.
+    head = _WS.sub(" ", text[: max_chars * 4]).strip()
+    text = head if len(head) > max_chars or len(text) <= max_chars * 4 else _WS.sub(" ", text).strip()
     if len(text) <= max_chars:
         return text
     cut = text[:max_chars].rsplit(" ", 1)[0] if " " in text[:max_chars] else text[:max_chars]
@@ -270,8 +173,8 @@ def _anchor(lines: list[str], span: tuple[int, int], heading: str | None) -> tup
     n = len(lines)
     if heading and not _is_heading(lines, start, heading):
         for i, line in enumerate(lines, start=1):
-            m = _HEADING.match(line)
-            if m and m.group(2).strip() == heading:
+            h = heading_text(line)
+            if h and h[1] == heading:
                 end, start = i + (end - start), i
                 break
     start = min(max(1, start), max(1, n))
@@ -281,13 +184,5 @@ def _anchor(lines: list[str], span: tuple[int, int], heading: str | None) -> tup
 def _is_heading(lines: list[str], line_no: int, want: str) -> bool:
     if not 1 <= line_no <= len(lines):
         return False
-    m = _HEADING.match(lines[line_no - 1])
-    return bool(m and m.group(2).strip() == want)
-
-
-def anchor_heading(key: str) -> str | None:
-    """The heading a block starts with, or None for paragraph and frontmatter blocks."""
-    last = key.rsplit("#", 1)[-1] if "#" in key else ""
-    if not last or (last.startswith("{") and last.endswith("}")) or last == "---frontmatter---":
-        return None
-    return last.strip()
+    h = heading_text(lines[line_no - 1])
+    return bool(h and h[1] == want)

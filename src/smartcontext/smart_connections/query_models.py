@@ -3,9 +3,9 @@
 Only the model that made the vectors will do: two models' vectors are never compared.
 Candidates, in order:
 
-1. embedders passed in by the caller (anything with ``.name`` and
-   ``embed_query(text) -> np.ndarray``, e.g. the project's ``Embedder``), used only when
-   their name names the vault's model;
+1. embedders passed in by the caller (the project's ``embeddings.Embedder``, or anything
+   with its ``.name`` and ``embed_query(text) -> np.ndarray``), used only when their name
+   names the vault's model;
 2. a local copy of the model: in the configured models folders (``<dir>/Org/Name``,
    ``<dir>/Org--Name``, ``<dir>/Name`` or a hub-style ``<dir>/models--Org--Name``) and in
    the user's Hugging Face cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub``,
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
@@ -47,16 +47,6 @@ _ALIASES = {"all-minilm": "all-minilm-l6-v2"}
 # The all-MiniLM-L6-v2 weights this package ships (see embeddings/local_onnx.py).
 _BUNDLED = "all-minilm-l6-v2"
 DEFAULT_MAX_TOKENS = 512
-
-
-@runtime_checkable
-class QueryEmbedder(Protocol):
-    """The part of the project's Embedder protocol this reader needs."""
-
-    @property
-    def name(self) -> str: ...
-
-    def embed_query(self, text: str) -> np.ndarray: ...
 
 
 @dataclass

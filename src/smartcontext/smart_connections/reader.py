@@ -6,8 +6,8 @@ Which mode answers a query (every result set says so in ``mode``):
     A local copy of the model that made the vault's vectors embeds the query (see
     ``query_models``); results are ranked by cosine similarity.
 ``keyword-rerank``
-    No such model is available. The query's words find notes by BM25 (our FTS5 index of
-    the note files, or the caller's ``keyword_candidates``); the stored vectors of the
+    No such model is available. The query's words find notes by BM25 (the workspace's own
+    index of the vault, or the caller's ``keyword_candidates``); the stored vectors of the
     top keyword hits, weighted by their keyword score, form a pseudo-query vector in the
     vault's own vector space; every note or block is then scored by
     ``0.7 * cosine(pseudo-query) + 0.3 * normalised keyword score of its note``. This
@@ -22,6 +22,7 @@ instead of ``keyword-rerank`` when no query model is available.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -44,16 +45,10 @@ from .config import (
     SmartEnvConfig,
     read_config,
 )
-from .keyword import NoteKeywordIndex, query_terms
-from .notes import (
-    VaultNotes,
-    anchor_heading,
-    heading_parts,
-    normalise_folder,
-    normalise_tag,
-    path_matches,
-    tag_matches,
-)
+from ..notes import normalise_folder, normalise_tag, path_matches, tag_matches
+from ..retrieval.matrix import top_k
+from .keyword import WorkspaceKeywords
+from .notes import VaultNotes, anchor_heading, heading_parts
 from .query_models import QueryModel, find_query_model
 from .store import ParseStore
 
@@ -69,6 +64,7 @@ RERANK_SEEDS = 8
 RERANK_CANDIDATES = 50
 MAX_LIMIT = 1000
 QUERY_VECTOR_CACHE = 256
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 KeywordCandidates = Callable[[str, int], list[tuple[str, float]]]
 
@@ -102,13 +98,13 @@ class SemanticHit:
 
 
 @dataclass
-class SemanticSearchResult:
-    query: str
+class _Answer:
+    """What every search answer carries: how it was answered, the hits, and why not more."""
+
     mode: str
     model_key: str | None
     scope: str
     results: list[SemanticHit]
-    candidates: int
     warnings: list[str]
     elapsed_ms: float
     load: dict[str, Any]
@@ -124,24 +120,14 @@ class SemanticSearchResult:
 
 
 @dataclass
-class SimilarNotesResult:
+class SemanticSearchResult(_Answer):
+    query: str
+    candidates: int  # rows the filters allowed
+
+
+@dataclass
+class SimilarNotesResult(_Answer):
     path: str
-    mode: str
-    model_key: str | None
-    scope: str
-    results: list[SemanticHit]
-    warnings: list[str]
-    elapsed_ms: float
-    load: dict[str, Any]
-
-    @property
-    def count(self) -> int:
-        return len(self.results)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["count"] = self.count
-        return d
 
 
 @dataclass
@@ -186,7 +172,11 @@ class SmartConnections:
         embedders:          query embedders to offer (``.name`` + ``embed_query``); one is
                             used only when its name names the vault's model.
         keyword_candidates: ``f(query, k) -> [(path, score)]`` for keyword-rerank mode;
-                            default: an FTS5 index of the notes built on first use.
+                            default: the keyword search of the vault's workspace index
+                            (built on first use when there is none).
+        workspace:          for that default, a function returning the vault's workspace
+                            with an up-to-date index (a server passes its own, see
+                            ``keyword.WorkspaceKeywords``); default: opened here.
         allow_fallback:     False raises the "different model" error instead of answering
                             in keyword-rerank mode.
         include_blocks:     keep block vectors (needed for ``scope="blocks"``/``"both"``).
@@ -209,6 +199,7 @@ class SmartConnections:
         models_dirs: Iterable[str | Path] = (),
         embedders: Iterable[Any] = (),
         keyword_candidates: KeywordCandidates | None = None,
+        workspace: Callable[[], Any] | None = None,
         allow_fallback: bool = True,
         include_blocks: bool = True,
         sweep_interval: float = 1.0,
@@ -240,8 +231,7 @@ class SmartConnections:
         self._config_stamp: tuple | None = None
         self._cache: VectorCache | None = None
         self._query_model: QueryModel | None = None
-        self._keyword_index: NoteKeywordIndex | None = None
-        self._keyword_synced = float("-inf")
+        self._keywords = WorkspaceKeywords(self.vault, refresh_interval=sweep_interval, workspace=workspace)
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     # -- public API ---------------------------------------------------------------------
@@ -533,32 +523,29 @@ class SmartConnections:
             self._query_vectors.popitem(last=False)
         return cache.dot(q), ""
 
-    def _keyword(self, query: str, k: int) -> list[tuple[str, float]]:
+    def _keyword(self, query: str, k: int) -> tuple[list[tuple[str, float]], str]:
         if self.keyword_candidates is not None:
-            return list(self.keyword_candidates(query, k))
+            return list(self.keyword_candidates(query, k)), ""
         cache = self._cache
         assert cache is not None
-        if self._keyword_index is None:
-            self._keyword_index = NoteKeywordIndex(self.notes)
-        now = time.monotonic()
-        if now - self._keyword_synced >= self.sweep_interval or cache.last_stats.check in ("cold", "reloaded"):
-            paths = {cache.note_paths()[i] for i in np.unique(cache.note_ids()[cache.alive()])}
-            self._keyword_index.sync(paths)
-            self._keyword_synced = now
-        return self._keyword_index.search(query, k)
+        # New vectors mean the plugin saw edited notes: the index should see them too.
+        fresh = cache.last_stats.check in ("cold", "reloaded")
+        hits = self._keywords.candidates(query, k, force_refresh=fresh)
+        return hits, self._keywords.error or ""
 
     def _rerank_scores(self, query: str) -> tuple[np.ndarray, dict[str, np.ndarray] | None, str]:
         cache = self._cache
         assert cache is not None
         n = cache.n_rows
         hits = []
-        for path, score in self._keyword(query, RERANK_CANDIDATES):
+        found, why = self._keyword(query, RERANK_CANDIDATES)
+        for path, score in found:
             path = normalise_folder(str(path))
             if score > 0 and cache.has_rows(path):
                 hits.append((path, float(score)))
         if not hits:
-            terms = ", ".join(query_terms(query)) or "(none)"
-            return np.full(n, -np.inf, dtype=np.float32), None, (
+            terms = ", ".join(dict.fromkeys(w for w in _WORD.findall(query.lower()) if len(w) >= 2)) or "(none)"
+            return np.full(n, -np.inf, dtype=np.float32), None, why or (
                 f"keyword-rerank found no note containing the query's words ({terms})"
             )
         top = max(s for _, s in hits)
@@ -596,27 +583,25 @@ class SmartConnections:
     ) -> list[SemanticHit]:
         cache = self._cache
         assert cache is not None
-        scores = np.where(mask & (scores >= min_score), scores, -np.inf)
-        eligible = int(np.isfinite(scores).sum())
+        allowed = mask & (scores >= min_score)
         results: list[SemanticHit] = []
         missing = 0
         # Results whose note file is gone are skipped, so look a little past the limit.
-        window = min(eligible, limit * 2 + 8)
-        while len(results) < limit and window > 0:
-            top = np.argpartition(-scores, window - 1)[:window] if window < scores.size else np.arange(scores.size)
-            top = top[np.argsort(-scores[top], kind="stable")]
-            for row in top:
-                if not np.isfinite(scores[row]) or len(results) >= limit:
-                    break
-                rec = cache.record(int(row))
+        want = limit * 2 + 8
+        while len(results) < limit:
+            rows, top = top_k(scores, want, allowed)
+            if rows.size == 0:
+                break
+            for row, score in zip(rows.tolist(), top.tolist()):
+                allowed[row] = False
+                rec = cache.record(row)
                 if not self.notes.exists(rec.path):
                     missing += 1
-                    scores[row] = -np.inf
                     continue
-                results.append(self._hit(rec, float(scores[row]), signals, int(row)))
-                scores[row] = -np.inf
-            eligible = int(np.isfinite(scores).sum())
-            window = min(eligible, (limit - len(results)) * 2 + 8)
+                results.append(self._hit(rec, score, signals, row))
+                if len(results) >= limit:
+                    break
+            want = (limit - len(results)) * 2 + 8
         if missing:
             warnings.append(f"skipped {missing} result(s) whose note no longer exists in the vault")
         return results

@@ -6,8 +6,10 @@ it. Each row is one ``.ajson`` file as parsed for one model, valid while the fil
 (mtime, size) are unchanged, so the folder on disk stays the single source of truth:
 a stale row is never used, only re-parsed and replaced.
 
-The store is a cache: any error (read-only vault, corrupt file, a locked database)
-turns it off for this process with a note in ``error``; loading then parses as usual.
+The store is a cache: any error (read-only vault, corrupt file, a locked database, a
+file written by a newer version) turns it off for this process with a note in ``error``;
+loading then parses as usual. Its tables are versioned like every table we own, by the
+``smart_connections`` migration set (``smartcontext.store.migrations``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,22 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import SmartContextError
+from ..store.migrations import Migrations
 from .ajson import BLOCK, SOURCE, FileParse, Record
 
-FORMAT = "1"
+MIGRATIONS = Migrations("smart_connections")
+
+
+@MIGRATIONS()
+def m001_files(db: sqlite3.Connection) -> None:
+    # The same table the wipe-on-change versions wrote (their format "1"), so their rows
+    # stay valid; the "info" table that held the format number is no longer needed.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files(name TEXT, model_key TEXT, mtime_ns INTEGER, "
+        "size INTEGER, dim INTEGER, meta TEXT, vectors BLOB, PRIMARY KEY (name, model_key))"
+    )
+    db.execute("DROP TABLE IF EXISTS info")
 
 
 class ParseStore:
@@ -92,20 +107,13 @@ class ParseStore:
             return self._db
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=5, check_same_thread=False)
+            db = sqlite3.connect(self.path, timeout=5, check_same_thread=False, isolation_level=None)
+            self._db = db  # so that _fail closes it
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            with db:
-                db.execute("CREATE TABLE IF NOT EXISTS info(key TEXT PRIMARY KEY, value TEXT)")
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS files(name TEXT, model_key TEXT, mtime_ns INTEGER, "
-                    "size INTEGER, dim INTEGER, meta TEXT, vectors BLOB, PRIMARY KEY (name, model_key))"
-                )
-                row = db.execute("SELECT value FROM info WHERE key = 'format'").fetchone()
-                if row is None or row[0] != FORMAT:
-                    db.execute("DELETE FROM files")
-                    db.execute("INSERT OR REPLACE INTO info(key, value) VALUES ('format', ?)", (FORMAT,))
-        except (sqlite3.Error, OSError) as exc:
+            MIGRATIONS.apply(db)  # needs autocommit: each step is its own transaction
+            db.isolation_level = "DEFERRED"  # saves then run in one implicit transaction each
+        except (sqlite3.Error, OSError, SmartContextError) as exc:
             self._fail(exc)
             return None
         self._db = db

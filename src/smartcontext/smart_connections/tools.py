@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import SmartContextError
 from ..vault.responses import err, ok
+from .keyword import forget_workspaces
 from .reader import SemanticSearchResult, SimilarNotesResult, SmartConnections, SmartConnectionsStatus
 
 _readers: dict[tuple, SmartConnections] = {}
@@ -38,9 +39,13 @@ def get_reader(vault: str | Path = ".", **options: Any) -> SmartConnections:
 
 
 def forget_readers() -> None:
-    """Drop every shared reader (their caches go with them)."""
+    """Drop every shared reader (their caches go with them) and close the vaults'
+    workspaces they opened for keyword search."""
     with _readers_lock:
+        for reader in _readers.values():
+            reader.close()
         _readers.clear()
+    forget_workspaces()
 
 
 # -- MCP tools ------------------------------------------------------------------------

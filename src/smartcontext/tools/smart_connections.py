@@ -28,11 +28,13 @@ def smart_connections_tools(ctx: ToolContext) -> list[ToolSpec]:
                     hit.pop(key, None)
         return data
 
+    # Keyword fallback over the server's own workspace (one index, one refresh schedule);
+    # both tools pass it, so they share one reader.
     def semantic_search(args: dict[str, Any]) -> dict[str, Any]:
-        return compact("semantic_search", semantic_search_tool(ctx.root, **args))
+        return compact("semantic_search", semantic_search_tool(ctx.root, workspace=ctx.ready_workspace, **args))
 
     def similar_notes(args: dict[str, Any]) -> dict[str, Any]:
-        return compact("similar_notes", similar_notes_tool(ctx.root, **args))
+        return compact("similar_notes", similar_notes_tool(ctx.root, workspace=ctx.ready_workspace, **args))
 
     limit = {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Max results."}
     min_score = {"type": "number", "minimum": -1, "maximum": 1, "default": 0.3, "description": "Minimum similarity."}

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import SmartContextError, WorkspaceNotFound
-from ..sources.markdown import LinkResolver, NoteFacts, read_note
+from ..notes import LinkResolver, NoteFacts, read_note
 from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault
 from .responses import err
 from ..tools.validate import ToolError, check_arguments, compile_schema

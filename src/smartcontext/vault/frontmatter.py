@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..errors import InvalidArgument
-from ..sources.markdown import load_frontmatter_yaml, split_frontmatter, to_jsonable
+from ..notes.frontmatter import load_frontmatter_yaml, split_frontmatter, to_jsonable
 
 _TOP_KEY = re.compile(r"""^("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#:\-"'][^:#]*?|-[^\s:#][^:#]*?)[ \t]*:(?:[ \t]|$)""")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

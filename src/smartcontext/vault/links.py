@@ -1,6 +1,6 @@
 """find_backlinks, find_outlinks, search_by_folder.
 
-Links are parsed by the markdown source (wikilinks, embeds, markdown links, links in
+Links are parsed by the notes core (wikilinks, embeds, markdown links, links in
 properties; never inside code) and resolved the way Obsidian does. Parsed notes are
 cached by (mtime, size), so a second scan of the vault only stats files.
 """

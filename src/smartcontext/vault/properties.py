@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..sources.markdown import frontmatter_aliases, frontmatter_tags
+from ..notes.frontmatter import frontmatter_aliases, frontmatter_tags
 from .base import MARKDOWN_SUFFIXES, VaultBase, file_created, local_date, tool
 from .frontmatter import edit_frontmatter
 from .paths import atomic_write
