@@ -5,8 +5,10 @@ import pytest
 
 from smartcontext.errors import IndexCorrupt
 from smartcontext.model import Edge, Item
-from smartcontext.store.schema import SCHEMA_VERSION
-from smartcontext.store.sqlite import Store, fts_text, split_identifier
+from smartcontext.store import KeywordTerm, open_store
+from smartcontext.store.schema import FORMAT
+from smartcontext.store.sqlite import SQLiteStore as Store
+from smartcontext.words import fts_text, split_identifier
 
 
 def _item(path, qual, kind="function", text="def f(): pass", parent=None):
@@ -33,7 +35,7 @@ def test_split_identifier_and_fts_text():
 
 def test_schema_version_recorded(tmp_path):
     s = Store(tmp_path / "i.db")
-    assert s.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert s.db.execute("PRAGMA user_version").fetchone()[0] == FORMAT
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -42,18 +44,18 @@ def test_replace_file_swaps_items_edges_and_fts(tmp_path):
     _put(s, "a.py", [_item("a.py", "load_config", text="def load_config(): read toml")],
          [Edge("a.py::load_config", "calls", dst_name="read")])
     assert s.counts() == {"files": 1, "items": 1, "edges": 1, "vectors": 0}
-    assert s.fts_search('"toml"', 10)
+    assert s.keyword_search([KeywordTerm("toml")], 10)
     _put(s, "a.py", [_item("a.py", "save_config", text="def save_config(): write yaml")], hash="h2")
     assert s.counts()["items"] == 1 and s.counts()["edges"] == 0
-    assert s.fts_search('"toml"', 10) == []
-    rowid = s.fts_search('"yaml"', 10)[0][0]
+    assert s.keyword_search([KeywordTerm("toml")], 10) == []
+    rowid = s.keyword_search([KeywordTerm("yaml")], 10)[0][0]
     assert s.items_by_rowids([rowid])[rowid].item.name == "save_config"
 
 
 def test_camel_case_is_searchable_by_parts(tmp_path):
     s = Store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "HTTPAdapter", kind="class", text="class HTTPAdapter: pass")])
-    assert s.fts_search('"adapter"', 10)
+    assert s.keyword_search([KeywordTerm("adapter")], 10)
 
 
 def test_failed_replace_leaves_old_version(tmp_path):
@@ -74,7 +76,7 @@ def test_delete_files_cascades(tmp_path):
     s.put_vectors("m", [rowid], np.ones((1, 4), dtype=np.float32))
     s.delete_files(["a.py"])
     assert s.counts() == {"files": 0, "items": 0, "edges": 0, "vectors": 0}
-    assert s.fts_search('"pass"', 10) == []
+    assert s.keyword_search([KeywordTerm("pass")], 10) == []
 
 
 def test_vectors_roundtrip_and_missing(tmp_path):
@@ -107,7 +109,7 @@ def test_corrupt_file_raises_index_corrupt(tmp_path):
 def test_newer_schema_is_refused(tmp_path):
     p = tmp_path / "i.db"
     db = sqlite3.connect(p)
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    db.execute(f"PRAGMA user_version = {FORMAT + 5}")
     db.close()
     with pytest.raises(IndexCorrupt, match="newer"):
         Store(p)

@@ -24,7 +24,7 @@ from .sources.discover import (
     looks_binary,
     looks_generated,
 )
-from .store.sqlite import Store
+from .store.base import Store
 
 Progress = Callable[[str, int, int], None]
 
@@ -370,13 +370,13 @@ def embed_pending(
 
     Vectors are written batch by batch, so an interrupted run keeps what it finished.
     """
-    from .embeddings.cache import EmbeddingCache
+    from .embeddings.cache import EmbeddingCache, text_hash
 
     missing = store.items_missing_vectors(embedder.name)
     total = len(missing)
     if not total:
         return 0, 0
-    cache = EmbeddingCache(store.db, lock=store._lock)
+    cache = EmbeddingCache(store)
     embedded = hits = 0
     if progress:
         progress("embed", 0, total)
@@ -388,7 +388,11 @@ def embed_pending(
         if not texts:
             continue
         matrix = cache.embed_cached(embedder, texts)
-        store.put_vectors(embedder.name, rowids, matrix)
+        # The cache already holds each vector under its text's hash, which is the item's
+        # vector unless the item's content hash was computed from other text.
+        other = [i for i, r in enumerate(rowids) if rows[r].content_hash != text_hash(texts[i])]
+        if other:
+            store.put_vectors(embedder.name, [rowids[i] for i in other], matrix[other])
         hits += cache.stats.hits
         embedded += cache.stats.embedded
         if progress:

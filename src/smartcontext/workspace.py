@@ -23,7 +23,7 @@ from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
 from .retrieval.vector import VectorIndex
 from .sources.discover import DiscoveryOptions
-from .store.sqlite import Store
+from .store import Store, open_store
 
 INDEX_DIR = ".smartcontext"
 INDEX_FILE = "index.db"
@@ -78,7 +78,7 @@ class Workspace:
         with self._lock:
             if self._store is None:
                 self.index_dir.mkdir(exist_ok=True)
-                self._store = Store(self.index_path)
+                self._store = open_store(self.index_path)
             return self._store
 
     @property

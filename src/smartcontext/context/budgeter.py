@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..store.sqlite import StoredItem
+from ..store.base import StoredItem
 from .models import ExtractionConfig, ScoredItem, SelectedItem
 
 # Largest item shown in full when it contains others (a whole module or class): beyond

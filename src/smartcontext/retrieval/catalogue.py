@@ -10,7 +10,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..store.sqlite import Store
+from ..store.base import Store
 
 _TEST_FILE = re.compile(
     r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
@@ -80,12 +80,7 @@ class Catalogue:
         """Items whose note carries one of ``want`` or a tag nested below it (``a`` matches
         ``a/b``); the tag list is read once per index generation."""
         if self._tags is None:
-            self._tags = [
-                (r, str(t).lstrip("#").lower())
-                for r, t in self._store.db.execute(
-                    "SELECT items.rowid, t.value FROM items, json_each(items.meta, '$.tags') AS t"
-                )
-            ]
+            self._tags = [(r, t.lstrip("#").lower()) for r, t in self._store.tag_rows()]
         return {r for r, tag in self._tags if tag in want or any(tag.startswith(w + "/") for w in want)}
 
     def note_item(self, path: str) -> int | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..store.sqlite import Store
+from ..store.base import Store
 from .catalogue import Catalogue
 
 # How strongly each relation ties two items together (out = src->dst, in = dst<-src).

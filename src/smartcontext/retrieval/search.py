@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..store.sqlite import Store, StoredItem
+from ..store.base import Store, StoredItem
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
 from .vector import VectorIndex

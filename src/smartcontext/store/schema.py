@@ -1,26 +1,65 @@
-"""The SQLite schema as an ordered list of migrations, applied on open.
+"""The tables of a SQLite index, as named migration sets (see ``migrations.py``).
 
-Each migration runs once, in order, inside one transaction; ``PRAGMA user_version``
-records how many have run. Add new migrations at the end; never edit an old one.
+``EMBEDDINGS`` (the embedding cache) is applied before ``CORE`` so that the step which
+retires an index of the first format can keep that index's vectors.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
-Migration = Callable[[sqlite3.Connection], None]
+from ..errors import IndexCorrupt
+from .migrations import Migrations, run_script
+
+# ``PRAGMA user_version`` of the first format (one list of migrations numbered by
+# user_version). The current format writes FORMAT instead, so a Smart Context that only
+# knows the first format refuses this one cleanly ("written by a newer Smart Context").
+LEGACY_VERSION = 1
+FORMAT = 2
+
+EMBEDDINGS = Migrations("embeddings")
+CORE = Migrations("core")
+SETS = (EMBEDDINGS, CORE)
 
 
-def _run_script(db: sqlite3.Connection, script: str) -> None:
-    # executescript() would COMMIT first and break the migration's transaction.
-    for statement in script.split(";\n"):
-        if statement.strip():
-            db.execute(statement)
+@EMBEDDINGS()
+def m001_embedding_cache(db: sqlite3.Connection) -> None:
+    # IF NOT EXISTS: an index of the first format already has this very table.
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS embedding_cache (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,          -- sha256 of the embedded text
+            dim INTEGER NOT NULL,
+            vec BLOB NOT NULL,           -- float32, dim values
+            PRIMARY KEY (model, hash)
+        )
+        """
+    )
 
 
-def _m001_initial(db: sqlite3.Connection) -> None:
-    _run_script(
+@CORE()
+def m001_retire_first_format(db: sqlite3.Connection) -> None:
+    """Drop the tables of the first format; their files are parsed again on the next
+    index run (derived data), but vectors move into the embedding cache first."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version != LEGACY_VERSION:
+        return
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if {"vectors", "items"} <= names:
+        db.execute(
+            "INSERT OR IGNORE INTO embedding_cache(model, hash, dim, vec) "
+            "SELECT v.model, i.content_hash, length(v.vec) / 4, v.vec "
+            "FROM vectors v JOIN items i ON i.rowid = v.item_rowid"
+        )
+    for table in ("items_fts_vocab", "items_fts", "vectors", "edges", "items", "files", "meta"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    db.execute("PRAGMA user_version = 0")
+
+
+@CORE()
+def m002_tables(db: sqlite3.Connection) -> None:
+    run_script(
         db,
         """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,9 +71,12 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             size INTEGER NOT NULL,
             hash TEXT NOT NULL,
             language TEXT NOT NULL,
-            source TEXT NOT NULL,          -- code | markdown | text
+            source TEXT NOT NULL,
             module TEXT NOT NULL DEFAULT '',
-            warnings TEXT NOT NULL DEFAULT '[]'
+            warnings TEXT NOT NULL DEFAULT '[]',
+            -- The text of all the file's items, stored once: zlib-compressed UTF-8 of the
+            -- distinct stretches that items point into (usually the whole file).
+            text BLOB NOT NULL DEFAULT x''
         );
 
         CREATE TABLE items (
@@ -50,13 +92,21 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             end_line INTEGER NOT NULL,
             signature TEXT NOT NULL,
             docstring TEXT NOT NULL,
-            text TEXT NOT NULL,
+            text_at INTEGER NOT NULL,      -- the item's text: characters [text_at,
+            text_len INTEGER NOT NULL,     --   text_at + text_len) of its file's text
             parent_id TEXT,
             language TEXT NOT NULL,
             meta TEXT NOT NULL,            -- JSON
             tokens INTEGER NOT NULL,
             sig_tokens INTEGER NOT NULL,
-            content_hash TEXT NOT NULL     -- sha256 of the text that gets embedded
+            content_hash TEXT NOT NULL,    -- sha256 of the text that gets embedded
+            -- How to rebuild the indexed full-text values (a contentless FTS5 row can
+            -- only be deleted by giving them again): fts_mode 0 = body is the text,
+            -- 1 = text + newline + fts_extra, 2 = fts_extra (zlib) is the body,
+            -- fts_name NULL = the qualified name.
+            fts_mode INTEGER NOT NULL,
+            fts_extra BLOB,
+            fts_name TEXT
         );
         CREATE INDEX items_file ON items(file_id);
         CREATE INDEX items_name ON items(name COLLATE NOCASE);
@@ -76,55 +126,28 @@ def _m001_initial(db: sqlite3.Connection) -> None:
         CREATE INDEX edges_dst_name ON edges(dst_name);
         CREATE INDEX edges_file ON edges(file_id);
 
-        -- External-content FTS5 table kept in sync by the store (not by triggers, so a
-        -- file's rows change in the same transaction as its items).
+        -- Contentless: the text lives once, in files.text; the store deletes a row by
+        -- giving the values it indexed again (rebuilt from the item's fts_* columns).
         CREATE VIRTUAL TABLE items_fts USING fts5(
             name, path, body, kind,
+            content = '',
             tokenize = 'unicode61 remove_diacritics 2'
         );
-
         CREATE VIRTUAL TABLE items_fts_vocab USING fts5vocab(items_fts, 'row');
-
-        CREATE TABLE vectors (
-            item_rowid INTEGER PRIMARY KEY REFERENCES items(rowid) ON DELETE CASCADE,
-            model TEXT NOT NULL,
-            vec BLOB NOT NULL
-        );
-        CREATE INDEX vectors_model ON vectors(model);
-
-        CREATE TABLE embedding_cache (
-            model TEXT NOT NULL,
-            hash TEXT NOT NULL,
-            dim INTEGER NOT NULL,
-            vec BLOB NOT NULL,
-            PRIMARY KEY (model, hash)
-        );
-        """
+        """,
     )
+    db.execute(f"PRAGMA user_version = {FORMAT}")
 
 
-MIGRATIONS: list[Migration] = [_m001_initial]
-
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def migrate(db: sqlite3.Connection) -> int:
-    """Bring ``db`` up to the newest schema; returns the version it ended at."""
-    current = db.execute("PRAGMA user_version").fetchone()[0]
-    if current > SCHEMA_VERSION:
-        from ..errors import IndexCorrupt
-
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply every pending migration (embedding cache first); returns what ran."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > FORMAT:
         raise IndexCorrupt(
-            f"the index was written by a newer Smart Context (schema {current}, this one knows "
-            f"{SCHEMA_VERSION}); upgrade smartcontext or rebuild with `smartcontext index --rebuild`"
+            f"the index was written by a newer Smart Context (format {version}, this one knows "
+            f"{FORMAT}); upgrade smartcontext or rebuild with `smartcontext index --rebuild`"
         )
-    for version in range(current, SCHEMA_VERSION):
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            MIGRATIONS[version](db)
-            db.execute(f"PRAGMA user_version = {version + 1}")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-    return SCHEMA_VERSION
+    ran: list[str] = []
+    for migrations in SETS:
+        ran.extend(f"{migrations.name}/{step}" for step in migrations.apply(db))
+    return ran

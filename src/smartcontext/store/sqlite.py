@@ -1,105 +1,71 @@
-"""The SQLite store: files, items, edges, FTS5 and vectors in one WAL-mode file.
+"""The SQLite store: files, items, edges, full text and vectors in one WAL-mode file.
 
 A file's rows are always replaced in one transaction, so a crash (even SIGKILL) leaves
 either the old or the new version of that file, never a mix.
+
+Text is stored once: each file keeps one compressed text that its items point into,
+the FTS5 table is contentless, and an item's vector is the embedding-cache row for its
+content hash.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import logging
 import sqlite3
 import threading
+import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import IndexCorrupt
 from ..model import Edge, Item
-from .schema import migrate
+from ..words import fts_text, split_identifier  # noqa: F401  (old import path)
+from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
+from .schema import LEGACY_VERSION, migrate
+from .text import FileText, pack_texts
+
+log = logging.getLogger("smartcontext.store")
 
 _ITEM_COLUMNS = (
-    "rowid, id, path, kind, name, qualname, fqname, start_line, end_line, signature, "
-    "docstring, text, parent_id, language, meta, tokens, sig_tokens, content_hash"
+    "i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, i.end_line, "
+    "i.signature, i.docstring, i.parent_id, i.language, i.meta, i.tokens, i.sig_tokens, "
+    "i.content_hash, i.file_id, i.text_at, i.text_len"
 )
+_EDGE_COLUMNS = "src, kind, dst, dst_name"
+# Stay well under SQLite's bound-parameter limit on older builds (999).
+_CHUNK = 500
+# Decoded file texts kept for reads; a question reads items of a few dozen files.
+_TEXT_CACHE_FILES = 64
+
+# bm25() weights of the FTS columns name, path, body, kind.
+_BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
 
 
-@dataclass
-class FileState:
-    id: int
-    path: str
-    mtime_ns: int
-    size: int
-    hash: str
-    language: str
-    source: str
+class SQLiteStore:
+    """One workspace index in a SQLite file. Thread-safe for readers; writes are
+    serialised by a lock."""
 
-
-@dataclass
-class StoredItem:
-    """An item as read back from the store, with its row id and derived fields."""
-
-    rowid: int
-    item: Item
-    fqname: str
-    sig_tokens: int
-    content_hash: str
-
-
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_IDENT = re.compile(r"[^\W\d]\w*", re.UNICODE)
-
-
-def split_identifier(word: str) -> list[str]:
-    """``HTTPAdapter`` -> ``[http, adapter]``; ``get_netrc_auth`` -> ``[get, netrc, auth]``."""
-    parts: list[str] = []
-    for piece in word.split("_"):
-        if piece:
-            parts.extend(p.lower() for p in _CAMEL.findall(piece))
-    return parts
-
-
-_HAS_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
-
-
-def fts_text(text: str) -> str:
-    """Text for the FTS index: the original plus the parts of every camelCase identifier.
-
-    unicode61 already splits on ``_`` and ``.``; camelCase needs help, so ``HTTPAdapter``
-    is indexed as ``HTTPAdapter http adapter`` and a question saying "http adapter"
-    finds it.
-    """
-    extra: list[str] = []
-    # Distinct words first: the regex runs in C and the Python loop sees each word once.
-    for word in set(_IDENT.findall(text)):
-        if len(word) < 4 or not _HAS_CAMEL.search(word):
-            continue
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            extra.extend(parts)
-    if not extra:
-        return text
-    return text + "\n" + " ".join(sorted(extra))
-
-
-class Store:
-    """One workspace index. Thread-safe for readers; writes are serialised by a lock."""
-
-    def __init__(self, path: Path):
+    def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.location = str(self.path)
+        self.notices: list[str] = []
         self._lock = threading.RLock()
         self._batch_depth = 0
+        self._texts: OrderedDict[tuple[int, str], str] = OrderedDict()
         try:
             self.db = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
             )
+            self.db.execute("PRAGMA busy_timeout=30000")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.execute("PRAGMA busy_timeout=30000")
+            legacy = self.db.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
             migrate(self.db)
             self.db.execute("PRAGMA quick_check(1)").fetchone()
         except sqlite3.DatabaseError as exc:
@@ -107,6 +73,13 @@ class Store:
                 f"the index {self.path} cannot be read ({exc}); rebuild it with "
                 f"`smartcontext index --rebuild`"
             ) from exc
+        if legacy:
+            notice = (
+                f"the index {self.path} was written in an older format; it was reset and is "
+                f"rebuilt on the next `smartcontext index` (cached embeddings were kept)"
+            )
+            self.notices.append(notice)
+            log.warning(notice)
 
     def close(self) -> None:
         with self._lock:
@@ -115,22 +88,22 @@ class Store:
     # -- transactions -------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[None]:
         """One atomic write; inside ``batch()`` it joins the batch's transaction."""
         with self._lock:
             if self._batch_depth:
-                yield self.db
+                yield
                 return
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                yield self.db
+                yield
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
 
     @contextmanager
-    def batch(self) -> Iterator["Store"]:
+    def batch(self) -> Iterator["SQLiteStore"]:
         """Group several writes (whole files) into one transaction: a cold index commits
         every few dozen files instead of after each. Atomicity still holds per batch."""
         with self._lock:
@@ -167,8 +140,8 @@ class Store:
         return row[0] if row else default
 
     def set_meta(self, key: str, value: str) -> None:
-        with self.transaction() as db:
-            db.execute(
+        with self.transaction():
+            self.db.execute(
                 "INSERT INTO meta(key, value) VALUES(?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
@@ -183,30 +156,42 @@ class Store:
         return {r[1]: FileState(*r) for r in rows}
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
-        with self.transaction() as db:
-            db.execute(
+        with self.transaction():
+            self.db.execute(
                 "UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path)
             )
 
-    def _delete_file_rows(self, db: sqlite3.Connection, path: str) -> None:
-        row = db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+    def _delete_file_rows(self, path: str) -> None:
+        db = self.db
+        row = db.execute("SELECT id, text FROM files WHERE path=?", (path,)).fetchone()
         if not row:
             return
-        file_id = row[0]
-        db.execute(
-            "DELETE FROM items_fts WHERE rowid IN (SELECT rowid FROM items WHERE file_id=?)",
+        file_id, blob = row
+        text = FileText.unpack(blob)
+        # A contentless FTS5 row is deleted by giving back exactly what was indexed.
+        rows = db.execute(
+            "SELECT rowid, path, kind, start_line, qualname, text_at, text_len, fts_mode, "
+            "fts_extra, fts_name FROM items WHERE file_id=?",
             (file_id,),
+        ).fetchall()
+        db.executemany(
+            "INSERT INTO items_fts(items_fts, rowid, name, path, body, kind) "
+            "VALUES('delete', ?, ?, ?, ?, ?)",
+            [
+                (rowid, qualname if name is None else name, ipath,
+                 _fts_body_of(text.slice(at, n), mode, extra), _fts_kind(kind, start))
+                for rowid, ipath, kind, start, qualname, at, n, mode, extra, name in rows
+            ],
         )
-        # vectors and edges go by ON DELETE CASCADE
         db.execute("DELETE FROM items WHERE file_id=?", (file_id,))
         db.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
         db.execute("DELETE FROM files WHERE id=?", (file_id,))
 
     def delete_files(self, paths: Iterable[str]) -> int:
         count = 0
-        with self.transaction() as db:
+        with self.transaction():
             for path in paths:
-                self._delete_file_rows(db, path)
+                self._delete_file_rows(path)
                 count += 1
             if count:
                 self._bump_generation()
@@ -223,7 +208,7 @@ class Store:
         source: str,
         module: str,
         warnings: Sequence[str],
-        items: Sequence[tuple],
+        items: Sequence[ItemRow],
         edges: Sequence[Edge],
     ) -> None:
         """Replace everything known about ``path`` in one transaction.
@@ -232,12 +217,15 @@ class Store:
         followed by the full-text body and name for that item (default: computed from
         the item's text and qualified name).
         """
-        with self.transaction() as db:
-            self._delete_file_rows(db, path)
+        blob, spans = pack_texts([row[0] for row in items])
+        db = self.db
+        with self.transaction():
+            self._delete_file_rows(path)
             cur = db.execute(
-                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (path, mtime_ns, size, hash, language, source, module, json.dumps(list(warnings))),
+                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, "
+                "warnings, text) VALUES (?,?,?,?,?,?,?,?,?)",
+                (path, mtime_ns, size, hash, language, source, module,
+                 json.dumps(list(warnings)), blob),
             )
             file_id = cur.lastrowid
             # Explicit row ids let items and their FTS rows go in with two executemany calls.
@@ -245,21 +233,26 @@ class Store:
             item_rows, fts_rows = [], []
             for offset, row in enumerate(items):
                 item, fqname, sig_tokens, content_hash = row[:4]
-                fts_body = row[4] if len(row) > 4 else _fts_body(item)
-                fts_name = row[5] if len(row) > 5 else fts_text(item.qualname)
+                fts_body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
+                fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
+                mode, extra = _fts_recipe(item.text, fts_body)
                 rowid = next_rowid + offset
+                at, length = spans[offset]
                 item_rows.append((
                     rowid, item.id, file_id, item.path, item.kind, item.name, item.qualname, fqname,
-                    item.start_line, item.end_line, item.signature, item.docstring, item.text,
+                    item.start_line, item.end_line, item.signature, item.docstring, at, length,
                     item.parent_id, item.language, json.dumps(item.meta, default=str),
-                    item.tokens, sig_tokens, content_hash,
+                    item.tokens, sig_tokens, content_hash, mode, extra,
+                    None if fts_name == item.qualname else fts_name,
                 ))
-                kind = "file" if item.kind in ("module", "text") and item.start_line == 1 else item.kind
-                fts_rows.append((rowid, fts_name, item.path, fts_body, kind))
+                fts_rows.append(
+                    (rowid, fts_name, item.path, fts_body, _fts_kind(item.kind, item.start_line))
+                )
             db.executemany(
                 "INSERT INTO items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, "
-                "end_line, signature, docstring, text, parent_id, language, meta, tokens, "
-                "sig_tokens, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "end_line, signature, docstring, text_at, text_len, parent_id, language, meta, "
+                "tokens, sig_tokens, content_hash, fts_mode, fts_extra, fts_name) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 item_rows,
             )
             db.executemany(
@@ -273,69 +266,90 @@ class Store:
 
     # -- items -------------------------------------------------------------------
 
-    @staticmethod
-    def _row_to_item(row: Sequence) -> StoredItem:
-        (rowid, id_, path, kind, name, qualname, fqname, start, end, sig, doc, text,
-         parent, lang, meta, tokens, sig_tokens, chash) = row
-        item = Item(
-            id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
-            end_line=end, signature=sig, docstring=doc, text=text, parent_id=parent,
-            language=lang, meta=json.loads(meta), tokens=tokens,
-        )
-        return StoredItem(rowid, item, fqname, sig_tokens, chash)
+    def _file_texts(self, keys: Iterable[tuple[int, str]]) -> dict[int, FileText]:
+        """Decoded texts of these (file id, file hash) pairs, through a small LRU cache
+        (the hash is part of the key because a file id can be reused)."""
+        out: dict[int, FileText] = {}
+        todo: list[int] = []
+        for key in set(keys):
+            hit = self._texts.get(key)
+            if hit is None:
+                todo.append(key[0])
+            else:
+                self._texts.move_to_end(key)
+                out[key[0]] = hit
+        for chunk in _chunks(todo, _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for file_id, file_hash, blob in self.db.execute(
+                f"SELECT id, hash, text FROM files WHERE id IN ({marks})", chunk
+            ):
+                text = FileText.unpack(blob)
+                out[file_id] = text
+                self._texts[(file_id, file_hash)] = text
+        while len(self._texts) > _TEXT_CACHE_FILES:
+            self._texts.popitem(last=False)
+        return out
+
+    def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:
+        rows = self.db.execute(
+            f"SELECT {_ITEM_COLUMNS}, f.hash FROM items i JOIN files f ON f.id = i.file_id "
+            f"WHERE {where} {order}",
+            params,
+        ).fetchall()
+        texts = self._file_texts((r[17], r[20]) for r in rows)
+        out = []
+        for (rowid, id_, path, kind, name, qualname, fqname, start, end, sig, doc, parent,
+             lang, meta, tokens, sig_tokens, chash, file_id, at, n, _hash) in rows:
+            item = Item(
+                id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
+                end_line=end, signature=sig, docstring=doc, text=texts[file_id].slice(at, n),
+                parent_id=parent, language=lang, meta=json.loads(meta), tokens=tokens,
+            )
+            out.append(StoredItem(rowid, item, fqname, sig_tokens, chash))
+        return out
 
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
         out: dict[int, StoredItem] = {}
-        ids = list(dict.fromkeys(int(r) for r in rowids))
-        for chunk in _chunks(ids, 500):
-            marks = ",".join("?" * len(chunk))
-            for row in self.db.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM items WHERE rowid IN ({marks})", chunk
-            ):
-                stored = self._row_to_item(row)
+        for chunk in _chunks(list(dict.fromkeys(int(r) for r in rowids)), _CHUNK):
+            for stored in self._read_items(f"i.rowid IN ({','.join('?' * len(chunk))})", chunk):
                 out[stored.rowid] = stored
         return out
 
     def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
         out: dict[str, StoredItem] = {}
-        uniq = list(dict.fromkeys(ids))
-        for chunk in _chunks(uniq, 500):
-            marks = ",".join("?" * len(chunk))
-            for row in self.db.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM items WHERE id IN ({marks})", chunk
-            ):
-                stored = self._row_to_item(row)
+        for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+            for stored in self._read_items(f"i.id IN ({','.join('?' * len(chunk))})", chunk):
                 out[stored.item.id] = stored
         return out
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]:
         out: list[StoredItem] = []
-        for chunk in _chunks(list(dict.fromkeys(paths)), 500):
-            marks = ",".join("?" * len(chunk))
+        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
             out.extend(
-                self._row_to_item(row)
-                for row in self.db.execute(
-                    f"SELECT {_ITEM_COLUMNS} FROM items WHERE path IN ({marks}) ORDER BY rowid",
-                    chunk,
-                )
+                self._read_items(f"i.path IN ({','.join('?' * len(chunk))})", chunk, "ORDER BY i.rowid")
             )
         return out
 
-    def item_light_rows(self) -> list[tuple]:
-        """(rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, sig_tokens,
-        start_line, end_line) for every item: the in-memory catalogue retrieval works on."""
-        return self.db.execute(
-            "SELECT rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, "
-            "sig_tokens, start_line, end_line FROM items"
-        ).fetchall()
+    def item_light_rows(self) -> list[CatalogueRow]:
+        """The light columns of every item: the in-memory catalogue retrieval works on."""
+        return [
+            CatalogueRow(*r)
+            for r in self.db.execute(
+                "SELECT rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, "
+                "sig_tokens, start_line, end_line FROM items"
+            )
+        ]
+
+    def item_count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM items").fetchone()[0]
 
     def counts(self) -> dict[str, int]:
         q = self.db.execute
         return {
             "files": q("SELECT COUNT(*) FROM files").fetchone()[0],
-            "items": q("SELECT COUNT(*) FROM items").fetchone()[0],
+            "items": self.item_count(),
             "edges": q("SELECT COUNT(*) FROM edges").fetchone()[0],
-            "vectors": q("SELECT COUNT(*) FROM vectors").fetchone()[0],
+            "vectors": sum(self.vector_models().values()),
         }
 
     def kind_counts(self) -> dict[str, int]:
@@ -347,22 +361,31 @@ class Store:
             for path, w in self.db.execute("SELECT path, warnings FROM files WHERE warnings != '[]'")
         }
 
+    def tag_rows(self) -> list[tuple[int, str]]:
+        return [
+            (r, str(t))
+            for r, t in self.db.execute(
+                "SELECT items.rowid, t.value FROM items, json_each(items.meta, '$.tags') AS t"
+            )
+        ]
+
     # -- keyword search ------------------------------------------------------------
 
-    def fts_search(
-        self, match: str, limit: int, files_only: bool = False
+    def keyword_search(
+        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False
     ) -> list[tuple[int, float]]:
         """BM25 over name, path and body; returns (rowid, score) with higher = better.
 
         files_only: rank whole files (module rows) instead of symbols.
         """
+        match = _match_expression(terms)
         if not match:
             return []
         if files_only:
             match = f"({match}) AND kind:file"
         try:
             rows = self.db.execute(
-                "SELECT rowid, bm25(items_fts, 4.0, 2.0, 1.0, 0.0) AS rank FROM items_fts "
+                f"SELECT rowid, {_BM25} AS rank FROM items_fts "
                 "WHERE items_fts MATCH ? ORDER BY rank LIMIT ?",
                 (match, limit),
             ).fetchall()
@@ -371,86 +394,153 @@ class Store:
         # SQLite's bm25() is negative; flip it so callers can treat larger as better.
         return [(r[0], -r[1]) for r in rows]
 
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in _chunks(list(dict.fromkeys(terms)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                self.db.execute(
+                    f"SELECT term, doc FROM items_fts_vocab WHERE term IN ({marks})", chunk
+                ).fetchall()
+            )
+        return out
+
     # -- edges -------------------------------------------------------------------
 
-    def edges_from(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str | None]]:
-        out: list[tuple] = []
-        for chunk in _chunks(list(ids), 500):
+    def _edges_where(self, column: str, values: Sequence[str]) -> list[EdgeRow]:
+        out: list[EdgeRow] = []
+        for chunk in _chunks(list(values), _CHUNK):
             marks = ",".join("?" * len(chunk))
             out.extend(
-                self.db.execute(
-                    f"SELECT src, kind, dst, dst_name FROM edges WHERE src IN ({marks})", chunk
-                ).fetchall()
+                EdgeRow(*r)
+                for r in self.db.execute(
+                    f"SELECT {_EDGE_COLUMNS} FROM edges WHERE {column} IN ({marks})", chunk
+                )
             )
         return out
 
-    def edges_to(
-        self, ids: Sequence[str], names: Sequence[str]
-    ) -> list[tuple[str, str, str | None, str | None]]:
-        out: list[tuple] = []
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            out.extend(
-                self.db.execute(
-                    f"SELECT src, kind, dst, dst_name FROM edges WHERE dst IN ({marks})", chunk
-                ).fetchall()
-            )
-        for chunk in _chunks(list(names), 500):
-            marks = ",".join("?" * len(chunk))
-            out.extend(
-                self.db.execute(
-                    f"SELECT src, kind, dst, dst_name FROM edges WHERE dst_name IN ({marks})",
-                    chunk,
-                ).fetchall()
-            )
-        return out
+    def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]:
+        return self._edges_where("src", ids)
 
-    def all_edges(self) -> list[tuple[str, str, str | None, str | None]]:
-        return self.db.execute("SELECT src, kind, dst, dst_name FROM edges").fetchall()
+    def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
+        return self._edges_where("dst", ids) + self._edges_where("dst_name", names)
 
-    # -- vectors -------------------------------------------------------------------
+    def all_edges(self) -> list[EdgeRow]:
+        return [EdgeRow(*r) for r in self.db.execute(f"SELECT {_EDGE_COLUMNS} FROM edges")]
+
+    # -- vectors: an item's vector is the cache row for (model, its content hash) ---
 
     def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
         """(rowid, content_hash) of items that have no vector for ``model``."""
         return self.db.execute(
-            "SELECT i.rowid, i.content_hash FROM items i LEFT JOIN vectors v "
-            "ON v.item_rowid = i.rowid AND v.model = ? WHERE v.item_rowid IS NULL",
+            "SELECT i.rowid, i.content_hash FROM items i WHERE NOT EXISTS ("
+            "SELECT 1 FROM embedding_cache c WHERE c.model = ? AND c.hash = i.content_hash)",
             (model,),
         ).fetchall()
 
     def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        with self.transaction() as db:
-            # An item may have been deleted while we embedded; skip those rows.
-            existing = set()
-            for chunk in _chunks([int(r) for r in rowids], 500):
+        with self.transaction():
+            hashes: dict[int, str] = {}
+            for chunk in _chunks([int(r) for r in rowids], _CHUNK):
                 marks = ",".join("?" * len(chunk))
-                existing.update(
-                    r[0] for r in db.execute(f"SELECT rowid FROM items WHERE rowid IN ({marks})", chunk)
+                hashes.update(
+                    self.db.execute(
+                        f"SELECT rowid, content_hash FROM items WHERE rowid IN ({marks})", chunk
+                    ).fetchall()
                 )
-            db.executemany(
-                "INSERT OR REPLACE INTO vectors(item_rowid, model, vec) VALUES (?,?,?)",
-                [
-                    (int(r), model, matrix[i].tobytes())
-                    for i, r in enumerate(rowids)
-                    if int(r) in existing
-                ],
+            # An item may have been deleted while we embedded; its row is skipped.
+            self._put_cache_rows(
+                model, [(hashes[int(r)], matrix[i]) for i, r in enumerate(rowids) if int(r) in hashes]
             )
             self._bump_generation()
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rowids, matrix) of every vector stored for ``model``."""
+        """(rowids, matrix) of every item with a vector for ``model``."""
         rows = self.db.execute(
-            "SELECT item_rowid, vec FROM vectors WHERE model=? ORDER BY item_rowid", (model,)
+            "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
+            "ON c.model = ? AND c.hash = i.content_hash ORDER BY i.rowid",
+            (model,),
         ).fetchall()
         if not rows:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        dims = {len(r[1]) for r in rows}
+        if len(dims) > 1:
+            # Mixed sizes under one model name: keep the most common, never mix them.
+            best = max(dims, key=lambda d: sum(1 for r in rows if len(r[1]) == d))
+            rows = [r for r in rows if len(r[1]) == best]
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         return rowids, matrix.reshape(len(rows), -1)
 
     def vector_models(self) -> dict[str, int]:
-        return dict(self.db.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model").fetchall())
+        out: dict[str, int] = {}
+        for (model,) in self.db.execute("SELECT DISTINCT model FROM embedding_cache").fetchall():
+            n = self.db.execute(
+                "SELECT COUNT(*) FROM items i JOIN embedding_cache c "
+                "ON c.model = ? AND c.hash = i.content_hash",
+                (model,),
+            ).fetchone()[0]
+            if n:
+                out[model] = n
+        return out
+
+    # -- embedding cache -------------------------------------------------------------
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(hashes), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for h, dim, blob in self.db.execute(
+                f"SELECT hash, dim, vec FROM embedding_cache WHERE model = ? AND hash IN ({marks})",
+                (model, *chunk),
+            ):
+                # A truncated or foreign blob is treated as absent and rewritten.
+                if dim and blob is not None and len(blob) == 4 * dim:
+                    found[h] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        with self.transaction():
+            self._put_cache_rows(model, rows)
+            # Items whose content hash is among these now have vectors.
+            self._bump_generation()
+
+    def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO embedding_cache(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
+            [
+                (model, h, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                for h, v in rows
+            ],
+        )
+
+    def clear_cached_vectors(self, model: str | None = None) -> int:
+        with self.transaction():
+            if model is None:
+                cur = self.db.execute("DELETE FROM embedding_cache")
+            else:
+                cur = self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
+            self._bump_generation()
+        return cur.rowcount
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _match_expression(terms: Sequence[KeywordTerm]) -> str:
+    """FTS5 MATCH syntax for OR-ed terms; a term counted ``weight`` times is repeated,
+    because FTS5 scores each OR-ed phrase. Only the text columns are searched: the kind
+    column exists for filtering."""
+    clauses = [_quote(text) for text, weight in terms for _ in range(max(1, weight)) if text]
+    if not clauses:
+        return ""
+    return "{name path body} : (" + " OR ".join(clauses) + ")"
+
+
+def _fts_kind(kind: str, start_line: int) -> str:
+    return "file" if kind in ("module", "text") and start_line == 1 else kind
 
 
 def _fts_body(item: Item) -> str:
@@ -458,6 +548,27 @@ def _fts_body(item: Item) -> str:
     return fts_text(item.text if item.text else f"{item.signature}\n{item.docstring}")
 
 
+def _fts_recipe(text: str, body: str) -> tuple[int, bytes | None]:
+    """How to rebuild ``body`` from the item's text later (see the ``items`` columns)."""
+    if body == text:
+        return 0, None
+    if len(body) > len(text) and body.startswith(text) and body[len(text)] == "\n":
+        return 1, body[len(text) + 1 :].encode("utf-8", "surrogatepass")
+    return 2, zlib.compress(body.encode("utf-8", "surrogatepass"))
+
+
+def _fts_body_of(text: str, mode: int, extra: bytes | None) -> str:
+    if mode == 0:
+        return text
+    if mode == 1:
+        return text + "\n" + (extra or b"").decode("utf-8", "surrogatepass")
+    return zlib.decompress(extra or b"").decode("utf-8", "surrogatepass")
+
+
 def _chunks(seq: list, size: int) -> Iterator[list]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
+
+
+# The name tests and older code import; new code uses ``store.open_store``.
+Store = SQLiteStore

@@ -1,0 +1,94 @@
+"""Item text stored once per file.
+
+Items nest (a module holds its classes, a class its methods), so storing each item's
+text repeats most of a file several times. Instead a file keeps one text, made of the
+distinct stretches its items need (usually just the whole file, held by its module
+item), and each item records where its text lies in it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..model import Item
+
+_ENCODING = "utf-8"
+_ERRORS = "surrogatepass"
+
+
+@dataclass
+class _Stretch:
+    start_line: int
+    offset: int  # where it begins in the file text
+    text: str
+    line_starts: list[int] = field(default_factory=list)
+
+    @property
+    def end_line(self) -> int:
+        return self.start_line + self.text.count("\n")
+
+    def find(self, text: str, line: int) -> int | None:
+        """Where ``text`` starts within this stretch, if it starts on ``line``."""
+        if not self.line_starts:
+            self.line_starts = [0]
+            pos = self.text.find("\n")
+            while pos >= 0:
+                self.line_starts.append(pos + 1)
+                pos = self.text.find("\n", pos + 1)
+        i = line - self.start_line
+        if i < 0 or i >= len(self.line_starts):
+            return None
+        begin = self.line_starts[i]
+        line_end = self.line_starts[i + 1] if i + 1 < len(self.line_starts) else len(self.text)
+        # Bounded: the text must start on that line (a method's text may skip its indent).
+        at = self.text.find(text, begin, line_end + len(text))
+        return None if at < 0 else at
+
+
+def pack_texts(items: Sequence[Item]) -> tuple[bytes, list[tuple[int, int]]]:
+    """The compressed file text and each item's ``(offset, length)`` in it, in input order.
+
+    Longest texts first, so containers become stretches and their members point into
+    them; a text found in no stretch (on its start line) becomes a stretch of its own.
+    """
+    spans: list[tuple[int, int]] = [(0, 0)] * len(items)
+    stretches: list[_Stretch] = []
+    size = 0
+    for i in sorted(range(len(items)), key=lambda k: -len(items[k].text)):
+        text, line = items[i].text, items[i].start_line
+        if not text:
+            continue
+        where = None
+        for s in stretches:
+            if s.start_line <= line <= s.end_line:
+                at = s.find(text, line)
+                if at is not None:
+                    where = s.offset + at
+                    break
+        if where is None:
+            stretches.append(_Stretch(line, size, text))
+            where = size
+            size += len(text)
+        spans[i] = (where, len(text))
+    joined = "".join(s.text for s in stretches)
+    return zlib.compress(joined.encode(_ENCODING, _ERRORS), 6), spans
+
+
+class FileText:
+    """A file's decoded text; items read their text as slices of it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    @classmethod
+    def unpack(cls, blob: bytes | None) -> "FileText":
+        if not blob:
+            return cls("")
+        return cls(zlib.decompress(blob).decode(_ENCODING, _ERRORS))
+
+    def slice(self, at: int, length: int) -> str:
+        return self.text[at : at + length]
