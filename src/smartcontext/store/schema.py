@@ -76,30 +76,37 @@ def m002_tables(db: sqlite3.Connection) -> None:
             warnings TEXT NOT NULL DEFAULT '[]',
             -- The text of all the file's items, stored once: zlib-compressed UTF-8 of the
             -- distinct stretches that items point into (usually the whole file).
-            text BLOB NOT NULL DEFAULT x''
+            text BLOB NOT NULL DEFAULT x'',
+            -- zlib-compressed JSON list, one [signature, docstring, meta] per item (by
+            -- items.n): the columns no query filters on, compressed per file because
+            -- a note's sections repeat its frontmatter and link fields.
+            details BLOB NOT NULL DEFAULT x''
         );
 
+        -- Columns that can be derived from the file's row are NULL when they are
+        -- (path, language, fqname by fq_mode: 1 module.qualname, 2 module#qualname,
+        -- 3 module, 4 qualname).
         CREATE TABLE items (
             rowid INTEGER PRIMARY KEY,
             id TEXT NOT NULL UNIQUE,
             file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-            path TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            path TEXT,
             kind TEXT NOT NULL,
             name TEXT NOT NULL,
             qualname TEXT NOT NULL,
-            fqname TEXT NOT NULL,          -- module-qualified name used to resolve edges
+            fqname TEXT,
+            fq_mode INTEGER NOT NULL,
             start_line INTEGER NOT NULL,
             end_line INTEGER NOT NULL,
-            signature TEXT NOT NULL,
-            docstring TEXT NOT NULL,
-            text_at INTEGER NOT NULL,      -- the item's text: characters [text_at,
-            text_len INTEGER NOT NULL,     --   text_at + text_len) of its file's text
             parent_id TEXT,
-            language TEXT NOT NULL,
-            meta TEXT NOT NULL,            -- JSON
+            language TEXT,
             tokens INTEGER NOT NULL,
             sig_tokens INTEGER NOT NULL,
             content_hash TEXT NOT NULL,    -- sha256 of the text that gets embedded
+            tags TEXT,                     -- JSON of meta["tags"], when the item has one
+            text_at INTEGER NOT NULL,      -- the item's text: characters [text_at,
+            text_len INTEGER NOT NULL,     --   text_at + text_len) of its file's text
             -- How to rebuild the indexed full-text values (a contentless FTS5 row can
             -- only be deleted by giving them again): fts_mode 0 = body is the text,
             -- 1 = text + newline + fts_extra, 2 = fts_extra (zlib) is the body,
@@ -109,22 +116,24 @@ def m002_tables(db: sqlite3.Connection) -> None:
             fts_name TEXT
         );
         CREATE INDEX items_file ON items(file_id);
-        CREATE INDEX items_name ON items(name COLLATE NOCASE);
-        CREATE INDEX items_fqname ON items(fqname);
-        CREATE INDEX items_path ON items(path);
-        CREATE INDEX items_parent ON items(parent_id);
 
+        -- src and dst are item row ids; an edge whose end is not an item of the same
+        -- file keeps that end's id in src_id / dst_id instead.
         CREATE TABLE edges (
-            src TEXT NOT NULL,
+            file_id INTEGER NOT NULL,
+            src INTEGER,
+            src_id TEXT,
             kind TEXT NOT NULL,
-            dst TEXT,
-            dst_name TEXT,
-            file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE
+            dst INTEGER,
+            dst_id TEXT,
+            dst_name TEXT
         );
-        CREATE INDEX edges_src ON edges(src);
-        CREATE INDEX edges_dst ON edges(dst);
-        CREATE INDEX edges_dst_name ON edges(dst_name);
-        CREATE INDEX edges_file ON edges(file_id);
+        CREATE INDEX edges_src ON edges(src) WHERE src IS NOT NULL;
+        CREATE INDEX edges_src_id ON edges(src_id) WHERE src_id IS NOT NULL;
+        CREATE INDEX edges_foreign_src ON edges(file_id) WHERE src IS NULL;
+        CREATE INDEX edges_dst ON edges(dst) WHERE dst IS NOT NULL;
+        CREATE INDEX edges_dst_id ON edges(dst_id) WHERE dst_id IS NOT NULL;
+        CREATE INDEX edges_dst_name ON edges(dst_name) WHERE dst_name IS NOT NULL;
 
         -- Contentless: the text lives once, in files.text; the store deletes a row by
         -- giving the values it indexed again (rebuilt from the item's fts_* columns).

@@ -32,11 +32,19 @@ from .text import FileText, pack_texts
 log = logging.getLogger("smartcontext.store")
 
 _ITEM_COLUMNS = (
-    "i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, i.end_line, "
-    "i.signature, i.docstring, i.parent_id, i.language, i.meta, i.tokens, i.sig_tokens, "
-    "i.content_hash, i.file_id, i.text_at, i.text_len"
+    "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
+    "f.module, i.start_line, i.end_line, i.parent_id, COALESCE(i.language, f.language), "
+    "i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, i.n, i.text_at, i.text_len"
 )
-_EDGE_COLUMNS = "src, kind, dst, dst_name"
+_LIGHT_COLUMNS = (
+    "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
+    "f.module, i.parent_id, i.tokens, i.sig_tokens, i.start_line, i.end_line"
+)
+_EDGE_SELECT = (
+    "SELECT COALESCE(s.id, e.src_id) AS src_key, e.kind, COALESCE(d.id, e.dst_id) AS dst_key, "
+    "e.dst_name FROM edges e LEFT JOIN items s ON s.rowid = e.src "
+    "LEFT JOIN items d ON d.rowid = e.dst"
+)
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
 # Decoded file texts kept for reads; a question reads items of a few dozen files.
@@ -56,7 +64,7 @@ class SQLiteStore:
         self.notices: list[str] = []
         self._lock = threading.RLock()
         self._batch_depth = 0
-        self._texts: OrderedDict[tuple[int, str], str] = OrderedDict()
+        self._files: OrderedDict[tuple[int, str], _FileData] = OrderedDict()
         try:
             self.db = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
@@ -170,8 +178,9 @@ class SQLiteStore:
         text = FileText.unpack(blob)
         # A contentless FTS5 row is deleted by giving back exactly what was indexed.
         rows = db.execute(
-            "SELECT rowid, path, kind, start_line, qualname, text_at, text_len, fts_mode, "
-            "fts_extra, fts_name FROM items WHERE file_id=?",
+            "SELECT i.rowid, COALESCE(i.path, f.path), i.kind, i.start_line, i.qualname, "
+            "i.text_at, i.text_len, i.fts_mode, i.fts_extra, i.fts_name "
+            "FROM items i JOIN files f ON f.id = i.file_id WHERE i.file_id=?",
             (file_id,),
         ).fetchall()
         db.executemany(
@@ -183,8 +192,9 @@ class SQLiteStore:
                 for rowid, ipath, kind, start, qualname, at, n, mode, extra, name in rows
             ],
         )
+        db.execute("DELETE FROM edges WHERE src IN (SELECT rowid FROM items WHERE file_id=?)", (file_id,))
+        db.execute("DELETE FROM edges WHERE src IS NULL AND file_id=?", (file_id,))
         db.execute("DELETE FROM items WHERE file_id=?", (file_id,))
-        db.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
         db.execute("DELETE FROM files WHERE id=?", (file_id,))
 
     def delete_files(self, paths: Iterable[str]) -> int:
@@ -218,40 +228,51 @@ class SQLiteStore:
         the item's text and qualified name).
         """
         blob, spans = pack_texts([row[0] for row in items])
+        details = zlib.compress(
+            json.dumps(
+                [[row[0].signature, row[0].docstring, row[0].meta] for row in items],
+                separators=(",", ":"), ensure_ascii=False, default=str,
+            ).encode("utf-8", "surrogatepass")
+        )
         db = self.db
         with self.transaction():
             self._delete_file_rows(path)
             cur = db.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, "
-                "warnings, text) VALUES (?,?,?,?,?,?,?,?,?)",
+                "warnings, text, details) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (path, mtime_ns, size, hash, language, source, module,
-                 json.dumps(list(warnings)), blob),
+                 json.dumps(list(warnings)), blob, details),
             )
             file_id = cur.lastrowid
             # Explicit row ids let items and their FTS rows go in with two executemany calls.
             next_rowid = (db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items").fetchone()[0]) + 1
             item_rows, fts_rows = [], []
-            for offset, row in enumerate(items):
+            rowid_of: dict[str, int] = {}
+            for n, row in enumerate(items):
                 item, fqname, sig_tokens, content_hash = row[:4]
                 fts_body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
                 fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
                 mode, extra = _fts_recipe(item.text, fts_body)
-                rowid = next_rowid + offset
-                at, length = spans[offset]
+                fq_mode = _fq_mode(fqname, module, item.qualname)
+                rowid = next_rowid + n
+                rowid_of[item.id] = rowid
+                at, length = spans[n]
                 item_rows.append((
-                    rowid, item.id, file_id, item.path, item.kind, item.name, item.qualname, fqname,
-                    item.start_line, item.end_line, item.signature, item.docstring, at, length,
-                    item.parent_id, item.language, json.dumps(item.meta, default=str),
-                    item.tokens, sig_tokens, content_hash, mode, extra,
-                    None if fts_name == item.qualname else fts_name,
+                    rowid, item.id, file_id, n, None if item.path == path else item.path,
+                    item.kind, item.name, item.qualname, None if fq_mode else fqname, fq_mode,
+                    item.start_line, item.end_line, item.parent_id,
+                    None if item.language == language else item.language,
+                    item.tokens, sig_tokens, content_hash,
+                    json.dumps(item.meta["tags"], default=str) if "tags" in item.meta else None,
+                    at, length, mode, extra, None if fts_name == item.qualname else fts_name,
                 ))
                 fts_rows.append(
                     (rowid, fts_name, item.path, fts_body, _fts_kind(item.kind, item.start_line))
                 )
             db.executemany(
-                "INSERT INTO items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, "
-                "end_line, signature, docstring, text_at, text_len, parent_id, language, meta, "
-                "tokens, sig_tokens, content_hash, fts_mode, fts_extra, fts_name) "
+                "INSERT INTO items(rowid, id, file_id, n, path, kind, name, qualname, fqname, "
+                "fq_mode, start_line, end_line, parent_id, language, tokens, sig_tokens, "
+                "content_hash, tags, text_at, text_len, fts_mode, fts_extra, fts_name) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 item_rows,
             )
@@ -259,53 +280,62 @@ class SQLiteStore:
                 "INSERT INTO items_fts(rowid, name, path, body, kind) VALUES (?,?,?,?,?)", fts_rows
             )
             db.executemany(
-                "INSERT INTO edges(src, kind, dst, dst_name, file_id) VALUES (?,?,?,?,?)",
-                [(e.src, e.kind, e.dst, e.dst_name, file_id) for e in edges],
+                "INSERT INTO edges(file_id, src, src_id, kind, dst, dst_id, dst_name) "
+                "VALUES (?,?,?,?,?,?,?)",
+                [
+                    (file_id, rowid_of.get(e.src), None if e.src in rowid_of else e.src, e.kind,
+                     rowid_of.get(e.dst) if e.dst else None,
+                     e.dst if e.dst and e.dst not in rowid_of else None, e.dst_name)
+                    for e in edges
+                ],
             )
             self._bump_generation()
 
     # -- items -------------------------------------------------------------------
 
-    def _file_texts(self, keys: Iterable[tuple[int, str]]) -> dict[int, FileText]:
-        """Decoded texts of these (file id, file hash) pairs, through a small LRU cache
-        (the hash is part of the key because a file id can be reused)."""
-        out: dict[int, FileText] = {}
+    def _file_data(self, keys: Iterable[tuple[int, str]]) -> dict[int, "_FileData"]:
+        """Decoded text and details of these (file id, file hash) pairs, through a small
+        LRU cache (the hash is part of the key because a file id can be reused)."""
+        out: dict[int, _FileData] = {}
         todo: list[int] = []
         for key in set(keys):
-            hit = self._texts.get(key)
+            hit = self._files.get(key)
             if hit is None:
                 todo.append(key[0])
             else:
-                self._texts.move_to_end(key)
+                self._files.move_to_end(key)
                 out[key[0]] = hit
         for chunk in _chunks(todo, _CHUNK):
             marks = ",".join("?" * len(chunk))
-            for file_id, file_hash, blob in self.db.execute(
-                f"SELECT id, hash, text FROM files WHERE id IN ({marks})", chunk
+            for file_id, file_hash, text, details in self.db.execute(
+                f"SELECT id, hash, text, details FROM files WHERE id IN ({marks})", chunk
             ):
-                text = FileText.unpack(blob)
-                out[file_id] = text
-                self._texts[(file_id, file_hash)] = text
-        while len(self._texts) > _TEXT_CACHE_FILES:
-            self._texts.popitem(last=False)
+                data = _FileData(FileText.unpack(text), details)
+                out[file_id] = data
+                self._files[(file_id, file_hash)] = data
+        while len(self._files) > _TEXT_CACHE_FILES:
+            self._files.popitem(last=False)
         return out
 
     def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:
         rows = self.db.execute(
-            f"SELECT {_ITEM_COLUMNS}, f.hash FROM items i JOIN files f ON f.id = i.file_id "
+            f"SELECT {_ITEM_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
             f"WHERE {where} {order}",
             params,
         ).fetchall()
-        texts = self._file_texts((r[17], r[20]) for r in rows)
+        files = self._file_data((r[16], r[17]) for r in rows)
         out = []
-        for (rowid, id_, path, kind, name, qualname, fqname, start, end, sig, doc, parent,
-             lang, meta, tokens, sig_tokens, chash, file_id, at, n, _hash) in rows:
+        for (rowid, id_, path, kind, name, qualname, fqname, fq_mode, module, start, end,
+             parent, lang, tokens, sig_tokens, chash, file_id, _hash, n, at, length) in rows:
+            data = files[file_id]
+            sig, doc, meta = data.details()[n]
             item = Item(
                 id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
-                end_line=end, signature=sig, docstring=doc, text=texts[file_id].slice(at, n),
-                parent_id=parent, language=lang, meta=json.loads(meta), tokens=tokens,
+                end_line=end, signature=sig, docstring=doc, text=data.text.slice(at, length),
+                parent_id=parent, language=lang, meta=meta, tokens=tokens,
             )
-            out.append(StoredItem(rowid, item, fqname, sig_tokens, chash))
+            fq = _fqname(fq_mode, fqname, module, qualname)
+            out.append(StoredItem(rowid, item, fq, sig_tokens, chash))
         return out
 
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
@@ -323,20 +353,25 @@ class SQLiteStore:
         return out
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]:
-        out: list[StoredItem] = []
+        found: dict[int, StoredItem] = {}
         for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
-            out.extend(
-                self._read_items(f"i.path IN ({','.join('?' * len(chunk))})", chunk, "ORDER BY i.rowid")
-            )
-        return out
+            marks = ",".join("?" * len(chunk))
+            # Two indexed lookups: items on their file's path, and the rare item whose
+            # path differs from its file's.
+            for where in (f"i.path IS NULL AND f.path IN ({marks})", f"i.path IN ({marks})"):
+                for stored in self._read_items(where, chunk):
+                    found[stored.rowid] = stored
+        return [found[r] for r in sorted(found)]
 
     def item_light_rows(self) -> list[CatalogueRow]:
         """The light columns of every item: the in-memory catalogue retrieval works on."""
         return [
-            CatalogueRow(*r)
-            for r in self.db.execute(
-                "SELECT rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, "
-                "sig_tokens, start_line, end_line FROM items"
+            CatalogueRow(rowid, id_, path, kind, name, qual, _fqname(fq_mode, fq, module, qual),
+                         parent, tokens, sig_tokens, start, end)
+            for (rowid, id_, path, kind, name, qual, fq, fq_mode, module, parent, tokens,
+                 sig_tokens, start, end) in self.db.execute(
+                f"SELECT {_LIGHT_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
+                "ORDER BY i.rowid"
             )
         ]
 
@@ -365,7 +400,8 @@ class SQLiteStore:
         return [
             (r, str(t))
             for r, t in self.db.execute(
-                "SELECT items.rowid, t.value FROM items, json_each(items.meta, '$.tags') AS t"
+                "SELECT items.rowid, t.value FROM items, json_each(items.tags) AS t "
+                "WHERE items.tags IS NOT NULL"
             )
         ]
 
@@ -407,26 +443,35 @@ class SQLiteStore:
 
     # -- edges -------------------------------------------------------------------
 
-    def _edges_where(self, column: str, values: Sequence[str]) -> list[EdgeRow]:
+    def _edges_where(self, where: str, order: str, values: Sequence[str], times: int = 1) -> list[EdgeRow]:
+        # Ordered as an index on the id would return them (by id, then insertion), which
+        # the graph walk relies on when it keeps the first few edges of a node.
         out: list[EdgeRow] = []
         for chunk in _chunks(list(values), _CHUNK):
             marks = ",".join("?" * len(chunk))
             out.extend(
                 EdgeRow(*r)
                 for r in self.db.execute(
-                    f"SELECT {_EDGE_COLUMNS} FROM edges WHERE {column} IN ({marks})", chunk
+                    f"{_EDGE_SELECT} WHERE {where.format(marks=marks)} ORDER BY {order}, e.rowid",
+                    chunk * times,
                 )
             )
         return out
 
     def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]:
-        return self._edges_where("src", ids)
+        return self._edges_where(
+            "e.src IN (SELECT rowid FROM items WHERE id IN ({marks})) OR e.src_id IN ({marks})",
+            "src_key", ids, 2,
+        )
 
     def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
-        return self._edges_where("dst", ids) + self._edges_where("dst_name", names)
+        return self._edges_where(
+            "e.dst IN (SELECT rowid FROM items WHERE id IN ({marks})) OR e.dst_id IN ({marks})",
+            "dst_key", ids, 2,
+        ) + self._edges_where("e.dst_name IN ({marks})", "e.dst_name", names)
 
     def all_edges(self) -> list[EdgeRow]:
-        return [EdgeRow(*r) for r in self.db.execute(f"SELECT {_EDGE_COLUMNS} FROM edges")]
+        return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
 
     # -- vectors: an item's vector is the cache row for (model, its content hash) ---
 
@@ -523,6 +568,48 @@ class SQLiteStore:
                 cur = self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
             self._bump_generation()
         return cur.rowcount
+
+
+class _FileData:
+    """A file's decoded text, and its items' details decoded on first use."""
+
+    __slots__ = ("text", "_blob", "_details")
+
+    def __init__(self, text: FileText, blob: bytes | None):
+        self.text = text
+        self._blob = blob
+        self._details: list | None = None
+
+    def details(self) -> list:
+        if self._details is None:
+            self._details = json.loads(zlib.decompress(self._blob)) if self._blob else []
+            self._blob = None
+        return self._details
+
+
+def _fq_mode(fqname: str, module: str, qualname: str) -> int:
+    """How ``fqname`` follows from the module and qualified name (0: it does not)."""
+    if module and qualname and fqname == f"{module}.{qualname}":
+        return 1
+    if module and qualname and fqname == f"{module}#{qualname}":
+        return 2
+    if fqname == module:
+        return 3
+    if fqname == qualname:
+        return 4
+    return 0
+
+
+def _fqname(mode: int, stored: str | None, module: str, qualname: str) -> str:
+    if mode == 1:
+        return f"{module}.{qualname}"
+    if mode == 2:
+        return f"{module}#{qualname}"
+    if mode == 3:
+        return module
+    if mode == 4:
+        return qualname
+    return stored or ""
 
 
 def _quote(term: str) -> str:
