@@ -74,17 +74,13 @@ def m002_tables(db: sqlite3.Connection) -> None:
             source TEXT NOT NULL,
             module TEXT NOT NULL DEFAULT '',
             warnings TEXT NOT NULL DEFAULT '[]',
-            -- The text of all the file's items, stored once: zlib-compressed UTF-8 of the
-            -- distinct stretches that items point into (usually the whole file).
-            text BLOB NOT NULL DEFAULT x'',
-            -- zlib-compressed JSON list, one [signature, docstring, meta] per item (by
-            -- items.n): the columns no query filters on, compressed per file because
-            -- a note's sections repeat its frontmatter and link fields.
-            details BLOB NOT NULL DEFAULT x''
+            -- The file's items' text and details (signature, docstring, meta), stored
+            -- once and zlib-compressed together (see store/text.py).
+            data BLOB NOT NULL DEFAULT x''
         );
 
-        -- Columns that can be derived from the file's row are NULL when they are
-        -- (path, language, fqname by fq_mode: 1 module.qualname, 2 module#qualname,
+        -- Columns that can be derived are NULL when they are: path and language from
+        -- the file's row, fqname by fq_mode (1 module.qualname, 2 module#qualname,
         -- 3 module, 4 qualname).
         CREATE TABLE items (
             rowid INTEGER PRIMARY KEY,
@@ -99,7 +95,8 @@ def m002_tables(db: sqlite3.Connection) -> None:
             fq_mode INTEGER NOT NULL,
             start_line INTEGER NOT NULL,
             end_line INTEGER NOT NULL,
-            parent_id TEXT,
+            parent INTEGER,                -- the parent's rowid, when in the same file
+            parent_id TEXT,                -- the parent's id, when not
             language TEXT,
             tokens INTEGER NOT NULL,
             sig_tokens INTEGER NOT NULL,

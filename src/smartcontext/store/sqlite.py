@@ -27,18 +27,18 @@ from ..model import Edge, Item
 from ..words import fts_text, split_identifier  # noqa: F401  (old import path)
 from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
-from .text import FileText, pack_texts
+from .text import FileData, pack_file
 
 log = logging.getLogger("smartcontext.store")
 
 _ITEM_COLUMNS = (
     "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
-    "f.module, i.start_line, i.end_line, i.parent_id, COALESCE(i.language, f.language), "
+    "f.module, i.start_line, i.end_line, COALESCE(p.id, i.parent_id), COALESCE(i.language, f.language), "
     "i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, i.n, i.text_at, i.text_len"
 )
 _LIGHT_COLUMNS = (
     "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
-    "f.module, i.parent_id, i.tokens, i.sig_tokens, i.start_line, i.end_line"
+    "f.module, COALESCE(p.id, i.parent_id), i.tokens, i.sig_tokens, i.start_line, i.end_line"
 )
 _EDGE_SELECT = (
     "SELECT COALESCE(s.id, e.src_id) AS src_key, e.kind, COALESCE(d.id, e.dst_id) AS dst_key, "
@@ -64,7 +64,7 @@ class SQLiteStore:
         self.notices: list[str] = []
         self._lock = threading.RLock()
         self._batch_depth = 0
-        self._files: OrderedDict[tuple[int, str], _FileData] = OrderedDict()
+        self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
         try:
             self.db = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
@@ -171,11 +171,11 @@ class SQLiteStore:
 
     def _delete_file_rows(self, path: str) -> None:
         db = self.db
-        row = db.execute("SELECT id, text FROM files WHERE path=?", (path,)).fetchone()
+        row = db.execute("SELECT id, data FROM files WHERE path=?", (path,)).fetchone()
         if not row:
             return
         file_id, blob = row
-        text = FileText.unpack(blob)
+        text = FileData.unpack(blob)
         # A contentless FTS5 row is deleted by giving back exactly what was indexed.
         rows = db.execute(
             "SELECT i.rowid, COALESCE(i.path, f.path), i.kind, i.start_line, i.qualname, "
@@ -227,27 +227,21 @@ class SQLiteStore:
         followed by the full-text body and name for that item (default: computed from
         the item's text and qualified name).
         """
-        blob, spans = pack_texts([row[0] for row in items])
-        details = zlib.compress(
-            json.dumps(
-                [[row[0].signature, row[0].docstring, row[0].meta] for row in items],
-                separators=(",", ":"), ensure_ascii=False, default=str,
-            ).encode("utf-8", "surrogatepass")
-        )
+        blob, spans = pack_file([row[0] for row in items])
         db = self.db
         with self.transaction():
             self._delete_file_rows(path)
             cur = db.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, "
-                "warnings, text, details) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "warnings, data) VALUES (?,?,?,?,?,?,?,?,?)",
                 (path, mtime_ns, size, hash, language, source, module,
-                 json.dumps(list(warnings)), blob, details),
+                 json.dumps(list(warnings)), blob),
             )
             file_id = cur.lastrowid
             # Explicit row ids let items and their FTS rows go in with two executemany calls.
             next_rowid = (db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items").fetchone()[0]) + 1
             item_rows, fts_rows = [], []
-            rowid_of: dict[str, int] = {}
+            rowid_of = {row[0].id: next_rowid + n for n, row in enumerate(items)}
             for n, row in enumerate(items):
                 item, fqname, sig_tokens, content_hash = row[:4]
                 fts_body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
@@ -255,12 +249,12 @@ class SQLiteStore:
                 mode, extra = _fts_recipe(item.text, fts_body)
                 fq_mode = _fq_mode(fqname, module, item.qualname)
                 rowid = next_rowid + n
-                rowid_of[item.id] = rowid
                 at, length = spans[n]
                 item_rows.append((
                     rowid, item.id, file_id, n, None if item.path == path else item.path,
                     item.kind, item.name, item.qualname, None if fq_mode else fqname, fq_mode,
-                    item.start_line, item.end_line, item.parent_id,
+                    item.start_line, item.end_line, rowid_of.get(item.parent_id or ""),
+                    item.parent_id if item.parent_id and item.parent_id not in rowid_of else None,
                     None if item.language == language else item.language,
                     item.tokens, sig_tokens, content_hash,
                     json.dumps(item.meta["tags"], default=str) if "tags" in item.meta else None,
@@ -271,9 +265,9 @@ class SQLiteStore:
                 )
             db.executemany(
                 "INSERT INTO items(rowid, id, file_id, n, path, kind, name, qualname, fqname, "
-                "fq_mode, start_line, end_line, parent_id, language, tokens, sig_tokens, "
+                "fq_mode, start_line, end_line, parent, parent_id, language, tokens, sig_tokens, "
                 "content_hash, tags, text_at, text_len, fts_mode, fts_extra, fts_name) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 item_rows,
             )
             db.executemany(
@@ -293,10 +287,10 @@ class SQLiteStore:
 
     # -- items -------------------------------------------------------------------
 
-    def _file_data(self, keys: Iterable[tuple[int, str]]) -> dict[int, "_FileData"]:
+    def _file_data(self, keys: Iterable[tuple[int, str]]) -> dict[int, FileData]:
         """Decoded text and details of these (file id, file hash) pairs, through a small
         LRU cache (the hash is part of the key because a file id can be reused)."""
-        out: dict[int, _FileData] = {}
+        out: dict[int, FileData] = {}
         todo: list[int] = []
         for key in set(keys):
             hit = self._files.get(key)
@@ -307,10 +301,10 @@ class SQLiteStore:
                 out[key[0]] = hit
         for chunk in _chunks(todo, _CHUNK):
             marks = ",".join("?" * len(chunk))
-            for file_id, file_hash, text, details in self.db.execute(
-                f"SELECT id, hash, text, details FROM files WHERE id IN ({marks})", chunk
+            for file_id, file_hash, blob in self.db.execute(
+                f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk
             ):
-                data = _FileData(FileText.unpack(text), details)
+                data = FileData.unpack(blob)
                 out[file_id] = data
                 self._files[(file_id, file_hash)] = data
         while len(self._files) > _TEXT_CACHE_FILES:
@@ -320,7 +314,7 @@ class SQLiteStore:
     def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:
         rows = self.db.execute(
             f"SELECT {_ITEM_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
-            f"WHERE {where} {order}",
+            f"LEFT JOIN items p ON p.rowid = i.parent WHERE {where} {order}",
             params,
         ).fetchall()
         files = self._file_data((r[16], r[17]) for r in rows)
@@ -331,7 +325,7 @@ class SQLiteStore:
             sig, doc, meta = data.details()[n]
             item = Item(
                 id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
-                end_line=end, signature=sig, docstring=doc, text=data.text.slice(at, length),
+                end_line=end, signature=sig, docstring=doc, text=data.slice(at, length),
                 parent_id=parent, language=lang, meta=meta, tokens=tokens,
             )
             fq = _fqname(fq_mode, fqname, module, qualname)
@@ -371,7 +365,7 @@ class SQLiteStore:
             for (rowid, id_, path, kind, name, qual, fq, fq_mode, module, parent, tokens,
                  sig_tokens, start, end) in self.db.execute(
                 f"SELECT {_LIGHT_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
-                "ORDER BY i.rowid"
+                "LEFT JOIN items p ON p.rowid = i.parent ORDER BY i.rowid"
             )
         ]
 
@@ -568,23 +562,6 @@ class SQLiteStore:
                 cur = self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
             self._bump_generation()
         return cur.rowcount
-
-
-class _FileData:
-    """A file's decoded text, and its items' details decoded on first use."""
-
-    __slots__ = ("text", "_blob", "_details")
-
-    def __init__(self, text: FileText, blob: bytes | None):
-        self.text = text
-        self._blob = blob
-        self._details: list | None = None
-
-    def details(self) -> list:
-        if self._details is None:
-            self._details = json.loads(zlib.decompress(self._blob)) if self._blob else []
-            self._blob = None
-        return self._details
 
 
 def _fq_mode(fqname: str, module: str, qualname: str) -> int:

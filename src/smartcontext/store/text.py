@@ -8,6 +8,7 @@ item), and each item records where its text lies in it.
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,11 +48,16 @@ class _Stretch:
         return None if at < 0 else at
 
 
-def pack_texts(items: Sequence[Item]) -> tuple[bytes, list[tuple[int, int]]]:
-    """The compressed file text and each item's ``(offset, length)`` in it, in input order.
+def pack_file(items: Sequence[Item]) -> tuple[bytes, list[tuple[int, int]]]:
+    """The file's stored form and each item's text span ``(offset, length)`` in it.
 
-    Longest texts first, so containers become stretches and their members point into
-    them; a text found in no stretch (on its start line) becomes a stretch of its own.
+    The stored form is one zlib stream: the JSON list of each item's details
+    (``[signature, docstring, meta]``), a NUL, then the file text. Compressed together,
+    a note's frontmatter in its text and in its sections' meta costs little.
+
+    The file text is made of stretches: longest item texts first, so containers become
+    stretches and their members point into them; a text found in no stretch (on its
+    start line) becomes a stretch of its own.
     """
     spans: list[tuple[int, int]] = [(0, 0)] * len(items)
     stretches: list[_Stretch] = []
@@ -72,23 +78,38 @@ def pack_texts(items: Sequence[Item]) -> tuple[bytes, list[tuple[int, int]]]:
             where = size
             size += len(text)
         spans[i] = (where, len(text))
-    joined = "".join(s.text for s in stretches)
-    return zlib.compress(joined.encode(_ENCODING, _ERRORS), 6), spans
+    details = json.dumps(
+        [[it.signature, it.docstring, it.meta] for it in items],
+        separators=(",", ":"), ensure_ascii=False, default=str,
+    )
+    # JSON escapes control characters, so the first NUL ends it.
+    raw = details + "\0" + "".join(s.text for s in stretches)
+    return zlib.compress(raw.encode(_ENCODING, _ERRORS), 6), spans
 
 
-class FileText:
-    """A file's decoded text; items read their text as slices of it."""
+class FileData:
+    """A file's stored form, decoded: its text (items read slices of it) and its
+    items' details (parsed on first use)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("text", "_details", "_parsed")
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, details: str):
         self.text = text
+        self._details = details
+        self._parsed: list | None = None
 
     @classmethod
-    def unpack(cls, blob: bytes | None) -> "FileText":
+    def unpack(cls, blob: bytes | None) -> "FileData":
         if not blob:
-            return cls("")
-        return cls(zlib.decompress(blob).decode(_ENCODING, _ERRORS))
+            return cls("", "[]")
+        details, _, text = zlib.decompress(blob).decode(_ENCODING, _ERRORS).partition("\0")
+        return cls(text, details)
 
     def slice(self, at: int, length: int) -> str:
         return self.text[at : at + length]
+
+    def details(self) -> list:
+        """``[signature, docstring, meta]`` of each item, by its position in the file."""
+        if self._parsed is None:
+            self._parsed = json.loads(self._details)
+        return self._parsed
