@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 
-from ..store.base import Store
+from ..store.base import CatalogueRow, Store
 
 _TEST_FILE = re.compile(
     r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
@@ -26,20 +25,8 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_FILE.search(path.lower()))
 
 
-@dataclass(slots=True)
-class Entry:
-    rowid: int
-    id: str
-    path: str
-    kind: str
-    name: str
-    qualname: str
-    fqname: str
-    parent_id: str | None
-    tokens: int
-    sig_tokens: int
-    start_line: int
-    end_line: int
+# One item's light columns, as the store returns them.
+Entry = CatalogueRow
 
 
 class Catalogue:
@@ -54,8 +41,7 @@ class Catalogue:
         self.by_stem: dict[str, list[str]] = defaultdict(list)  # file stem -> paths
         self.children: dict[str, list[int]] = defaultdict(list)
         self.test_paths: set[str] = set()
-        for row in store.item_light_rows():
-            e = Entry(*row)
+        for e in store.item_light_rows():
             self.entries[e.rowid] = e
             self.by_id[e.id] = e.rowid
             self.by_name[e.name.lower()].append(e.rowid)

@@ -14,6 +14,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
@@ -70,7 +71,7 @@ class SQLiteStore:
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
             )
             self.db.execute("PRAGMA busy_timeout=30000")
-            self.db.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(self.db)
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             legacy = self.db.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
@@ -587,6 +588,22 @@ def _fqname(mode: int, stored: str | None, module: str, qualname: str) -> str:
     if mode == 4:
         return qualname
     return stored or ""
+
+
+def _enable_wal(db: sqlite3.Connection, wait: float = 30.0) -> None:
+    """Switch a new file to WAL. The switch needs an exclusive lock and SQLite does not
+    wait for it (no busy handler) when another process is creating the same index, so
+    retry until that process is done; an index already in WAL mode needs nothing."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _quote(term: str) -> str:
