@@ -274,3 +274,15 @@ def test_store_satisfies_the_protocol(tmp_path):
     from smartcontext.store import Store as StoreProtocol
 
     assert isinstance(open_store(tmp_path / "i.db"), StoreProtocol)
+
+
+def test_compact_reclaims_freed_pages_only_when_worth_it(tmp_path):
+    s = Store(tmp_path / "i.db")
+    assert s.compact() is False  # nothing freed
+    for i in range(40):
+        _code_file(s, path=f"m{i}.py", extra="\n# padding line\n" * 200)
+    s.delete_files([f"m{i}.py" for i in range(35)])
+    free_before = s.db.execute("PRAGMA freelist_count").fetchone()[0]
+    assert free_before > 0 and s.compact() is True
+    assert s.db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert s.counts()["files"] == 5 and len(s.items_in_paths(["m39.py"])) == 3

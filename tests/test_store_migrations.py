@@ -92,6 +92,8 @@ def test_a_workspace_with_a_first_format_index_rebuilds_it(sample_repo):
     result = ws.context("How is the cart total computed?", max_tokens=2000)
     assert "Cart" in result.text
     assert ws.status().files > 0 and "built_index" in result.stats
+    warnings = result.stats["built_index"]["warnings"]
+    assert any("older format" in w for w in warnings)
     ws.close()
 
 

@@ -106,6 +106,10 @@ class Store(Protocol):
         """Group many writes (whole files) into one atomic commit."""
         ...
 
+    def compact(self) -> bool:
+        """Reclaim space freed by writes, when worth it; returns whether it did."""
+        ...
+
     # -- meta ----------------------------------------------------------------------
     def generation(self) -> int: ...
 

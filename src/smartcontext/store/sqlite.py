@@ -48,7 +48,7 @@ _EDGE_SELECT = (
 )
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
-# Decoded file texts kept for reads; a question reads items of a few dozen files.
+# Decoded files kept for reads; a question reads items of a few dozen files.
 _TEXT_CACHE_FILES = 64
 
 # bm25() weights of the FTS columns name, path, body, kind.
@@ -66,6 +66,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._batch_depth = 0
         self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
+        self._files_lock = threading.Lock()  # readers on several threads share the cache
         try:
             self.db = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
@@ -155,6 +156,19 @@ class SQLiteStore:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    def compact(self) -> bool:
+        """Give the pages that indexing freed (FTS5 segment merges, rewritten files) back
+        to the file system when they are more than a twentieth of the file; returns
+        whether it did."""
+        with self._lock:
+            pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+            free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+            if not pages or free * 20 < pages:
+                return False
+            self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return True
 
     # -- files -------------------------------------------------------------------
 
@@ -293,23 +307,25 @@ class SQLiteStore:
         LRU cache (the hash is part of the key because a file id can be reused)."""
         out: dict[int, FileData] = {}
         todo: list[int] = []
-        for key in set(keys):
-            hit = self._files.get(key)
-            if hit is None:
-                todo.append(key[0])
-            else:
-                self._files.move_to_end(key)
-                out[key[0]] = hit
+        with self._files_lock:
+            for key in set(keys):
+                hit = self._files.get(key)
+                if hit is None:
+                    todo.append(key[0])
+                else:
+                    self._files.move_to_end(key)
+                    out[key[0]] = hit
+        fresh: dict[tuple[int, str], FileData] = {}
         for chunk in _chunks(todo, _CHUNK):
             marks = ",".join("?" * len(chunk))
             for file_id, file_hash, blob in self.db.execute(
                 f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk
             ):
-                data = FileData.unpack(blob)
-                out[file_id] = data
-                self._files[(file_id, file_hash)] = data
-        while len(self._files) > _TEXT_CACHE_FILES:
-            self._files.popitem(last=False)
+                out[file_id] = fresh[(file_id, file_hash)] = FileData.unpack(blob)
+        with self._files_lock:
+            self._files.update(fresh)
+            while len(self._files) > _TEXT_CACHE_FILES:
+                self._files.popitem(last=False)
         return out
 
     def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:

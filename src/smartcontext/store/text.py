@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from itertools import accumulate
 
 from ..model import Item
 
@@ -19,32 +19,28 @@ _ENCODING = "utf-8"
 _ERRORS = "surrogatepass"
 
 
-@dataclass
 class _Stretch:
-    start_line: int
-    offset: int  # where it begins in the file text
-    text: str
-    line_starts: list[int] = field(default_factory=list)
+    """A piece of the file text that item texts are looked up in."""
 
-    @property
-    def end_line(self) -> int:
-        return self.start_line + self.text.count("\n")
+    __slots__ = ("start_line", "end_line", "offset", "text", "_line_starts")
+
+    def __init__(self, start_line: int, offset: int, text: str):
+        self.start_line = start_line
+        self.end_line = start_line + text.count("\n")
+        self.offset = offset  # where it begins in the file text
+        self.text = text
+        self._line_starts: list[int] | None = None
 
     def find(self, text: str, line: int) -> int | None:
         """Where ``text`` starts within this stretch, if it starts on ``line``."""
-        if not self.line_starts:
-            self.line_starts = [0]
-            pos = self.text.find("\n")
-            while pos >= 0:
-                self.line_starts.append(pos + 1)
-                pos = self.text.find("\n", pos + 1)
+        if self._line_starts is None:
+            self._line_starts = list(accumulate((len(x) + 1 for x in self.text.split("\n")), initial=0))
+        starts = self._line_starts
         i = line - self.start_line
-        if i < 0 or i >= len(self.line_starts):
+        if i < 0 or i + 1 >= len(starts):
             return None
-        begin = self.line_starts[i]
-        line_end = self.line_starts[i + 1] if i + 1 < len(self.line_starts) else len(self.text)
         # Bounded: the text must start on that line (a method's text may skip its indent).
-        at = self.text.find(text, begin, line_end + len(text))
+        at = self.text.find(text, starts[i], starts[i + 1] + len(text))
         return None if at < 0 else at
 
 
