@@ -67,6 +67,7 @@ class SQLiteStore:
         self._batch_depth = 0
         self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
         self._files_lock = threading.Lock()  # readers on several threads share the cache
+        self._vector_models: tuple[int, dict[str, int]] | None = None
         try:
             self.db = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
@@ -530,6 +531,12 @@ class SQLiteStore:
         return rowids, matrix.reshape(len(rows), -1)
 
     def vector_models(self) -> dict[str, int]:
+        # Asked on every question (is there a vector index?); the join is counted once
+        # per index generation, which every write that adds items or vectors bumps.
+        generation = self.generation()
+        cached = self._vector_models
+        if cached is not None and cached[0] == generation:
+            return dict(cached[1])
         out: dict[str, int] = {}
         for (model,) in self.db.execute("SELECT DISTINCT model FROM embedding_cache").fetchall():
             n = self.db.execute(
@@ -539,7 +546,8 @@ class SQLiteStore:
             ).fetchone()[0]
             if n:
                 out[model] = n
-        return out
+        self._vector_models = (generation, out)
+        return dict(out)
 
     # -- embedding cache -------------------------------------------------------------
 
