@@ -86,7 +86,8 @@ def m002_tables(db: sqlite3.Connection) -> None:
             rowid INTEGER PRIMARY KEY,
             id TEXT NOT NULL UNIQUE,
             file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-            n INTEGER NOT NULL,
+            details_at INTEGER NOT NULL,   -- the item's [signature, docstring, meta]
+            details_len INTEGER NOT NULL,  --   as JSON, in the file's data
             path TEXT,
             kind TEXT NOT NULL,
             name TEXT NOT NULL,

@@ -35,7 +35,8 @@ log = logging.getLogger("smartcontext.store")
 _ITEM_COLUMNS = (
     "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
     "f.module, i.start_line, i.end_line, COALESCE(p.id, i.parent_id), COALESCE(i.language, f.language), "
-    "i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, i.n, i.text_at, i.text_len"
+    "i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, i.details_at, i.details_len, "
+    "i.text_at, i.text_len"
 )
 _LIGHT_COLUMNS = (
     "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
@@ -48,8 +49,9 @@ _EDGE_SELECT = (
 )
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
-# Decoded files kept for reads; a question reads items of a few dozen files.
-_TEXT_CACHE_FILES = 64
+# Decoded files kept for reads: a question reads items of about a hundred files, and
+# the next question often returns to them (a few MB for a large vault).
+_TEXT_CACHE_FILES = 512
 
 # bm25() weights of the FTS columns name, path, body, kind.
 _BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
@@ -243,7 +245,7 @@ class SQLiteStore:
         followed by the full-text body and name for that item (default: computed from
         the item's text and qualified name).
         """
-        blob, spans = pack_file([row[0] for row in items])
+        blob, spans, detail_spans = pack_file([row[0] for row in items])
         db = self.db
         with self.transaction():
             self._delete_file_rows(path)
@@ -267,7 +269,7 @@ class SQLiteStore:
                 rowid = next_rowid + n
                 at, length = spans[n]
                 item_rows.append((
-                    rowid, item.id, file_id, n, None if item.path == path else item.path,
+                    rowid, item.id, file_id, *detail_spans[n], None if item.path == path else item.path,
                     item.kind, item.name, item.qualname, None if fq_mode else fqname, fq_mode,
                     item.start_line, item.end_line, rowid_of.get(item.parent_id or ""),
                     item.parent_id if item.parent_id and item.parent_id not in rowid_of else None,
@@ -280,10 +282,10 @@ class SQLiteStore:
                     (rowid, fts_name, item.path, fts_body, _fts_kind(item.kind, item.start_line))
                 )
             db.executemany(
-                "INSERT INTO items(rowid, id, file_id, n, path, kind, name, qualname, fqname, "
+                "INSERT INTO items(rowid, id, file_id, details_at, details_len, path, kind, name, qualname, fqname, "
                 "fq_mode, start_line, end_line, parent, parent_id, language, tokens, sig_tokens, "
                 "content_hash, tags, text_at, text_len, fts_mode, fts_extra, fts_name) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 item_rows,
             )
             db.executemany(
@@ -338,9 +340,9 @@ class SQLiteStore:
         files = self._file_data((r[16], r[17]) for r in rows)
         out = []
         for (rowid, id_, path, kind, name, qualname, fqname, fq_mode, module, start, end,
-             parent, lang, tokens, sig_tokens, chash, file_id, _hash, n, at, length) in rows:
+             parent, lang, tokens, sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
             data = files[file_id]
-            sig, doc, meta = data.details()[n]
+            sig, doc, meta = data.details(d_at, d_len)
             item = Item(
                 id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
                 end_line=end, signature=sig, docstring=doc, text=data.slice(at, length),

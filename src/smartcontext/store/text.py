@@ -44,12 +44,16 @@ class _Stretch:
         return None if at < 0 else at
 
 
-def pack_file(items: Sequence[Item]) -> tuple[bytes, list[tuple[int, int]]]:
-    """The file's stored form and each item's text span ``(offset, length)`` in it.
+def pack_file(
+    items: Sequence[Item],
+) -> tuple[bytes, list[tuple[int, int]], list[tuple[int, int]]]:
+    """The file's stored form, and each item's text span and details span in it.
 
-    The stored form is one zlib stream: the JSON list of each item's details
-    (``[signature, docstring, meta]``), a NUL, then the file text. Compressed together,
-    a note's frontmatter in its text and in its sections' meta costs little.
+    The stored form is one zlib stream of one string: the file text, then each item's
+    details (``[signature, docstring, meta]`` as JSON) one after another. Spans are
+    ``(offset, length)`` in characters, so a reader decodes only the details it needs;
+    compressed together, a note's frontmatter in its text and in its sections' meta
+    costs little.
 
     The file text is made of stretches: longest item texts first, so containers become
     stretches and their members point into them; a text found in no stretch (on its
@@ -74,38 +78,32 @@ def pack_file(items: Sequence[Item]) -> tuple[bytes, list[tuple[int, int]]]:
             where = size
             size += len(text)
         spans[i] = (where, len(text))
-    details = json.dumps(
-        [[it.signature, it.docstring, it.meta] for it in items],
-        separators=(",", ":"), ensure_ascii=False, default=str,
-    )
-    # JSON escapes control characters, so the first NUL ends it.
-    raw = details + "\0" + "".join(s.text for s in stretches)
-    return zlib.compress(raw.encode(_ENCODING, _ERRORS), 6), spans
+    parts = [s.text for s in stretches]
+    detail_spans = []
+    for it in items:
+        details = json.dumps([it.signature, it.docstring, it.meta], separators=(",", ":"),
+                             ensure_ascii=False, default=str)
+        detail_spans.append((size, len(details)))
+        parts.append(details)
+        size += len(details)
+    return zlib.compress("".join(parts).encode(_ENCODING, _ERRORS), 6), spans, detail_spans
 
 
 class FileData:
-    """A file's stored form, decoded: its text (items read slices of it) and its
-    items' details (parsed on first use)."""
+    """A file's stored form, decoded; items read their text and details as slices."""
 
-    __slots__ = ("text", "_details", "_parsed")
+    __slots__ = ("text",)
 
-    def __init__(self, text: str, details: str):
+    def __init__(self, text: str):
         self.text = text
-        self._details = details
-        self._parsed: list | None = None
 
     @classmethod
     def unpack(cls, blob: bytes | None) -> "FileData":
-        if not blob:
-            return cls("", "[]")
-        details, _, text = zlib.decompress(blob).decode(_ENCODING, _ERRORS).partition("\0")
-        return cls(text, details)
+        return cls(zlib.decompress(blob).decode(_ENCODING, _ERRORS) if blob else "")
 
     def slice(self, at: int, length: int) -> str:
         return self.text[at : at + length]
 
-    def details(self) -> list:
-        """``[signature, docstring, meta]`` of each item, by its position in the file."""
-        if self._parsed is None:
-            self._parsed = json.loads(self._details)
-        return self._parsed
+    def details(self, at: int, length: int) -> list:
+        """``[signature, docstring, meta]`` of the item whose details are at this span."""
+        return json.loads(self.text[at : at + length])
