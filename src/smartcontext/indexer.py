@@ -172,12 +172,12 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     if file.source == "code":
         bodies = _fts_bodies(items, text_of(data).split("\n"))
     else:
-        from .store.sqlite import fts_text
+        from .words import fts_text
 
         bodies = [fts_text(it.text) for it in items]
     # Everything the store needs is computed here, in the worker, so the parent process
     # only writes rows.
-    from .store.sqlite import fts_text as _fts_name
+    from .words import fts_text as _fts_name
 
     rows = []
     for i, item in enumerate(items):
@@ -201,7 +201,7 @@ def _fts_bodies(items: list[Item], lines: list[str]) -> list[str | None]:
     members do not cover, so a file's text enters the index about twice (once for the
     whole file, once spread over its symbols) instead of once per nesting level.
     The whole-file row also gets camelCase parts, for file-level BM25."""
-    from .store.sqlite import fts_text
+    from .words import fts_text
 
     spans: dict[str, list[tuple[int, int]]] = {}
     for it in items:
