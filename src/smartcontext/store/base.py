@@ -127,18 +127,8 @@ class Store(Protocol):
     def delete_files(self, paths: Iterable[str]) -> int: ...
 
     def replace_file(
-        self,
-        *,
-        path: str,
-        mtime_ns: int,
-        size: int,
-        hash: str,
-        language: str,
-        source: str,
-        module: str,
-        warnings: Sequence[str],
-        items: Sequence[ItemRow],
-        edges: Sequence[Edge],
+        self, *, path: str, mtime_ns: int, size: int, hash: str, language: str, source: str,
+        module: str, warnings: Sequence[str], items: Sequence[ItemRow], edges: Sequence[Edge],
     ) -> None:
         """Replace everything known about ``path`` (items, edges, full text) atomically."""
         ...
