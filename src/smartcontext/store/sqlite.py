@@ -28,7 +28,7 @@ from ..model import Edge, Item
 from ..words import fts_text, split_identifier  # noqa: F401  (old import path)
 from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
-from .text import FileData, pack_file
+from .text import JSON, FileData, pack_file
 
 log = logging.getLogger("smartcontext.store")
 
@@ -275,7 +275,7 @@ class SQLiteStore:
                     item.parent_id if item.parent_id and item.parent_id not in rowid_of else None,
                     None if item.language == language else item.language,
                     item.tokens, sig_tokens, content_hash,
-                    json.dumps(item.meta["tags"], default=str) if "tags" in item.meta else None,
+                    JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
                     at, length, mode, extra, None if fts_name == item.qualname else fts_name,
                 ))
                 fts_rows.append(

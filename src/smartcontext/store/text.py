@@ -17,6 +17,11 @@ from ..model import Item
 
 _ENCODING = "utf-8"
 _ERRORS = "surrogatepass"
+# Measured on a vault and a repository: level 4 is within 1-5% of level 6's size and
+# compresses 15-40% faster (it runs in the indexing process for every file).
+_LEVEL = 4
+# Compact JSON, built once (json.dumps with options builds an encoder per call).
+JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 class _Stretch:
@@ -81,12 +86,11 @@ def pack_file(
     parts = [s.text for s in stretches]
     detail_spans = []
     for it in items:
-        details = json.dumps([it.signature, it.docstring, it.meta], separators=(",", ":"),
-                             ensure_ascii=False, default=str)
+        details = JSON.encode([it.signature, it.docstring, it.meta])
         detail_spans.append((size, len(details)))
         parts.append(details)
         size += len(details)
-    return zlib.compress("".join(parts).encode(_ENCODING, _ERRORS), 6), spans, detail_spans
+    return zlib.compress("".join(parts).encode(_ENCODING, _ERRORS), _LEVEL), spans, detail_spans
 
 
 class FileData:
