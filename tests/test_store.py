@@ -154,7 +154,9 @@ def test_items_read_back_exactly_as_written(tmp_path):
     s = Store(tmp_path / "i.db")
     written = _code_file(s)
     notes = [_md("n/a.md", "", 1, 2, "intro line\nmore 🙂"),
-             _md("n/a.md", "Héading", 3, 4, "# Héading\nbody text", parent="n/a.md")]
+             _md("n/a.md", "Héading", 3, 4, "# Héading\nbody text", parent="n/a.md"),
+             _md("n/a.md", "Héading", 5, 6, "part two", parent="n/a.md#Héading")]
+    notes[2].id = "n/a.md#Héading@5"  # an id that does not follow from path and name
     s.replace_file(path="n/a.md", mtime_ns=1, size=9, hash="m", language="markdown", source="markdown",
                    module="n/a", warnings=[], items=[(it, f"n/a#{it.qualname}", 2, "c" + it.id) for it in notes],
                    edges=[Edge("n/a.md", "contains", dst="n/a.md#Héading"),
@@ -169,11 +171,13 @@ def test_items_read_back_exactly_as_written(tmp_path):
     assert rows[2].parent_id == "pkg/mod.py::HTTPAdapter" and rows[2].fqname == "pkg.mod.HTTPAdapter.send"
     by_row = s.items_by_rowids([r.rowid for r in rows])
     assert {si.item.id for si in by_row.values()} == {r.id for r in rows}
-    assert [si.item.id for si in s.items_in_paths(["n/a.md", "missing.md"])] == ["n/a.md", "n/a.md#Héading"]
-    assert s.item_count() == 5
-    assert s.kind_counts() == {"module": 1, "class": 1, "method": 1, "section": 2}
-    assert sorted(t for _, t in s.tag_rows()) == ["notes", "notes"]
-    assert s.counts() == {"files": 2, "items": 5, "edges": 6, "vectors": 0}
+    assert [si.item.id for si in s.items_in_paths(["n/a.md", "missing.md"])] == [
+        "n/a.md", "n/a.md#Héading", "n/a.md#Héading@5"]
+    assert rows[-1].parent_id == "n/a.md#Héading"
+    assert s.item_count() == 6
+    assert s.kind_counts() == {"module": 1, "class": 1, "method": 1, "section": 3}
+    assert sorted(t for _, t in s.tag_rows()) == ["notes", "notes", "notes"]
+    assert s.counts() == {"files": 2, "items": 6, "edges": 6, "vectors": 0}
 
 
 def test_file_states_touch_and_warnings(tmp_path):
@@ -248,7 +252,7 @@ def test_vectors_are_the_cache_rows_of_content_hashes(tmp_path):
     assert list(ids) == [rows[0]] and np.array_equal(mat, np.ones((1, 4), dtype=np.float32))
     # an item with the same content elsewhere shares the vector
     _put(s, "b.py", [_item("b.py", "f")], hash="h9")
-    s.db.execute("UPDATE items SET content_hash = 'ca.py::f' WHERE id = 'b.py::f'")
+    s.db.execute("UPDATE items SET content_hash = 'ca.py::f' WHERE content_hash = 'cb.py::f'")
     assert s.vector_models() == {"m": 2}
     assert set(s.cached_vectors("m", ["ca.py::f", "nope"])) == {"ca.py::f"}
     g = s.generation()

@@ -84,7 +84,9 @@ def m002_tables(db: sqlite3.Connection) -> None:
         -- 3 module, 4 qualname).
         CREATE TABLE items (
             rowid INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
+            id_key INTEGER NOT NULL UNIQUE,  -- 64-bit hash of the id: lookups, uniqueness
+            id_mode INTEGER NOT NULL,      -- 1 path, 2 path#qualname, 3 path::qualname
+            id TEXT,                       -- the id, when id_mode is 0
             file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
             details_at INTEGER NOT NULL,   -- the item's [signature, docstring, meta]
             details_len INTEGER NOT NULL,  --   as JSON, in the file's data

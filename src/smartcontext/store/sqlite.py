@@ -10,6 +10,7 @@ content hash.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sqlite3
@@ -32,20 +33,37 @@ from .text import JSON, FileData, pack_file
 
 log = logging.getLogger("smartcontext.store")
 
+
+
+def _id_sql(item: str, file: str) -> str:
+    """SQL for the id of item alias ``item`` (whose file is alias ``file``); see id_mode."""
+    path = f"COALESCE({item}.path, {file}.path)"
+    return (
+        f"CASE {item}.id_mode WHEN 1 THEN {path} WHEN 2 THEN {path} || '#' || {item}.qualname "
+        f"WHEN 3 THEN {path} || '::' || {item}.qualname ELSE {item}.id END"
+    )
+
+
+# A parent in the same file is joined as ``p``; one elsewhere keeps its id in parent_id.
+_PARENT_SQL = f"CASE WHEN p.rowid IS NULL THEN i.parent_id ELSE {_id_sql('p', 'f')} END"
 _ITEM_COLUMNS = (
-    "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
-    "f.module, i.start_line, i.end_line, COALESCE(p.id, i.parent_id), COALESCE(i.language, f.language), "
+    f"i.rowid, {_id_sql('i', 'f')}, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, "
+    "i.fqname, i.fq_mode, "
+    f"f.module, i.start_line, i.end_line, {_PARENT_SQL}, COALESCE(i.language, f.language), "
     "i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, i.details_at, i.details_len, "
     "i.text_at, i.text_len"
 )
 _LIGHT_COLUMNS = (
-    "i.rowid, i.id, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, i.fqname, i.fq_mode, "
-    "f.module, COALESCE(p.id, i.parent_id), i.tokens, i.sig_tokens, i.start_line, i.end_line"
+    f"i.rowid, {_id_sql('i', 'f')}, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, "
+    "i.fqname, i.fq_mode, "
+    f"f.module, {_PARENT_SQL}, i.tokens, i.sig_tokens, i.start_line, i.end_line"
 )
+# An edge's src and dst rows are items of the edge's own file.
 _EDGE_SELECT = (
-    "SELECT COALESCE(s.id, e.src_id) AS src_key, e.kind, COALESCE(d.id, e.dst_id) AS dst_key, "
-    "e.dst_name FROM edges e LEFT JOIN items s ON s.rowid = e.src "
-    "LEFT JOIN items d ON d.rowid = e.dst"
+    f"SELECT CASE WHEN e.src IS NULL THEN e.src_id ELSE {_id_sql('s', 'ef')} END AS src_key, "
+    f"e.kind, CASE WHEN e.dst IS NULL THEN e.dst_id ELSE {_id_sql('d', 'ef')} END AS dst_key, "
+    "e.dst_name FROM edges e JOIN files ef ON ef.id = e.file_id "
+    "LEFT JOIN items s ON s.rowid = e.src LEFT JOIN items d ON d.rowid = e.dst"
 )
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
@@ -266,10 +284,12 @@ class SQLiteStore:
                 fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
                 mode, extra = _fts_recipe(item.text, fts_body)
                 fq_mode = _fq_mode(fqname, module, item.qualname)
+                id_mode = _id_mode(item.id, item.path, item.qualname)
                 rowid = next_rowid + n
                 at, length = spans[n]
                 item_rows.append((
-                    rowid, item.id, file_id, *detail_spans[n], None if item.path == path else item.path,
+                    rowid, _id_key(item.id), id_mode, None if id_mode else item.id, file_id,
+                    *detail_spans[n], None if item.path == path else item.path,
                     item.kind, item.name, item.qualname, None if fq_mode else fqname, fq_mode,
                     item.start_line, item.end_line, rowid_of.get(item.parent_id or ""),
                     item.parent_id if item.parent_id and item.parent_id not in rowid_of else None,
@@ -282,10 +302,11 @@ class SQLiteStore:
                     (rowid, fts_name, item.path, fts_body, _fts_kind(item.kind, item.start_line))
                 )
             db.executemany(
-                "INSERT INTO items(rowid, id, file_id, details_at, details_len, path, kind, name, qualname, fqname, "
+                "INSERT INTO items(rowid, id_key, id_mode, id, file_id, details_at, details_len, path, "
+                "kind, name, qualname, fqname, "
                 "fq_mode, start_line, end_line, parent, parent_id, language, tokens, sig_tokens, "
                 "content_hash, tags, text_at, text_len, fts_mode, fts_extra, fts_name) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 item_rows,
             )
             db.executemany(
@@ -362,8 +383,11 @@ class SQLiteStore:
     def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
         out: dict[str, StoredItem] = {}
         for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
-            for stored in self._read_items(f"i.id IN ({','.join('?' * len(chunk))})", chunk):
-                out[stored.item.id] = stored
+            wanted = set(chunk)
+            marks = ",".join("?" * len(chunk))
+            for stored in self._read_items(f"i.id_key IN ({marks})", [_id_key(i) for i in chunk]):
+                if stored.item.id in wanted:  # never trust a 64-bit key alone
+                    out[stored.item.id] = stored
         return out
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]:
@@ -457,32 +481,36 @@ class SQLiteStore:
 
     # -- edges -------------------------------------------------------------------
 
-    def _edges_where(self, where: str, order: str, values: Sequence[str], times: int = 1) -> list[EdgeRow]:
+    def _edges_where(self, where: str, order: str, values: Sequence[str], by_key: bool) -> list[EdgeRow]:
         # Ordered as an index on the id would return them (by id, then insertion), which
         # the graph walk relies on when it keeps the first few edges of a node.
         out: list[EdgeRow] = []
         for chunk in _chunks(list(values), _CHUNK):
             marks = ",".join("?" * len(chunk))
-            out.extend(
-                EdgeRow(*r)
-                for r in self.db.execute(
-                    f"{_EDGE_SELECT} WHERE {where.format(marks=marks)} ORDER BY {order}, e.rowid",
-                    chunk * times,
-                )
+            params = [_id_key(v) for v in chunk] + chunk if by_key else chunk
+            rows = self.db.execute(
+                f"{_EDGE_SELECT} WHERE {where.format(marks=marks)} ORDER BY {order}, e.rowid",
+                params,
             )
+            if by_key:
+                wanted = set(chunk)
+                column = 0 if order == "src_key" else 2
+                out.extend(EdgeRow(*r) for r in rows if r[column] in wanted)
+            else:
+                out.extend(EdgeRow(*r) for r in rows)
         return out
 
     def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]:
         return self._edges_where(
-            "e.src IN (SELECT rowid FROM items WHERE id IN ({marks})) OR e.src_id IN ({marks})",
-            "src_key", ids, 2,
+            "e.src IN (SELECT rowid FROM items WHERE id_key IN ({marks})) OR e.src_id IN ({marks})",
+            "src_key", ids, by_key=True,
         )
 
     def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
         return self._edges_where(
-            "e.dst IN (SELECT rowid FROM items WHERE id IN ({marks})) OR e.dst_id IN ({marks})",
-            "dst_key", ids, 2,
-        ) + self._edges_where("e.dst_name IN ({marks})", "e.dst_name", names)
+            "e.dst IN (SELECT rowid FROM items WHERE id_key IN ({marks})) OR e.dst_id IN ({marks})",
+            "dst_key", ids, by_key=True,
+        ) + self._edges_where("e.dst_name IN ({marks})", "e.dst_name", names, by_key=False)
 
     def all_edges(self) -> list[EdgeRow]:
         return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
@@ -589,6 +617,24 @@ class SQLiteStore:
                 cur = self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
             self._bump_generation()
         return cur.rowcount
+
+
+def _id_key(item_id: str) -> int:
+    """The 64-bit key an item is found by: its id's full text is mostly derivable and
+    left out of the row, and an index on this key is a tenth of an index on the text."""
+    digest = hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _id_mode(item_id: str, path: str, qualname: str) -> int:
+    """How an item's id follows from its path and qualified name (0: it does not)."""
+    if item_id == path:
+        return 1
+    if item_id == f"{path}#{qualname}":
+        return 2
+    if item_id == f"{path}::{qualname}":
+        return 3
+    return 0
 
 
 def _fq_mode(fqname: str, module: str, qualname: str) -> int:
