@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..model import ItemKind
-from ..store.sqlite import Store, StoredItem
+from ..store.base import Store, StoredItem
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
 from .vector import VectorIndex

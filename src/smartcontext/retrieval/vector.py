@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..store.sqlite import Store
+from ..store.base import Store
 
 
 class VectorIndex:
