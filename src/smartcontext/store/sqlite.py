@@ -187,8 +187,15 @@ class SQLiteStore:
             free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
             if not pages or free * 20 < pages:
                 return False
-            self.db.execute("VACUUM")
-            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                self.db.execute("VACUUM")
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError as exc:
+                # VACUUM fails while another statement is open on the shared connection
+                # (a reader mid-iteration); compaction is only an optimisation, so the
+                # next run that changes files tries again.
+                log.debug("compact skipped: %s", exc)
+                return False
             return True
 
     # -- files -------------------------------------------------------------------
