@@ -184,3 +184,9 @@ def test_error_messages_are_printed_verbatim(sample_repo):
     proc = run("context", "q", str(sample_repo), "--format", "[bold]xml", check=False)
     assert proc.returncode == 1
     assert "unknown format '[bold]xml'" in proc.stderr
+
+
+def test_sc_status_of_a_missing_folder_is_an_error_not_a_traceback(tmp_path):
+    proc = run("sc", "status", str(tmp_path / "no-such-vault"), check=False)
+    assert proc.returncode == 1
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr

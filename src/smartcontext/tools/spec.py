@@ -108,9 +108,7 @@ class ToolContext:
                 ws.index(embeddings=False)
                 self._last_refresh = now
             elif self.refresh_interval >= 0 and now - self._last_refresh >= self._refresh_wait():
-                # Same rule as Workspace.update_files: vectors only for an index that has them.
-                embed = ws.config.embeddings.enabled and bool(ws.store.vector_models())
-                ws.index(embeddings=embed)
+                ws.index(embeddings=ws.keeps_vectors)
                 self._last_refresh = time.monotonic()
                 self._refresh_seconds = self._last_refresh - now
         return ws
