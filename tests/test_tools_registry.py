@@ -21,7 +21,7 @@ from smartcontext.tools import (
     registry,
     spec_tools,
 )
-from smartcontext.tools.validate import compile_schema
+from smartcontext.validate import compile_schema
 from smartcontext.vault import VaultTools
 from smartcontext.vault.schema import SPECS_BY_NAME
 

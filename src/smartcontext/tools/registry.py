@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SmartContextError
 from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec
-from .validate import ToolError, check_arguments
+from ..validate import ToolError, check_arguments
 
 Provider = Callable[[ToolContext], list[ToolSpec]]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
-from .validate import compile_schema
+from ..validate import compile_schema
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
