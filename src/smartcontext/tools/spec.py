@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
+from ..config import DEFAULT_REFRESH_INTERVAL
 from ..validate import compile_schema
 
 if TYPE_CHECKING:
@@ -24,9 +25,8 @@ if TYPE_CHECKING:
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
-# Seconds an index may be stale before a retrieval tool re-checks the folder for changes.
-DEFAULT_REFRESH_INTERVAL = 5.0
-# ...and, when a check took longer than CHEAP_REFRESH seconds, at least REFRESH_COST_FACTOR
+# Between re-checks a tool waits refresh_interval seconds (config.DEFAULT_REFRESH_INTERVAL)
+# and, when a check took longer than CHEAP_REFRESH seconds, at least REFRESH_COST_FACTOR
 # times its duration, so on a huge folder checks take a small share of the server's time.
 CHEAP_REFRESH = 0.25
 REFRESH_COST_FACTOR = 20
