@@ -12,13 +12,14 @@ from ..notes.match import normalise_folder, path_matches
 from ..retrieval import graph, scoring
 from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
+from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.vector import VectorIndex
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
 from .budgeter import plan_budget
 from .export import EXPORTERS
-from .models import FORMATS, ContextResult, ExtractionConfig, ScoredItem, SelectedItem
+from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
 
 MAX_QUESTION_CHARS = 200_000
 CANDIDATES_PER_SIGNAL = 200

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import IndexCorrupt
 from ..model import Edge, Item, kind_traits
-from ..words import fts_text, split_identifier  # noqa: F401  (old import path)
+from ..words import fts_text
 from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
@@ -730,6 +730,3 @@ def _chunks(seq: list, size: int) -> Iterator[list]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
 
-
-# The name tests and older code import; new code uses ``store.open_store``.
-Store = SQLiteStore
