@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import SmartContextError, WorkspaceNotFound
 from ..notes import LinkResolver, NoteFacts, read_note
-from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault
+from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault, write_lock
 from .responses import err
 from ..tools.validate import ToolError, check_arguments, compile_schema
 from .schema import SPECS_BY_NAME
@@ -122,6 +122,7 @@ class VaultBase:
             p = Path(preferences_file).expanduser()
             self.preferences_file = p if p.is_absolute() else self.root / p
         self.log_file = state / "interactions.jsonl"
+        self.lock_file = state / "write.lock"
         self._notes: dict[str, _Cached] = {}
         self._resolver: tuple[tuple[str, ...], LinkResolver] | None = None
 
@@ -152,6 +153,10 @@ class VaultBase:
                 if found.is_file():
                     return found
         raise FileNotFoundError(f"File not found: {rel}")
+
+    def _write_lock(self):
+        """The vault's write lock (all processes): hold it around every read-modify-write."""
+        return write_lock(self.lock_file)
 
     # -- notes
 

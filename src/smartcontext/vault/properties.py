@@ -76,11 +76,16 @@ class PropertyTools(VaultBase):
         if note.suffix.lower() not in MARKDOWN_SUFFIXES:
             return err(f"{rel} is not a markdown note; only notes have frontmatter")
         self._resolve(rel)  # a hidden target behind a symlink is refused here too
-        try:
-            text = note.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            return err(f"{rel} is not UTF-8 text; it was left unchanged")
-        new_text, frontmatter, missing = edit_frontmatter(text, updates, remove, append)
+        with self._write_lock():  # read, edit, write back: no concurrent edit is lost
+            if not note.is_file():
+                return err(f"{rel} is not a regular file")
+            try:
+                text = note.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                return err(f"{rel} is not UTF-8 text; it was left unchanged")
+            new_text, frontmatter, missing = edit_frontmatter(text, updates, remove, append)
+            if new_text != text:
+                atomic_write(note, new_text.encode("utf-8"), overwrite=True)
         parts = []
         if updates:
             parts.append("set " + ", ".join(updates))
@@ -93,7 +98,6 @@ class PropertyTools(VaultBase):
             parts.append("not present: " + ", ".join(missing))
         if new_text == text:
             return ok(f"Frontmatter of {rel} unchanged ({'; '.join(parts)})", path=rel, frontmatter=frontmatter)
-        atomic_write(note, new_text.encode("utf-8"), overwrite=True)
         return ok(f"Updated frontmatter of {rel}: {'; '.join(parts)}", path=rel, frontmatter=frontmatter,
                   **self._notify([rel]))
 
