@@ -158,3 +158,124 @@ def test_concurrent_writers_in_two_processes_lose_nothing(tmp_path):
     assert set(fm["seen"]) == expected
     prefs = (vault / ".smartcontext" / "preferences.md").read_text()
     assert sum(line.startswith("- pref ") for line in prefs.splitlines()) == 3 * n
+
+
+# -- 3. orphans --------------------------------------------------------------------------
+
+
+def make_big_repo(root: Path, files: int = 120, functions: int = 300) -> None:
+    """A repository that takes the parse workers a few seconds."""
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    body = "".join(f"def f{i}(x):\n    '''Doc {i}.'''\n    return x * {i} + helper{i % 7}(x)\n\n"
+                   for i in range(functions))
+    for n in range(files):
+        (pkg / f"m{n}.py").write_text(f'"""Module {n}."""\n' + body)
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def start_index(folder: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "from smartcontext.cli import main; main()", "index",
+                             str(folder), "--no-embeddings", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(),
+                            start_new_session=True)
+
+
+def wait_for_workers(proc: subprocess.Popen, count: int = 2, timeout: float = 30) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = children_of(proc.pid)
+        if len(kids) >= count:
+            return kids
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail(f"index never started {count} workers (exit {proc.poll()})")
+
+
+def wait_gone(pids: list[int], timeout: float = 5) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts processes through /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killing_index_leaves_no_worker_alive(tmp_path, sig):
+    make_big_repo(tmp_path / "repo")
+    proc = start_index(tmp_path / "repo")
+    workers = wait_for_workers(proc)
+    time.sleep(0.3)  # mid-parse
+    os.kill(proc.pid, sig)
+    try:
+        _, err = proc.communicate(timeout=15)  # the stderr pipe closes: no worker holds it
+    except subprocess.TimeoutExpired:
+        for p in workers:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.kill()
+        pytest.fail("the index command's output pipes stayed open after it was killed")
+    left = wait_gone(workers)
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"workers outlived index: {left}"
+    if sig == signal.SIGTERM:
+        assert proc.returncode != 0
+        assert b"Traceback" not in err
+    assert_index_intact(tmp_path / "repo")
+
+
+def assert_index_intact(folder: Path) -> None:
+    db = folder / ".smartcontext" / "index.db"
+    if db.exists():
+        with sqlite3.connect(db) as con:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    status = run_cli("status", str(folder), "--json")
+    assert status.returncode == 0, status.stderr
+
+
+def test_stdio_server_exits_when_its_client_closes_stdin(tmp_path):
+    make_big_repo(tmp_path / "repo")
+    proc = subprocess.Popen([sys.executable, "-c", "from smartcontext.cli import main; main()", "serve", "mcp",
+                             str(tmp_path / "repo")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=child_env(), start_new_session=True)
+    workers = wait_for_workers(proc)  # the background build of the missing index is running
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=4)
+    except subprocess.TimeoutExpired:
+        for p in [proc.pid, *workers]:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        pytest.fail("the stdio server kept running after its client closed stdin")
+    assert not wait_gone(workers)
+    assert_index_intact(tmp_path / "repo")

@@ -35,3 +35,7 @@ class EmbeddingError(SmartContextError):
 
 class ConfigError(SmartContextError):
     """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""
+
+
+class Interrupted(SmartContextError):
+    """A long operation (an index run) was asked to stop; what it finished is kept."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -15,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import Interrupted
 from .model import Item, ParsedFile
 from .words import fts_text
 from .sources.base import Source, decode
@@ -152,13 +155,71 @@ def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:
     return _process(*args)
 
 
+# Seconds between a worker's checks that the process that started it is still alive.
+_WATCHDOG_SECONDS = 0.5
+
+
+def _worker_init(parent: int) -> None:
+    """Make a parse worker die with the indexing process, however that one ends.
+
+    On Linux the kernel sends SIGKILL to the worker when its parent dies
+    (``PR_SET_PDEATHSIG``); everywhere, a daemon thread exits the worker once its parent
+    is gone (it is then re-parented, so ``getppid`` changes). SIGTERM gets its default
+    action back (the parent may have turned it into KeyboardInterrupt).
+    """
+    import signal
+    import threading
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_WATCHDOG_SECONDS)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="smartcontext-parent-watch", daemon=True).start()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: queued files are dropped and running workers are killed (a
+    stopped run is resumed by the next one; each stored file is whole)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        try:
+            proc.kill()
+        except Exception:
+            pass
+    for proc in processes:
+        try:
+            proc.join(timeout=5)
+        except Exception:
+            pass
+
+
 class Indexer:
     def __init__(self, root: Path, store: Store, options: DiscoveryOptions | None = None):
         self.root = root
         self.store = store
         self.options = options or DiscoveryOptions()
+        self._stop: threading.Event | None = None
 
-    def run(self, progress: Progress | None = None, workers: int | None = None) -> IndexStats:
+    def run(self, progress: Progress | None = None, workers: int | None = None,
+            stop: threading.Event | None = None) -> IndexStats:
+        """Index new and changed files. ``stop``: when set, the run ends after the file it
+        is storing (raising ``Interrupted``); every stored file is whole."""
+        self._stop = stop
         stats = IndexStats()
         t0 = time.perf_counter()
         found = discover(self.root, self.options)
@@ -218,9 +279,14 @@ class Indexer:
         workers = workers or min(2, os.cpu_count() or 1)
         if total >= _PARALLEL_THRESHOLD and workers > 1:
             _warm_up_for_workers(todo)
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
+            try:
                 results = pool.map(_process_star, todo, chunksize=16)
                 self._store_results(results, known, stats, skipped, progress, total)
+            except BaseException:
+                _stop_pool(pool)  # Ctrl-C, SIGTERM or a failure: no worker outlives the run
+                raise
+            pool.shutdown(wait=True)
         else:
             self._store_results(
                 (_process(f, h) for f, h in todo), known, stats, skipped, progress, total
@@ -232,6 +298,8 @@ class Indexer:
         batch_files = 0
         try:
             for done, res in enumerate(results, 1):
+                if self._stop is not None and self._stop.is_set():
+                    raise Interrupted("indexing stopped; run `smartcontext index` to finish it")
                 if batch is None:
                     batch = self.store.batch()
                     batch.__enter__()

@@ -114,11 +114,14 @@ class Workspace:
         progress: Progress | None = None,
         rebuild: bool = False,
         workers: int | None = None,
+        stop: threading.Event | None = None,
     ) -> IndexStats:
         """Bring the index up to date with the folder; only changed files are parsed.
 
         embeddings: compute vectors for new items (default: when a model is configured).
         rebuild:    throw the old index away first (for a corrupt or outdated index).
+        stop:       an event that, once set, ends the run early (``Interrupted``); what
+                    was stored is kept and the next run finishes the job.
         """
         if rebuild:
             self.close()
@@ -129,7 +132,7 @@ class Workspace:
                         p.unlink()
         with self._lock:
             t0 = time.perf_counter()
-            stats = Indexer(self.root, self.store, self._discovery_options()).run(progress, workers)
+            stats = Indexer(self.root, self.store, self._discovery_options()).run(progress, workers, stop)
             # e.g. "the index was written in an older format; it was reset and is rebuilt"
             stats.warnings[:0] = self.store.notices
             self.store.notices.clear()

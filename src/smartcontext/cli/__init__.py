@@ -12,6 +12,17 @@ from .app import app
 
 
 def main() -> None:
+    import signal
+
+    def terminated(signum: int, frame: object) -> None:
+        # SIGTERM stops a command the way Ctrl-C does: workers are stopped, the index keeps
+        # every file it finished, and the exit is clean (no traceback).
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, terminated)
+    except ValueError:  # not the main thread (an embedding program): leave signals alone
+        pass
     app()
 
 

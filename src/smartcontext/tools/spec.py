@@ -90,6 +90,8 @@ class ToolContext:
         self._refresh_seconds = 0.0
         self._cache: dict[str, Any] = {}
         self._cache_lock = threading.Lock()
+        # Set when the server stops: a background build ends after the file it is storing.
+        self.stopping = threading.Event()
 
     def shared(self, key: str, make: Callable[[], Any]) -> Any:
         """One instance per key for the server's life (vault tools, readers...)."""
@@ -105,12 +107,12 @@ class ToolContext:
         with self.index_lock:
             now = time.monotonic()
             if not ws.has_index:
-                ws.index(embeddings=False)
+                ws.index(embeddings=False, stop=self.stopping)
                 self._last_refresh = now
             elif self.refresh_interval >= 0 and now - self._last_refresh >= self._refresh_wait():
                 # Same rule as Workspace.update_files: vectors only for an index that has them.
                 embed = ws.config.embeddings.enabled and bool(ws.store.vector_models())
-                ws.index(embeddings=embed)
+                ws.index(embeddings=embed, stop=self.stopping)
                 self._last_refresh = time.monotonic()
                 self._refresh_seconds = self._last_refresh - now
         return ws
@@ -142,8 +144,10 @@ class ToolContext:
         return thread
 
     def close(self, wait: float = 2.0) -> None:
-        # A background build may still hold the index; closing under it would fail its
+        # A background build may still hold the index: it is asked to stop (it ends after
+        # the file it is storing, and stops its workers); closing under it would fail its
         # writes, and the index stays consistent without a close (one transaction per file).
+        self.stopping.set()
         if self.index_lock.acquire(timeout=wait):
             try:
                 self.workspace.close()
