@@ -279,3 +279,89 @@ def test_stdio_server_exits_when_its_client_closes_stdin(tmp_path):
         pytest.fail("the stdio server kept running after its client closed stdin")
     assert not wait_gone(workers)
     assert_index_intact(tmp_path / "repo")
+
+
+# -- 4. FIFOs and other non-regular files ------------------------------------------------
+
+
+def test_fifo_never_hangs_indexing_or_tools(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("# Note\n\nThe harbour lighthouse keeper.\n")
+    os.mkfifo(vault / "pipe.md")
+    os.mkfifo(vault / "pipe.py")
+    out = run_cli("index", str(vault), "--no-embeddings", "--json", timeout=30)
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout)
+    assert stats["skipped"].get("not a regular file") == 2
+    answers = run_python("""
+        import json, sys
+        from smartcontext.tools import ToolRegistry
+        reg = ToolRegistry.open(sys.argv[1], refresh_interval=0)
+        calls = [("search", {"query": "lighthouse"}), ("context", {"question": "lighthouse keeper"}),
+                 ("read_file", {"path": "pipe.md"}), ("append_to_file", {"path": "pipe.md", "content": "x"}),
+                 ("update_frontmatter", {"path": "pipe.md", "updates": {"a": 1}}),
+                 ("search_vault", {"query": "lighthouse"}), ("list_files", {})]
+        print(json.dumps({name: reg.call(name, args) for name, args in calls}))
+    """, 30, str(vault))
+    assert answers.returncode == 0, answers.stderr
+    got = json.loads(answers.stdout)
+    assert got["search"]["success"] and got["search"]["results"][0]["path"] == "note.md"
+    assert got["context"]["success"] and "lighthouse" in got["context"]["text"]
+    for name in ("read_file", "append_to_file", "update_frontmatter"):
+        assert got[name]["success"] is False, name
+    assert got["search_vault"]["success"]
+
+
+def test_fifo_appearing_after_discovery_is_not_opened_blocking(tmp_path):
+    from smartcontext.safeio import NotRegularFile, read_regular
+
+    os.mkfifo(tmp_path / "late.md")
+    out = run_python("""
+        import sys
+        from smartcontext.safeio import read_regular
+        try:
+            read_regular(sys.argv[1])
+        except OSError as exc:
+            print(type(exc).__name__)
+    """, 10, str(tmp_path / "late.md"))
+    assert out.stdout.strip() == "NotRegularFile"
+    (tmp_path / "f.txt").write_bytes(b"abc" * 50_000)
+    assert read_regular(tmp_path / "f.txt") == b"abc" * 50_000
+    with pytest.raises(NotRegularFile):
+        read_regular(tmp_path)
+
+
+# -- 5. symlinks to hidden files ---------------------------------------------------------
+
+
+def test_symlink_to_hidden_file_is_neither_indexed_nor_served(tmp_path):
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / ".obsidian" / "hidden.json").write_text('{"apiKey": "zebracrossingsecret", "token": "quokkavault"}\n')
+    (vault / "visible.md").write_text("# Visible\n\nOrdinary zebra notes.\n")
+    (vault / "hidlink.md").symlink_to(".obsidian/hidden.json")
+    (vault / "fine.md").symlink_to("visible.md")
+    out = run_cli("index", str(vault), "--no-embeddings", "--json", timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["skipped"].get("symlink") == 1
+    answers = run_python("""
+        import json, sys
+        from smartcontext.tools import ToolRegistry
+        reg = ToolRegistry.open(sys.argv[1], refresh_interval=0)
+        calls = [("search", {"query": "zebracrossingsecret apiKey", "mode": "keyword"}),
+                 ("context", {"question": "zebracrossingsecret apiKey"}),
+                 ("search_vault", {"query": "zebracrossingsecret"}), ("read_file", {"path": "hidlink.md"})]
+        print(json.dumps({name: reg.call(name, args) for name, args in calls}))
+    """, 30, str(vault))
+    assert answers.returncode == 0, answers.stderr
+    assert "quokkavault" not in answers.stdout  # the hidden file's content, never asked for
+    got = json.loads(answers.stdout)
+    assert all(hit["path"] != "hidlink.md" for hit in got["search"]["results"])
+    assert got["read_file"]["success"] is False
+    # the update path after a tool's write follows the same rule
+    from smartcontext.workspace import Workspace
+
+    with Workspace.open(vault) as ws:
+        ws.update_files(["hidlink.md"])
+        assert not ws.search("zebracrossingsecret", mode="keyword")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Interrupted
+from .safeio import is_regular, read_regular
 from .model import Item, ParsedFile
 from .words import fts_text
 from .sources.base import Source, decode
@@ -28,6 +29,7 @@ from .sources.discover import (
     discover,
     looks_binary,
     looks_generated,
+    symlink_allowed,
 )
 from .sources.registry import get_source
 from .sources.text import text_windows
@@ -104,7 +106,7 @@ class _Processed:
 def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     """Read, hash and parse one file; runs in worker processes, so it only returns data."""
     try:
-        data = file.abs_path.read_bytes()
+        data = read_regular(file.abs_path)  # a FIFO put there since discovery: no hang
     except OSError:
         return _Processed(file, "", "unreadable")
     digest = hashlib.sha1(data).hexdigest()
@@ -151,8 +153,8 @@ def _warm_up_for_workers(todo) -> None:
             get_source(f.source).warm_up(f.path, f.language)
 
 
-def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:
-    return _process(*args)
+def _process_chunk(chunk: list[tuple[DiscoveredFile, str | None]]) -> list[_Processed]:
+    return [_process(f, h) for f, h in chunk]
 
 
 # Seconds between a worker's checks that the process that started it is still alive.
@@ -258,7 +260,7 @@ class Indexer:
         for rel in paths:
             abs_path = self.root / rel
             kind = classify(rel)
-            if not abs_path.is_file() or kind is None:
+            if not is_regular(abs_path) or kind is None or not symlink_allowed(abs_path, self.root):
                 if rel in known:
                     gone.append(rel)
                 continue
@@ -281,7 +283,7 @@ class Indexer:
             _warm_up_for_workers(todo)
             pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
             try:
-                results = pool.map(_process_star, todo, chunksize=16)
+                results = self._pool_results(pool, todo)
                 self._store_results(results, known, stats, skipped, progress, total)
             except BaseException:
                 _stop_pool(pool)  # Ctrl-C, SIGTERM or a failure: no worker outlives the run
@@ -292,14 +294,33 @@ class Indexer:
                 (_process(f, h) for f, h in todo), known, stats, skipped, progress, total
             )
 
+    def _pool_results(self, pool: ProcessPoolExecutor, todo, chunk: int = 16):
+        """Results in order, from chunks parsed by the pool; a set ``stop`` is noticed within
+        a tenth of a second even while a chunk is still being parsed."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        futures = [pool.submit(_process_chunk, todo[i : i + chunk]) for i in range(0, len(todo), chunk)]
+        for future in futures:
+            while True:
+                self._check_stop()
+                try:
+                    part = future.result(timeout=0.1)
+                    break
+                except FutureTimeout:
+                    continue
+            yield from part
+
+    def _check_stop(self) -> None:
+        if self._stop is not None and self._stop.is_set():
+            raise Interrupted("indexing stopped; run `smartcontext index` to finish it")
+
     def _store_results(self, results, known, stats, skipped, progress, total) -> None:
         batch = None
         batch_started = 0.0
         batch_files = 0
         try:
             for done, res in enumerate(results, 1):
-                if self._stop is not None and self._stop.is_set():
-                    raise Interrupted("indexing stopped; run `smartcontext index` to finish it")
+                self._check_stop()
                 if batch is None:
                     batch = self.store.batch()
                     batch.__enter__()

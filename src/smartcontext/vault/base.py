@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import SmartContextError, WorkspaceNotFound
 from ..notes import LinkResolver, NoteFacts, read_note
+from ..safeio import read_regular
 from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault, write_lock
 from .responses import err
 from ..tools.validate import ToolError, check_arguments, compile_schema
@@ -187,7 +188,7 @@ class VaultBase:
         if stamp[1] > MAX_READ_BYTES:
             return None
         try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
+            text = read_regular(path, MAX_READ_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None
         facts = read_note(rel, text)

@@ -14,6 +14,7 @@ from .base import (
     tool,
     with_default_suffix,
 )
+from ..safeio import read_regular
 from .paths import atomic_write, move_no_clobber
 from .responses import err, ok
 
@@ -26,7 +27,7 @@ class FileTools(VaultBase):
         try:
             if file_path.stat().st_size > MAX_READ_BYTES:
                 return err(f"{rel} is larger than {MAX_READ_BYTES // 1_000_000} MB; read_file reads text notes")
-            data = file_path.read_bytes()
+            data = read_regular(file_path)
         except OSError as exc:
             return err(f"Reading file failed: {exc.strerror or exc}")
         if b"\x00" in data[:8192]:
@@ -97,9 +98,7 @@ class FileTools(VaultBase):
         rel = self._rel(target)
         self._writable(rel)
         with self._write_lock():  # read, add, write back: no concurrent append is lost
-            if not target.is_file():
-                return err(f"{rel} is not a regular file")
-            data = target.read_bytes()
+            data = read_regular(target)
             if b"\x00" in data[:8192]:
                 return err(f"{rel} is not a text file")
             newline = b"\r\n" if b"\r\n" in data else b"\n"

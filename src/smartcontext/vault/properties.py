@@ -10,6 +10,7 @@ from ..errors import InvalidArgument
 from ..notes.frontmatter import frontmatter_aliases, frontmatter_tags
 from .base import MARKDOWN_SUFFIXES, VaultBase, file_created, local_date, tool
 from .frontmatter import edit_frontmatter
+from ..safeio import read_regular
 from .paths import atomic_write
 from .responses import err, ok
 
@@ -77,10 +78,8 @@ class PropertyTools(VaultBase):
             return err(f"{rel} is not a markdown note; only notes have frontmatter")
         self._resolve(rel)  # a hidden target behind a symlink is refused here too
         with self._write_lock():  # read, edit, write back: no concurrent edit is lost
-            if not note.is_file():
-                return err(f"{rel} is not a regular file")
             try:
-                text = note.read_bytes().decode("utf-8")
+                text = read_regular(note).decode("utf-8")
             except UnicodeDecodeError:
                 return err(f"{rel} is not UTF-8 text; it was left unchanged")
             new_text, frontmatter, missing = edit_frontmatter(text, updates, remove, append)
