@@ -252,13 +252,17 @@ def test_killing_index_leaves_no_worker_alive(tmp_path, sig):
     assert_index_intact(tmp_path / "repo")
 
 
-def assert_index_intact(folder: Path) -> None:
+def assert_index_intact(folder: Path, cli: bool = True) -> None:
     db = folder / ".smartcontext" / "index.db"
     if db.exists():
-        with sqlite3.connect(db) as con:
+        con = sqlite3.connect(db)
+        try:
             assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    status = run_cli("status", str(folder), "--json")
-    assert status.returncode == 0, status.stderr
+        finally:
+            con.close()
+    if cli:
+        status = run_cli("status", str(folder), "--json")
+        assert status.returncode == 0, status.stderr
 
 
 def test_stdio_server_exits_when_its_client_closes_stdin(tmp_path):
@@ -365,3 +369,81 @@ def test_symlink_to_hidden_file_is_neither_indexed_nor_served(tmp_path):
     with Workspace.open(vault) as ws:
         ws.update_files(["hidlink.md"])
         assert not ws.search("zebracrossingsecret", mode="keyword")
+
+
+# -- 6. first-index race -----------------------------------------------------------------
+
+
+def _race_worker(folder: str, job: str, start, results) -> None:
+    from smartcontext.workspace import Workspace
+
+    start.wait(10)
+    try:
+        with Workspace.open(folder) as ws:
+            if job == "index":
+                ws.index(embeddings=False)
+            elif job == "context":
+                ws.ensure_index()
+                ws.context("harbour", max_tokens=500)
+            else:
+                ws.ensure_index()
+                ws.search("harbour", mode="keyword")
+        results.put((job, None))
+    except BaseException as exc:  # reported to the test
+        results.put((job, f"{type(exc).__name__}: {exc}"))
+
+
+def make_notes(vault: Path, n: int = 5) -> None:
+    vault.mkdir()
+    for i in range(n):
+        (vault / f"n{i}.md").write_text(f"# Note {i}\n\nAbout topic {i} and the shared harbour.\n")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks workers")
+def test_first_index_race_between_processes_never_fails(tmp_path):
+    import multiprocessing
+
+    from smartcontext.workspace import Workspace
+
+    make_notes(tmp_path / "warm")
+    with Workspace.open(tmp_path / "warm") as ws:  # imports and encoders loaded once, inherited
+        ws.index(embeddings=False)
+        ws.context("harbour", max_tokens=500)
+    ctx = multiprocessing.get_context("fork")
+    failures = []
+    for round_ in range(6):
+        vault = tmp_path / f"v{round_}"
+        make_notes(vault)
+        start, results = ctx.Event(), ctx.Queue()
+        jobs = ["index", "index", "context", "search"]
+        procs = [ctx.Process(target=_race_worker, args=(str(vault), job, start, results)) for job in jobs]
+        for p in procs:
+            p.start()
+        start.set()
+        for p in procs:
+            p.join(30)
+            if p.is_alive():
+                p.kill()
+                pytest.fail("a first index hung")
+        outcomes = [results.get(timeout=5) for _ in jobs]
+        failures += [f"round {round_} {job}: {error}" for job, error in outcomes if error]
+        assert_index_intact(vault, cli=False)
+    assert not failures, failures
+
+
+def test_first_index_race_through_the_cli(tmp_path):
+    vault = tmp_path / "v"
+    make_notes(vault)
+    commands = [["index", str(vault), "--no-embeddings"], ["index", str(vault), "--no-embeddings"],
+                ["context", "harbour", str(vault)]]
+    procs = [subprocess.Popen([sys.executable, "-c", "from smartcontext.cli import main; main()", *cmd],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+             for cmd in commands]
+    for cmd, p in zip(commands, procs):
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            pytest.fail(f"{cmd[0]} hung on a first index")
+        assert p.returncode == 0, f"{cmd[0]}: {err}"
+    assert_index_intact(vault)
