@@ -447,3 +447,87 @@ def test_first_index_race_through_the_cli(tmp_path):
             pytest.fail(f"{cmd[0]} hung on a first index")
         assert p.returncode == 0, f"{cmd[0]}: {err}"
     assert_index_intact(vault)
+
+
+# -- 7. damaged and unwritable indexes ---------------------------------------------------
+
+
+def damage_pages(db: Path, pages: range) -> None:
+    data = bytearray(db.read_bytes())
+    for page in pages:
+        off = (page - 1) * 4096
+        if off < len(data):
+            data[off : off + 4096] = b"\xde\xad" * 2048
+    db.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("pages", [range(8, 9), range(2, 400)])
+def test_damaged_index_is_one_sentence_and_index_repairs_it(tmp_path, pages):
+    vault = tmp_path / "v"
+    vault.mkdir()
+    for i in range(150):
+        (vault / f"n{i}.md").write_text(f"# Note {i}\n\nharbour text {i} " + "lorem ipsum dolor " * 40 + "\n")
+    assert run_cli("index", str(vault), "--no-embeddings").returncode == 0
+    damage_pages(vault / ".smartcontext" / "index.db", pages)
+    failed = 0
+    for cmd in (["status", str(vault)], ["search", "harbour", str(vault)], ["context", "harbour", str(vault)]):
+        out = run_cli(*cmd)
+        assert "Traceback" not in out.stderr and "sqlite3" not in out.stderr, out.stderr
+        if out.returncode:
+            failed += 1
+            assert out.returncode == 1
+            assert out.stderr.count("\n") == 1 and "damaged" in out.stderr and "smartcontext index" in out.stderr
+    assert failed, "the damage was not noticed"
+    fixed = run_cli("index", str(vault), "--no-embeddings")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "rebuilt" in fixed.stderr
+    found = run_cli("search", "harbour", str(vault), "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["count"] > 0
+    assert_index_intact(vault)
+
+
+def test_missing_folder_is_a_clear_error():
+    for cmd in ("status", "index"):
+        out = run_cli(cmd, "/nonexistent/smartcontext-folder")
+        assert out.returncode == 1 and "Traceback" not in out.stderr
+        assert "no such folder" in out.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_read_only_folder_is_a_clear_message(tmp_path):
+    import tempfile
+
+    as_nobody = os.geteuid() == 0  # root ignores permissions: drop to an ordinary user
+    base = Path(tempfile.mkdtemp(prefix="sc-ro-"))
+    try:
+        vault = base / "v"
+        make_notes(vault)
+        indexed = base / "w"
+        make_notes(indexed)
+        assert run_cli("index", str(indexed), "--no-embeddings").returncode == 0
+        for p in [base, vault, indexed, indexed / ".smartcontext", *vault.iterdir(), *indexed.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        if not as_nobody:
+            os.chmod(vault, 0o555)
+            os.chmod(indexed / ".smartcontext", 0o555)
+
+        def run(*args):
+            kwargs = {"user": 65534, "group": 65534, "extra_groups": []} if as_nobody else {}
+            return subprocess.run([sys.executable, "-c", "from smartcontext.cli import main; main()", *args],
+                                  capture_output=True, text=True, timeout=60, env=child_env(), **kwargs)
+
+        for cmd in (["index", str(vault)], ["context", "harbour", str(vault)], ["search", "harbour", str(vault)],
+                    ["index", str(indexed)], ["status", str(indexed)]):
+            out = run(*cmd)
+            assert "Traceback" not in out.stderr, (cmd, out.stderr)
+            if out.returncode:
+                assert out.returncode == 1
+                assert "writable" in out.stderr, (cmd, out.stderr)
+                assert "--rebuild" not in out.stderr, (cmd, out.stderr)
+    finally:
+        for p in base.rglob("*"):
+            if p.is_dir():
+                os.chmod(p, 0o755)
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
