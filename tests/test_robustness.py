@@ -531,3 +531,126 @@ def test_read_only_folder_is_a_clear_message(tmp_path):
         import shutil
 
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- 8. readers run in parallel, writers alone -------------------------------------------
+
+
+def test_read_tools_do_not_wait_for_each_other(tmp_path, monkeypatch):
+    import threading
+
+    from smartcontext.tools import ToolRegistry
+    from smartcontext.vault.files import FileTools
+    from smartcontext.workspace import Workspace
+
+    vault = tmp_path / "v"
+    make_notes(vault)
+    registry = ToolRegistry.open(vault, refresh_interval=-1)
+    assert registry.call("search", {"query": "harbour"})["success"]  # builds the index
+    slow_search, slow_read = Workspace.search_with_info, FileTools.read_file.checked
+
+    def search_with_info(self, *a, **k):
+        time.sleep(0.6)
+        return slow_search(self, *a, **k)
+
+    def read_file(self, arguments):
+        time.sleep(0.6)
+        return slow_read(self, arguments)
+
+    monkeypatch.setattr(Workspace, "search_with_info", search_with_info)
+    monkeypatch.setattr(FileTools.read_file, "checked", read_file)
+    answers: list[dict] = []
+
+    def call(name, args):
+        answers.append(registry.call(name, args))
+
+    calls = [("search", {"query": "harbour"})] * 3 + [("read_file", {"path": "n1.md"})] * 3
+    threads = [threading.Thread(target=call, args=c) for c in calls]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    elapsed = time.perf_counter() - t0
+    registry.close()
+    assert len(answers) == 6 and all(a["success"] for a in answers), answers
+    assert elapsed < 1.5, f"six 0.6 s reads took {elapsed:.1f} s: they waited for each other"
+
+
+def test_read_write_lock_lets_readers_share_and_writers_run_alone():
+    import threading
+
+    from smartcontext.tools.rwlock import ReadWriteLock
+
+    lock = ReadWriteLock()
+    inside: list[str] = []
+    overlap = []
+
+    def reader():
+        with lock.reader:
+            inside.append("r")
+            time.sleep(0.2)
+            overlap.append(inside.count("r"))
+            inside.remove("r")
+
+    def writer():
+        with lock.writer:
+            inside.append("w")
+            overlap.append(("w", len(inside)))
+            time.sleep(0.1)
+            inside.remove("w")
+
+    threads = [threading.Thread(target=reader) for _ in range(4)] + [threading.Thread(target=writer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert ("w", 1) in overlap and overlap.count(("w", 1)) == 2  # each writer was alone
+    assert max(x for x in overlap if isinstance(x, int)) > 1  # readers overlapped
+    with lock.writer:  # re-entrant, and the writer may read
+        with lock.writer, lock.reader:
+            pass
+    assert lock.acquire_write(timeout=0.1)
+    lock.release_write()
+
+
+# -- 9. smaller points -------------------------------------------------------------------
+
+
+def test_edit_with_same_size_and_mtime_is_seen(tmp_path):
+    from smartcontext.workspace import Workspace
+
+    vault = tmp_path / "v"
+    make_notes(vault)
+    note = vault / "n1.md"
+    with Workspace.open(vault) as ws:
+        ws.index(embeddings=False)
+        st = note.stat()
+        old = note.read_text()
+        new = old.replace("harbour", "lantern")  # same length
+        assert len(new) == len(old)
+        note.write_text(new)
+        os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert note.stat().st_size == st.st_size and note.stat().st_mtime_ns == st.st_mtime_ns
+        assert ws.pending_changes()
+        stats = ws.index(embeddings=False)
+        assert stats.files_indexed == 1
+        assert [h.path for h in ws.search("lantern", mode="keyword")] == ["n1.md"]
+        again = ws.index(embeddings=False)  # seen once: the next runs trust the stamps again
+        assert again.files_indexed == 0
+
+
+def test_find_outlinks_has_a_limit(tmp_path):
+    from smartcontext.tools import ToolRegistry
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "hub.md").write_text("# Hub\n" + " ".join(f"[[target {i}]]" for i in range(5000)) + "\n")
+    (vault / "target 1.md").write_text("# one\n")
+    registry = ToolRegistry.open(vault, refresh_interval=-1)
+    answer = registry.call("find_outlinks", {"path": "hub.md"})
+    assert answer["success"] and len(answer["results"]) == 100 and answer["total"] == 5000
+    assert len(answer["unresolved"]) == 100 and answer["unresolved_total"] == 4999
+    answer = registry.call("find_outlinks", {"path": "hub.md", "limit": 3})
+    assert len(answer["results"]) == 3 and len(json.dumps(answer)) < 2000
+    registry.close()

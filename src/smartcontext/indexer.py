@@ -210,6 +210,18 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
             pass
 
 
+# Meta key: when the last run started (ns). An edit that keeps size and mtime (within the
+# file system's timestamp granularity, or a restored mtime) is only visible in the content:
+# files modified less than _RACY_NS before that run are hashed again (as git does for
+# "racily clean" files); the hash is compared, so an unchanged file is not parsed again.
+_RUN_STARTED = "run_started_ns"
+_RACY_NS = 2_000_000_000
+
+
+def _same_stamp(state, f: DiscoveredFile, racy_after: int) -> bool:
+    return state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
+
+
 class Indexer:
     def __init__(self, root: Path, store: Store, options: DiscoveryOptions | None = None):
         self.root = root
@@ -229,11 +241,13 @@ class Indexer:
         stats.files_seen = len(found.files)
         skipped = dict(found.skipped)
         known = self.store.file_states()
+        started_ns = time.time_ns()
+        racy = self._racy_after()
 
         todo: list[tuple[DiscoveredFile, str | None]] = []
         for f in found.files:
             state = known.get(f.path)
-            if state and state.mtime_ns == f.mtime_ns and state.size == f.size:
+            if state and _same_stamp(state, f, racy):
                 stats.files_unchanged += 1
                 continue
             todo.append((f, state.hash if state else None))
@@ -246,9 +260,31 @@ class Indexer:
             stats.files_deleted = self.store.delete_files(gone)
         stats.seconds["parse_and_store"] = time.perf_counter() - t1
         stats.skipped = skipped
+        self.store.set_meta(_RUN_STARTED, str(started_ns))
         counts = self.store.counts()
         stats.items, stats.edges = counts["items"], counts["edges"]
         return stats
+
+    def has_changes(self) -> bool:
+        """Whether a run would parse or delete anything (reads only)."""
+        found = discover(self.root, self.options)
+        known = self.store.file_states()
+        if len(found.files) != len(known):
+            return True
+        racy = self._racy_after()
+        for f in found.files:
+            state = known.get(f.path)
+            if not state or not _same_stamp(state, f, racy):
+                return True
+        return False
+
+    def _racy_after(self) -> int:
+        """Files modified after this (ns) may have changed again within the same mtime tick
+        after the last run looked at them: their content hash decides, not their stamp."""
+        try:
+            return int(self.store.get_meta(_RUN_STARTED) or 0) - _RACY_NS
+        except ValueError:
+            return 0
 
     def update_paths(self, paths: list[str]) -> IndexStats:
         """Re-read just these files (after a tool wrote, moved or deleted them)."""

@@ -191,6 +191,11 @@ class Workspace:
             stats.seconds["total"] = time.perf_counter() - t0
             return stats
 
+    def pending_changes(self) -> bool:
+        """Whether files were added, changed or removed since the last index run. Only
+        reads (a walk of the folder and the stored stamps), so readers go on meanwhile."""
+        return Indexer(self.root, self.store, self._discovery_options()).has_changes()
+
     def ensure_index(self, progress: Progress | None = None) -> IndexStats | None:
         """Build an index (names, keywords, graph; no embeddings) when there is none yet."""
         if self.has_index:
