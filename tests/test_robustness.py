@@ -654,3 +654,35 @@ def test_find_outlinks_has_a_limit(tmp_path):
     answer = registry.call("find_outlinks", {"path": "hub.md", "limit": 3})
     assert len(answer["results"]) == 3 and len(json.dumps(answer)) < 2000
     registry.close()
+
+
+def test_hostile_notes_are_indexed_and_served_in_bounded_time(tmp_path):
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "bomb.md").write_text(BOMB)
+    (vault / "links.md").write_text("# Links\n" + " ".join(f"[[n{i}]]" for i in range(40_000)) + "\n")
+    (vault / "deep.md").write_text("---\nk: " + "[" * 3000 + "]" * 3000 + "\n---\n" + "> " * 2000 + "quote\n"
+                                   + "".join("  " * i + "- item\n" for i in range(500)))
+    (vault / "bad.md").write_bytes(b"# Bad \xff\xfe bytes\n\ninvalid \xc3\x28 utf8 harbour\n")
+    (vault / "line.txt").write_text("harbour " * 120_000)  # one 960 kB line
+    (vault / "ok.md").write_text("# Ok\n\nharbour\n")
+    out = run_python("""
+        import json, sys
+        from smartcontext.tools import ToolRegistry
+        reg = ToolRegistry.open(sys.argv[1], refresh_interval=-1)
+        calls = [("search", {"query": "harbour"}), ("context", {"question": "harbour", "max_tokens": 1000}),
+                 ("find_outlinks", {"path": "links.md"}), ("read_file", {"path": "bad.md"}),
+                 ("read_file", {"path": "deep.md"}), ("search_vault", {"query": "harbour"}),
+                 ("update_frontmatter", {"path": "deep.md", "updates": {"a": 1}}),
+                 ("append_to_file", {"path": "bad.md", "content": "more"})]
+        print(json.dumps({name + str(i): reg.call(name, args) for i, (name, args) in enumerate(calls)}))
+    """, 60, str(vault))
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["search0"]["success"] and got["search0"]["count"] > 0
+    assert got["context1"]["success"] and got["context1"]["token_count"] <= 1000
+    assert got["find_outlinks2"]["success"] and len(got["find_outlinks2"]["results"]) == 100
+    assert got["read_file3"]["success"] and "\ufffd" in got["read_file3"]["content"]
+    assert got["search_vault5"]["success"]
+    assert got["update_frontmatter6"]["success"] is False  # refused, not rewritten
+    assert got["append_to_file7"]["success"]
