@@ -390,7 +390,9 @@ def _race_worker(folder: str, job: str, start, results) -> None:
                 ws.search("harbour", mode="keyword")
         results.put((job, None))
     except BaseException as exc:  # reported to the test
-        results.put((job, f"{type(exc).__name__}: {exc}"))
+        import traceback
+
+        results.put((job, f"{type(exc).__name__}: {exc} {traceback.format_exc()[-1500:]}"))
 
 
 def make_notes(vault: Path, n: int = 5) -> None:

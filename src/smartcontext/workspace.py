@@ -356,7 +356,9 @@ class Workspace:
         stored = self.store.items_by_rowids([r for r, _ in ranked])
         out = []
         for r, s in ranked:
-            si = stored[r]
+            si = stored.get(r)
+            if si is None:
+                continue  # removed by a concurrent index run since the ranking
             out.append(
                 SearchHit(
                     id=si.item.id, path=si.item.path, kind=si.item.kind, name=si.item.qualname,

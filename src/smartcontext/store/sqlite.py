@@ -348,22 +348,26 @@ class SQLiteStore:
         """Decoded text and details of these (file id, file hash) pairs, through a small
         LRU cache (the hash is part of the key because a file id can be reused)."""
         out: dict[int, FileData] = {}
-        todo: list[int] = []
+        todo: dict[int, str] = {}
         with self._files_lock:
             for key in set(keys):
                 hit = self._files.get(key)
                 if hit is None:
-                    todo.append(key[0])
+                    todo[key[0]] = key[1]
                 else:
                     self._files.move_to_end(key)
                     out[key[0]] = hit
         fresh: dict[tuple[int, str], FileData] = {}
-        for chunk in _chunks(todo, _CHUNK):
+        for chunk in _chunks(list(todo), _CHUNK):
             marks = ",".join("?" * len(chunk))
             for file_id, file_hash, blob in self.db.execute(
                 f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk
             ):
-                out[file_id] = fresh[(file_id, file_hash)] = FileData.unpack(blob)
+                data = fresh[(file_id, file_hash)] = FileData.unpack(blob)
+                if file_hash == todo[file_id]:
+                    # Another process may have replaced the file between the item query and
+                    # this one: its new text does not match the rows read before.
+                    out[file_id] = data
         with self._files_lock:
             self._files.update(fresh)
             while len(self._files) > _TEXT_CACHE_FILES:
@@ -380,7 +384,9 @@ class SQLiteStore:
         out = []
         for (rowid, id_, path, kind, name, qualname, fqname, fq_mode, module, start, end,
              parent, lang, tokens, sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
-            data = files[file_id]
+            data = files.get(file_id)
+            if data is None:
+                continue  # its file changed under this read (another process indexing): left out
             sig, doc, meta = data.details(d_at, d_len)
             item = Item(
                 id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
