@@ -96,9 +96,12 @@ class _Processed:
     parsed: ParsedFile | None = None
     module: str = ""
     rows: list[tuple[Item, str, int, str]] = field(default_factory=list)
+    prepared: Any = None  # the store's prepare_file of the items
 
 
-def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
+def _process(
+    file: DiscoveredFile, known_hash: str | None, prepare: Callable[[list[Item]], Any] | None = None
+) -> _Processed:
     """Read, hash and parse one file; runs in worker processes, so it only returns data."""
     try:
         data = file.abs_path.read_bytes()
@@ -132,7 +135,8 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
             item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
             bodies[i], fts_text(item.qualname),
         ))
-    return _Processed(file, digest, "parsed", parsed, module, rows)
+    prepared = prepare(items) if prepare is not None else None
+    return _Processed(file, digest, "parsed", parsed, module, rows, prepared)
 
 
 def _estimate_tokens(text: str) -> int:
@@ -148,7 +152,7 @@ def _warm_up_for_workers(todo) -> None:
             get_source(f.source).warm_up(f.path, f.language)
 
 
-def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:
+def _process_star(args: tuple[DiscoveredFile, str | None, Callable | None]) -> _Processed:
     return _process(*args)
 
 
@@ -219,7 +223,8 @@ class Indexer:
         if total >= _PARALLEL_THRESHOLD and workers > 1:
             _warm_up_for_workers(todo)
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                results = pool.map(_process_star, todo, chunksize=16)
+                prepare = self.store.prepare_file
+                results = pool.map(_process_star, [(f, h, prepare) for f, h in todo], chunksize=16)
                 self._store_results(results, known, stats, skipped, progress, total)
         else:
             self._store_results(
@@ -263,7 +268,7 @@ class Indexer:
                 path=f.path, mtime_ns=f.mtime_ns, size=f.size, hash=res.hash,
                 language=res.parsed.language or f.language, source=f.source,
                 module=res.module, warnings=res.parsed.warnings, items=res.rows,
-                edges=res.parsed.edges,
+                edges=res.parsed.edges, prepared=res.prepared,
             )
             stats.files_indexed += 1
             stats.warnings.extend(res.parsed.warnings)
