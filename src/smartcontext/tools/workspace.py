@@ -72,7 +72,7 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
                 "required": ["question"],
                 "additionalProperties": False,
             },
-            context, provider="workspace", lock=ctx.index_lock,
+            context, provider="workspace", lock=ctx.index_lock, text_field="text",
         ),
         ToolSpec(
             "search",
