@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import InvalidArgument, did_you_mean
 from ..model import KIND_TRAITS, ItemKind
-from ..store.sqlite import Store, StoredItem
+from ..notes.tags import normalise_tag, tag_matches
+from ..store.base import Store, StoredItem
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
 from .vector import VectorIndex
@@ -71,7 +72,7 @@ def _snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
 
 def _item_tags(si: StoredItem) -> list[str]:
     tags = si.item.meta.get("tags") or []
-    return [str(t).lstrip("#").lower() for t in tags] if isinstance(tags, list) else []
+    return [normalise_tag(t) for t in tags] if isinstance(tags, list) else []
 
 
 def _check_filters(cat: Catalogue, prefixes: list[str] | None, kinds: set[str] | None) -> None:
@@ -118,7 +119,7 @@ def search(
     prefixes = [p.strip("/") for p in paths] if paths else None
     kind_set = set(kinds) if kinds else None
     _check_filters(cat, prefixes, kind_set)
-    want_tags = {t.lstrip("#").lower() for t in tags} if tags else None
+    want_tags = {normalise_tag(t) for t in tags} if tags else None
     allowed: set[int] | None = None
     if want_tags:
         # Tags narrow before the pools are cut too, or a rare tag keeps only the few of
@@ -198,9 +199,7 @@ def search(
         if si is None:
             continue
         item_tags = _item_tags(si)
-        if want_tags and not want_tags & set(item_tags) and not any(
-            t.startswith(w + "/") for t in item_tags for w in want_tags
-        ):
+        if want_tags and not tag_matches(item_tags, want_tags):
             continue
         is_section = si.item.kind == ItemKind.SECTION
         heading = " > ".join(si.item.meta.get("heading_path", [])) if is_section else ""
