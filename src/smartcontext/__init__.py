@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "ContextResult": ".context.models",
     "ExtractionConfig": ".context.models",
-    "ScoredItem": ".context.models",
+    "ScoredItem": ".retrieval.scoring",
     "SelectedItem": ".context.models",
     "SmartContextError": ".errors",
     "IndexStats": ".indexer",
@@ -45,10 +45,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as plain imports
-    from .context.models import ContextResult, ExtractionConfig, ScoredItem, SelectedItem
+    from .context.models import ContextResult, ExtractionConfig, SelectedItem
     from .errors import SmartContextError
     from .indexer import IndexStats
     from .model import Edge, Item
     from .retrieval.entities import ExtractedEntity
+    from .retrieval.scoring import ScoredItem
     from .retrieval.search import SearchHit
     from .workspace import Workspace, WorkspaceStatus

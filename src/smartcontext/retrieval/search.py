@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InvalidArgument, did_you_mean
 from ..model import KIND_TRAITS, ItemKind
+from ..notes.match import normalise_folder, path_matches
 from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import Store, StoredItem
 from .catalogue import Catalogue
@@ -86,7 +87,7 @@ def _check_filters(cat: Catalogue, prefixes: list[str] | None, kinds: set[str] |
         return
     folders = {"/".join(p.split("/")[:i]) for p in cat.paths for i in range(1, p.count("/") + 1)}
     for prefix in prefixes:
-        if prefix in folders or prefix in cat.by_path:
+        if not prefix or prefix in folders or prefix in cat.by_path:
             continue
         raise InvalidArgument(
             f"no folder or file {prefix!r} in the index{did_you_mean(prefix, folders | set(cat.by_path))}"
@@ -116,7 +117,7 @@ def search(
         raise InvalidArgument("the query is empty")
     info: dict[str, Any] = {"mode": mode, "signals": []}
     pool = max(limit * 10, 100)
-    prefixes = [p.strip("/") for p in paths] if paths else None
+    prefixes = [normalise_folder(p) for p in paths] if paths else None
     kind_set = set(kinds) if kinds else None
     _check_filters(cat, prefixes, kind_set)
     want_tags = {normalise_tag(t) for t in tags} if tags else None
@@ -130,7 +131,7 @@ def search(
         # with the few of the global top hits that happen to pass the filter.
         in_scope = {
             r for p, rows in cat.by_path.items()
-            if not prefixes or any(p == x or p.startswith(x + "/") for x in prefixes)
+            if not prefixes or path_matches(p, prefixes)
             for r in rows
             if not kind_set or cat.entries[r].kind in kind_set
         }
@@ -183,7 +184,7 @@ def search(
         e = cat.entries.get(r)
         if e is None:
             continue
-        if prefixes and not any(e.path == p or e.path.startswith(p + "/") for p in prefixes):
+        if prefixes and not path_matches(e.path, prefixes):
             continue
         if kind_set and e.kind not in kind_set:
             continue
