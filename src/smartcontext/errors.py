@@ -33,5 +33,10 @@ class EmbeddingError(SmartContextError):
     """An embedding model could not be loaded or failed to embed."""
 
 
+class StoreUnavailable(SmartContextError):
+    """The index's database cannot be used: a bad URL, a server that is down, a missing
+    extension or driver."""
+
+
 class ConfigError(SmartContextError):
     """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""
