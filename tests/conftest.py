@@ -208,3 +208,30 @@ def make_store(backend, tmp_path, request):
 
         for s in opened:
             drop_workspace(request.getfixturevalue("pg_url"), s.workspace, clear_cache=True)
+
+
+@pytest.fixture
+def open_ws(backend, request):
+    """``open_ws(folder)``: a Workspace whose index is in the test's backend (a SQLite file
+    in the folder, or a fresh workspace of the PostgreSQL test database)."""
+    from smartcontext import Workspace
+    from smartcontext.config import Config
+
+    opened = []
+
+    def open_(root, config=None):
+        config = config or Config.load(Path(root))
+        if backend == "postgres":
+            config.store.url = request.getfixturevalue("pg_url")
+            config.store.workspace = f"{request.getfixturevalue('pg_workspace')}_{len(opened)}"
+        ws = Workspace.open(root, config)
+        opened.append(ws)
+        return ws
+
+    yield open_
+    for ws in opened:
+        ws.close()
+        if backend == "postgres":
+            from smartcontext.store.postgres import drop_workspace
+
+            drop_workspace(ws.config.store.url, ws.config.store.workspace, clear_cache=True)

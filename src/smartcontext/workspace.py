@@ -74,16 +74,29 @@ class Workspace:
         return cls(root.resolve(), config)
 
     @property
+    def store_url(self) -> str:
+        """The database URL of a shared index ([store] url), or "" for the SQLite file."""
+        return self.config.store.url
+
+    @property
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
-                self.index_dir.mkdir(exist_ok=True)
-                self._store = open_store(self.index_path)
+                if self.store_url:
+                    self._store = open_store(
+                        self.store_url, workspace=self.config.store.workspace or self.root.name
+                    )
+                else:
+                    self.index_dir.mkdir(exist_ok=True)
+                    self._store = open_store(self.index_path)
             return self._store
+
+    def _index_exists(self) -> bool:
+        return bool(self.store_url) or self.index_path.exists()
 
     @property
     def has_index(self) -> bool:
-        return self.index_path.exists() and self.store.counts()["files"] > 0
+        return self._index_exists() and self.store.counts()["files"] > 0
 
     def close(self) -> None:
         with self._lock:
@@ -120,7 +133,9 @@ class Workspace:
         embeddings: compute vectors for new items (default: when a model is configured).
         rebuild:    throw the old index away first (for a corrupt or outdated index).
         """
-        if rebuild:
+        if rebuild and self.store_url:
+            self.remove_index()
+        elif rebuild:
             self.close()
             if self.index_dir.exists():
                 for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
@@ -326,11 +341,11 @@ class Workspace:
         return out
 
     def status(self) -> WorkspaceStatus:
-        indexed = self.index_path.exists()
+        indexed = self._index_exists()
         counts = self.store.counts() if indexed else {"files": 0, "items": 0, "edges": 0, "vectors": 0}
         return WorkspaceStatus(
             root=str(self.root),
-            index_path=str(self.index_path),
+            index_path=self.store.location if self.store_url else str(self.index_path),
             indexed=indexed and counts["files"] > 0,
             files=counts["files"], items=counts["items"], edges=counts["edges"],
             vectors=counts["vectors"],
@@ -342,7 +357,11 @@ class Workspace:
         )
 
     def remove_index(self) -> None:
-        """Delete the index files only: preferences and logs in the same folder stay."""
+        """Delete the index files only: preferences and logs in the same folder stay. A
+        shared index (a database) loses this workspace's files and items."""
+        if self.store_url:
+            self.store.delete_files(list(self.store.file_states()))
+            return
         self.close()
         for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
             p = self.index_dir / name

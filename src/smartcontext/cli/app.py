@@ -32,10 +32,29 @@ def from_config(section: object, key: str) -> str:
 CONTEXT_DEFAULTS = ContextDefaults()
 
 
+# Set by the root --store option: a database URL that replaces the configured store.
+STORE_URL: str | None = None
+
+
+@app.callback()
+def root(
+    store: str = typer.Option(
+        None, "--store", metavar="URL", envvar="SMARTCONTEXT_STORE_URL",
+        help="Where the index lives: postgresql://user@host/db for a shared PostgreSQL "
+        "index (default: the store url of smartcontext.toml, else .smartcontext/index.db).",
+    ),
+) -> None:
+    global STORE_URL
+    STORE_URL = store
+
+
 def open_workspace(path: Path):
     from ..workspace import Workspace
 
-    return Workspace.open(path)
+    ws = Workspace.open(path)
+    if STORE_URL:
+        ws.config.store.url = STORE_URL
+    return ws
 
 
 def given(**options: object) -> dict[str, object]:

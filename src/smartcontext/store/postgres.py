@@ -15,11 +15,12 @@ Keyword search: ``items.tsv`` is a ``tsvector`` (``simple`` configuration, words
 every non-alphanumeric character as FTS5's unicode61 does) with the name, path and body
 at weights A, B and C, under a GIN index; a query ORs one ``tsquery`` per
 :class:`KeywordTerm` (phrases as ``<->``) and scores
-``sum(weight * ts_rank_cd({0, 0.25, 0.5, 1}, tsv, term, 1))``. That is cover density
-normalised by log document length, not BM25: it has no inverse document frequency, so a
-rare term counts no more than a common one. Callers that need rarity (``retrieval``) already
-drop terms found in half the items through :meth:`doc_freqs`. Diacritics are kept (FTS5
-folds them).
+``sum(weight * idf(term) * ts_rank_cd({0, 0.25, 0.5, 1}, tsv, term, 32))``: cover density
+saturated as r / (r + 1), times BM25's idf computed from the term's document count.
+Unlike FTS5's BM25 it has no length normalisation against the average item (a long item
+is not pushed down), phrases score by cover density (how close the words are), and
+diacritics are kept (FTS5's unicode61 folds them). docs/scale-out.md has the measured
+effect.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ log = logging.getLogger("smartcontext.store")
 
 # ts_rank_cd weights for {D, C, B, A}: body (C) 1, path (B) 2, name (A) 4, as FTS5's bm25().
 _RANK_WEIGHTS = "{0.0, 0.25, 0.5, 1.0}"
+# ts_rank_cd normalisation 32 maps a rank r to r / (r + 1): repeated matches saturate as
+# with BM25's k1. Dividing by the log of the length as well (flag 1) ranked whole classes
+# above the method a question names, in the context tests; no length normalisation here.
+_RANK_NORMALISATION = 32
 _TEXT_CACHE_FILES = 512
 _NON_WORD = re.compile(r"[\W_]+")
 # Bootstrap (extension, schemas, migrations) of one database is serialised by this
@@ -487,9 +492,14 @@ class PostgresStore:
         any_query = " | ".join(f"({q})" for q in queries)
         with self._conn() as conn:
             rows = conn.execute(
+                # idf as BM25 computes it, from the term's document count (GIN)
+                "WITH n AS (SELECT count(*)::float8 AS n FROM items), "
+                "t AS (SELECT x.q, x.w * ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS w "
+                "FROM unnest(%s::tsquery[], %s::float8[]) AS x(q, w) CROSS JOIN n "
+                "CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM items WHERE tsv @@ x.q) d) "
                 "SELECT i.rowid, s.score FROM items i CROSS JOIN LATERAL ("
-                f"SELECT sum(t.w * ts_rank_cd('{_RANK_WEIGHTS}', i.tsv, t.q, 1)) AS score "
-                "FROM unnest(%s::tsquery[], %s::float8[]) AS t(q, w) WHERE i.tsv @@ t.q) s "
+                f"SELECT sum(t.w * ts_rank_cd('{_RANK_WEIGHTS}', i.tsv, t.q, {_RANK_NORMALISATION})) "
+                "AS score FROM t WHERE i.tsv @@ t.q) s "
                 f"WHERE i.tsv @@ %s::tsquery {'AND i.file_row' if files_only else ''} "
                 "ORDER BY s.score DESC, i.rowid LIMIT %s",
                 (list(queries), list(queries.values()), any_query, limit),
