@@ -84,7 +84,8 @@ class Workspace:
             if self._store is None:
                 if self.store_url:
                     self._store = open_store(
-                        self.store_url, workspace=self.config.store.workspace or self.root.name
+                        self.store_url, workspace=self.config.store.workspace or None,
+                        default_workspace=self.root.name,
                     )
                 else:
                     self.index_dir.mkdir(exist_ok=True)

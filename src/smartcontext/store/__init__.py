@@ -28,12 +28,16 @@ def is_url(location: str | os.PathLike[str]) -> bool:
     return "://" in os.fspath(location)
 
 
-def open_store(location: str | os.PathLike[str], workspace: str | None = None) -> Store:
+def open_store(
+    location: str | os.PathLike[str], workspace: str | None = None,
+    default_workspace: str | None = None,
+) -> Store:
     """Open (creating or upgrading as needed) the index at ``location``: a file path, a
     ``sqlite:///path`` URL, or a ``postgresql://user:password@host:port/database`` URL.
 
-    workspace: which workspace of a PostgreSQL database (each has its own schema; also
-               ``?workspace=NAME`` in the URL); ignored for SQLite files.
+    workspace: which workspace of a PostgreSQL database (each has its own schema); else
+               ``?workspace=NAME`` in the URL, else ``default_workspace``. Ignored for
+               SQLite files.
     """
     text = os.fspath(location)
     if "://" in text:
@@ -41,7 +45,7 @@ def open_store(location: str | os.PathLike[str], workspace: str | None = None) -
         if scheme.lower() in ("postgresql", "postgres"):
             from .postgres import PostgresStore
 
-            return PostgresStore(text, workspace)
+            return PostgresStore(text, workspace, default_workspace=default_workspace)
         if scheme != "sqlite":
             raise InvalidArgument(
                 f"no store for {scheme!r} URLs ({text}); use a file path, sqlite:///path or "

@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import StoreUnavailable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
+from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
 from .pg_schema import CORE, EMBEDDINGS, SHARED_SCHEMA
 from .text import JSON, FileData, pack_file
 
@@ -138,7 +138,7 @@ def _fts_body(item: Item) -> str:
 
 def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
     return StoreUnavailable(
-        f"cannot connect to PostgreSQL at {redact(url)}: {str(exc).strip()}; check that the "
+        f"cannot connect to PostgreSQL at {redact(url)}: {' '.join(str(exc).split())}; check that the "
         f"server is running and the URL (user, password, host, port, database) is right"
     )
 
@@ -146,14 +146,17 @@ def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
 class PostgresStore:
     """One workspace index in a PostgreSQL database (with the pgvector extension)."""
 
-    def __init__(self, url: str, workspace: str | None = None, *, pool_size: int = 8):
+    def __init__(
+        self, url: str, workspace: str | None = None, *, default_workspace: str | None = None,
+        pool_size: int = 8,
+    ):
         if _IMPORT_ERROR is not None:
             raise StoreUnavailable(
                 "the PostgreSQL store needs psycopg, psycopg-pool and pgvector: "
                 "pip install 'smartcontext[postgres]'"
             ) from _IMPORT_ERROR
         conninfo, from_url = split_url(url)
-        self.workspace = workspace or from_url or "default"
+        self.workspace = workspace or from_url or default_workspace or "default"
         self.schema = schema_name(self.workspace)
         self.url = conninfo
         self.location = f"{redact(conninfo)} (workspace {self.workspace}, schema {self.schema})"
@@ -698,6 +701,34 @@ class PostgresStore:
                 cur = conn.execute("DELETE FROM embedding_cache WHERE model = %s", (model,))
             self._bump_generation(conn)
             return cur.rowcount
+
+    # -- export --------------------------------------------------------------------------
+
+    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
+        """Each file's row, items and edges as ``replace_file`` takes them. A tsvector
+        cannot give back the text it was made from, so the full-text values are None:
+        a store this is copied into derives them from the items' text."""
+        with self._conn() as conn:
+            if paths is None:
+                paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+        for path in paths:
+            with self._conn() as conn:
+                row = conn.execute(
+                    "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings "
+                    "FROM files WHERE path = %s", (path,),
+                ).fetchone()
+                if row is None:
+                    continue
+                edges = [
+                    Edge(src, kind, dst=dst, dst_name=dst_name)
+                    for src, kind, dst, dst_name in conn.execute(
+                        "SELECT src, kind, dst, dst_name FROM edges WHERE file_id = %s ORDER BY id",
+                        (row[0],),
+                    )
+                ]
+            stored = self._read_items("i.file_id = %s", (row[0],))
+            items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
+            yield FileRecord(*row[1:8], list(row[8]), items, edges)
 
     # -- administration --------------------------------------------------------------------
 
