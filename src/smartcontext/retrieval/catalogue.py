@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 
 from ..model import kind_traits
+from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import CatalogueRow, Store
 
 _TEST_FILE = re.compile(
@@ -68,8 +69,8 @@ class Catalogue:
         """Items whose note carries one of ``want`` or a tag nested below it (``a`` matches
         ``a/b``); the tag list is read once per index generation."""
         if self._tags is None:
-            self._tags = [(r, t.lstrip("#").lower()) for r, t in self._store.tag_rows()]
-        return {r for r, tag in self._tags if tag in want or any(tag.startswith(w + "/") for w in want)}
+            self._tags = [(r, normalise_tag(t)) for r, t in self._store.tag_rows()]
+        return {r for r, tag in self._tags if tag_matches((tag,), want)}
 
     def note_item(self, path: str) -> int | None:
         """The item standing for a whole note (its intro section, whose id is the path)."""
