@@ -243,6 +243,18 @@ class PostgresStore:
             raise _connect_error(self.url, exc) from exc
 
     @contextmanager
+    def _snapshot(self) -> Iterator["psycopg.Connection"]:
+        """A connection whose statements all see one snapshot (for reads of several
+        statements: an item's row and its file's text must be of the same version)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
+
+    @contextmanager
     def _write(self) -> Iterator["psycopg.Connection"]:
         """One transaction holding the workspace's write lock (joins an open one)."""
         conn = getattr(self._local, "conn", None)
@@ -395,7 +407,7 @@ class PostgresStore:
         return out
 
     def _read_items(self, where: str, params: Sequence) -> list[StoredItem]:
-        with self._conn() as conn:
+        with self._snapshot() as conn:
             rows = conn.execute(
                 "SELECT i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, "
                 "i.end_line, i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, "
@@ -712,7 +724,7 @@ class PostgresStore:
             if paths is None:
                 paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
         for path in paths:
-            with self._conn() as conn:
+            with self._snapshot() as conn:
                 row = conn.execute(
                     "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings "
                     "FROM files WHERE path = %s", (path,),
@@ -726,7 +738,11 @@ class PostgresStore:
                         (row[0],),
                     )
                 ]
-            stored = self._read_items("i.file_id = %s", (row[0],))
+                outer, self._local.conn = getattr(self._local, "conn", None), conn
+                try:  # the items in the same snapshot
+                    stored = self._read_items("i.file_id = %s", (row[0],))
+                finally:
+                    self._local.conn = outer
             items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
             yield FileRecord(*row[1:8], list(row[8]), items, edges)
 
