@@ -13,7 +13,6 @@ two processes opening a new workspace at once apply each step exactly once.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from psycopg import Connection, sql
@@ -179,5 +178,3 @@ def m001_tables(conn: Connection, schema: str) -> None:
         """,
     )
 
-
-Step = Callable[[Connection, str], None]
