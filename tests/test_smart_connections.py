@@ -985,3 +985,21 @@ def test_a_server_can_lend_its_own_workspace_to_the_keyword_fallback(tmp_path):
         assert lent and str(tmp_path.resolve()) not in keyword._workspaces  # no second workspace opened
     finally:
         ws.close()
+
+
+def test_keyword_fallback_refresh_keeps_an_index_with_vectors_embedded(tmp_path):
+    from smartcontext.smart_connections.keyword import WorkspaceKeywords, forget_workspaces, workspace_for
+
+    (tmp_path / "Roses.md").write_text("# Roses\n\nPrune rose bushes in late winter.\n")
+    try:
+        ws = workspace_for(tmp_path)
+        ws.index(embeddings=True)
+        before = ws.store.counts()
+        assert before["vectors"] == before["items"] > 0
+        (tmp_path / "Tomatoes.md").write_text("# Tomatoes\n\nWater tomato plants deeply twice a week.\n")
+        assert WorkspaceKeywords(tmp_path).refresh(force=True) is ws
+        after = ws.store.counts()
+        assert after["items"] > before["items"]
+        assert after["vectors"] == after["items"]  # the new note was embedded too
+    finally:
+        forget_workspaces()

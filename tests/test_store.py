@@ -7,7 +7,6 @@ from smartcontext.errors import IndexCorrupt
 from smartcontext.model import Edge, Item
 from smartcontext.store import KeywordTerm, open_store
 from smartcontext.store.schema import FORMAT
-from smartcontext.store.sqlite import SQLiteStore as Store
 from smartcontext.words import fts_text, split_identifier
 
 
@@ -40,7 +39,7 @@ def test_split_identifier_and_fts_text():
 
 
 def test_schema_version_recorded(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     assert s.db.execute("PRAGMA user_version").fetchone()[0] == FORMAT
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -109,7 +108,7 @@ def test_corrupt_file_raises_index_corrupt(tmp_path):
     p = tmp_path / "i.db"
     p.write_bytes(b"this is not a database" * 100)
     with pytest.raises(IndexCorrupt, match="--rebuild"):
-        Store(p)
+        open_store(p)
 
 
 def test_newer_schema_is_refused(tmp_path):
@@ -118,7 +117,7 @@ def test_newer_schema_is_refused(tmp_path):
     db.execute(f"PRAGMA user_version = {FORMAT + 5}")
     db.close()
     with pytest.raises(IndexCorrupt, match="newer"):
-        Store(p)
+        open_store(p)
 
 
 # -- every store method, against a real SQLite file -------------------------------------
@@ -234,7 +233,7 @@ def test_keyword_search_weights_phrases_and_files_only(make_store):
 
 
 def test_deleting_a_contentless_row_removes_exactly_its_tokens(tmp_path):
-    churned, fresh = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
+    churned, fresh = open_store(tmp_path / "a.db"), open_store(tmp_path / "b.db")
     for h in ("h1", "h2", "h3"):
         _code_file(churned, hash=h, extra=f"\n# version {h} camelCaseWord\n")
     _code_file(churned, path="gone.py")
@@ -248,7 +247,7 @@ def test_deleting_a_contentless_row_removes_exactly_its_tokens(tmp_path):
 
 
 def test_vectors_are_the_cache_rows_of_content_hashes(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "f"), _item("a.py", "g")])
     rows = [r.rowid for r in s.item_light_rows()]
     s.cache_vectors("m", [("ca.py::f", np.ones(4, dtype=np.float32))])
@@ -287,7 +286,7 @@ def test_store_satisfies_the_protocol(make_store):
 
 
 def test_compact_reclaims_freed_pages_only_when_worth_it(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     assert s.compact() is False  # nothing freed
     for i in range(40):
         _code_file(s, path=f"m{i}.py", extra="\n# padding line\n" * 200)
@@ -296,3 +295,15 @@ def test_compact_reclaims_freed_pages_only_when_worth_it(tmp_path):
     assert free_before > 0 and s.compact() is True
     assert s.db.execute("PRAGMA freelist_count").fetchone()[0] == 0
     assert s.counts()["files"] == 5 and len(s.items_in_paths(["m39.py"])) == 3
+
+
+def test_compact_gives_up_while_a_statement_is_open(tmp_path):
+    s = open_store(tmp_path / "i.db")
+    for n in range(60):
+        _put(s, f"m{n}.py", [_item(f"m{n}.py", "f", text="def f(): " + "x " * 2000)], hash=f"h{n}")
+    s.delete_files([f"m{n}.py" for n in range(1, 60)])
+    reader = s.db.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n LIMIT 5) SELECT x FROM n")
+    reader.fetchone()  # a statement left open on the shared connection
+    assert s.compact() is False  # VACUUM would raise OperationalError; compaction just waits
+    reader.close()
+    assert s.compact() is True

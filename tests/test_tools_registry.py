@@ -21,7 +21,7 @@ from smartcontext.tools import (
     registry,
     spec_tools,
 )
-from smartcontext.tools.validate import compile_schema
+from smartcontext.validate import compile_schema
 from smartcontext.vault import VaultTools
 from smartcontext.vault.schema import SPECS_BY_NAME
 
@@ -303,3 +303,13 @@ def test_check_arguments_without_a_registry():
         check_arguments("t", validator, {"v": {"a": 1}})
     with pytest.raises(Exception):
         compile_schema({"type": "no-such-type"})
+
+
+def test_smart_connections_tools_hold_the_index_lock(folder):
+    (folder / ".obsidian").mkdir()
+    reg = ToolRegistry.open(folder)
+    try:
+        for name in ("semantic_search", "similar_notes", "context", "search"):
+            assert reg.get(name).lock is reg.context.index_lock, name
+    finally:
+        reg.close()

@@ -7,6 +7,7 @@ interrupted run leaves a consistent index that the next run completes.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import Any
 
 from .model import Item, ParsedFile
 from .words import fts_text
-from .sources.base import Source, decode
+from .sources.base import BaseSource, Source, decode
 from .sources.discover import (
     DiscoveredFile,
     DiscoveryOptions,
@@ -29,6 +30,8 @@ from .sources.discover import (
 from .sources.registry import get_source
 from .sources.text import text_windows
 from .store.base import Store
+
+log = logging.getLogger("smartcontext.indexer")
 
 Progress = Callable[[str, int, int], None]
 
@@ -113,8 +116,26 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     if source.skip_generated and looks_generated(data):
         return _Processed(file, digest, "generated")
     parsed = parse_file(file.path, source, file.language, data)
-    module = source.module_name(file.path)
-    items = parsed.items
+    text = decode(data)
+    try:
+        module, rows = _rows(source, file.path, parsed.items, text)
+    except Exception as exc:  # a source's naming or full-text hook broke: keep the file as text
+        warnings = [*parsed.warnings, f"{file.path}: source {source.name!r} failed "
+                    f"({type(exc).__name__}: {exc}); indexed as text"]
+        parsed = text_windows(file.path, text)
+        parsed.warnings[:0] = warnings
+        module, rows = _rows(_PLAIN, file.path, parsed.items, text)
+    return _Processed(file, digest, "parsed", parsed, module, rows)
+
+
+# The defaults every source inherits: what a file falls back to when its source breaks.
+_PLAIN = BaseSource()
+
+
+def _rows(source: Source, path: str, items: list[Item], text: str) -> tuple[str, list[tuple]]:
+    """The module name and the store rows of ``items``. Everything the store needs is
+    computed here, in the worker, so the parent process only writes rows."""
+    module = source.module_name(path)
     # Token counts here are estimates (about 4 bytes a token): tokenising every nested
     # item would cost a third of a cold index, and the budgeter only plans with them;
     # the rendered context is counted exactly and trimmed to the budget. Measured on
@@ -122,17 +143,15 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     sig_counts = [_estimate_tokens(f"{it.signature}\n{it.docstring}".strip()) for it in items]
     for item in items:
         item.tokens = _estimate_tokens(item.text)
-    bodies = source.fts_bodies(items, decode(data))
-    # Everything the store needs is computed here, in the worker, so the parent process
-    # only writes rows.
-
-    rows = []
-    for i, item in enumerate(items):
-        rows.append((
-            item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
-            bodies[i], fts_text(item.qualname),
-        ))
-    return _Processed(file, digest, "parsed", parsed, module, rows)
+    bodies = list(source.fts_bodies(items, text))
+    if len(bodies) != len(items):
+        raise ValueError(f"fts_bodies gave {len(bodies)} bodies for {len(items)} items")
+    rows = [
+        (item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
+         bodies[i], fts_text(item.qualname))
+        for i, item in enumerate(items)
+    ]
+    return module, rows
 
 
 def _estimate_tokens(text: str) -> int:
@@ -145,7 +164,11 @@ def _warm_up_for_workers(todo) -> None:
     for f, _ in todo:
         if (f.source, f.language) not in seen:
             seen.add((f.source, f.language))
-            get_source(f.source).warm_up(f.path, f.language)
+            try:
+                get_source(f.source).warm_up(f.path, f.language)
+            except Exception as exc:  # only an optimisation: the worker loads what it needs
+                log.warning("warm-up of source %r for %s failed: %s: %s", f.source, f.path,
+                            type(exc).__name__, exc)
 
 
 def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:

@@ -99,6 +99,12 @@ class Workspace:
     def has_index(self) -> bool:
         return self._index_exists() and self.store.counts()["files"] > 0
 
+    @property
+    def keeps_vectors(self) -> bool:
+        """Whether a refresh should embed what changed: embeddings are on and the index
+        already has vectors (a keyword-only index stays keyword-only until asked)."""
+        return self.config.embeddings.enabled and bool(self.store.vector_models())
+
     def close(self) -> None:
         with self._lock:
             if self._store is not None:
@@ -180,7 +186,7 @@ class Workspace:
         rel = [self._relative(p) for p in paths]
         with self._lock:
             stats = Indexer(self.root, self.store, self._discovery_options()).update_paths(rel)
-            if self.config.embeddings.enabled and self.store.vector_models():
+            if self.keeps_vectors:
                 try:
                     embed_pending(self.store, self.embedder())
                 except Exception as exc:  # the text index is updated; vectors can catch up later

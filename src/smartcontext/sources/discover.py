@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pathspec
 
-from .text import TEXT_SOURCE
+from .registry import get_source
 
 # Folders that never hold a project's own sources.
 PRUNED_DIRS = {
@@ -137,7 +137,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
             if kind is None:
                 continue
             source, language = kind
-            if source == TEXT_SOURCE and not options.index_text_files:
+            if not options.index_text_files and getattr(get_source(source), "optional", False):
                 continue
             if rules.ignored(rel, False):
                 result.skipped["ignored"] += 1

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import IndexCorrupt
 from ..model import Edge, Item, kind_traits
-from ..words import fts_text, split_identifier  # noqa: F401  (old import path)
+from ..words import fts_text
 from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
@@ -187,8 +187,15 @@ class SQLiteStore:
             free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
             if not pages or free * 20 < pages:
                 return False
-            self.db.execute("VACUUM")
-            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                self.db.execute("VACUUM")
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError as exc:
+                # VACUUM fails while another statement is open on the shared connection
+                # (a reader mid-iteration); compaction is only an optimisation, so the
+                # next run that changes files tries again.
+                log.debug("compact skipped: %s", exc)
+                return False
             return True
 
     # -- files -------------------------------------------------------------------
@@ -776,6 +783,3 @@ def _chunks(seq: list, size: int) -> Iterator[list]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
 
-
-# The name tests and older code import; new code uses ``store.open_store``.
-Store = SQLiteStore

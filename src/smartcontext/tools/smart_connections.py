@@ -58,7 +58,7 @@ def smart_connections_tools(ctx: ToolContext) -> list[ToolSpec]:
                 "required": ["query"],
                 "additionalProperties": False,
             },
-            semantic_search, provider="smart_connections",
+            semantic_search, provider="smart_connections", lock=ctx.index_lock,
         ),
         ToolSpec(
             "similar_notes",
@@ -75,6 +75,6 @@ def smart_connections_tools(ctx: ToolContext) -> list[ToolSpec]:
                 "required": ["path"],
                 "additionalProperties": False,
             },
-            similar_notes, provider="smart_connections",
+            similar_notes, provider="smart_connections", lock=ctx.index_lock,
         ),
     ]

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
-from .validate import compile_schema
+from ..config import DEFAULT_REFRESH_INTERVAL
+from ..validate import compile_schema
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
-# Seconds an index may be stale before a retrieval tool re-checks the folder for changes.
-DEFAULT_REFRESH_INTERVAL = 5.0
-# ...and, when a check took longer than CHEAP_REFRESH seconds, at least REFRESH_COST_FACTOR
+# Between re-checks a tool waits refresh_interval seconds (config.DEFAULT_REFRESH_INTERVAL)
+# and, when a check took longer than CHEAP_REFRESH seconds, at least REFRESH_COST_FACTOR
 # times its duration, so on a huge folder checks take a small share of the server's time.
 CHEAP_REFRESH = 0.25
 REFRESH_COST_FACTOR = 20
@@ -108,9 +108,7 @@ class ToolContext:
                 ws.index(embeddings=False)
                 self._last_refresh = now
             elif self.refresh_interval >= 0 and now - self._last_refresh >= self._refresh_wait():
-                # Same rule as Workspace.update_files: vectors only for an index that has them.
-                embed = ws.config.embeddings.enabled and bool(ws.store.vector_models())
-                ws.index(embeddings=embed)
+                ws.index(embeddings=ws.keeps_vectors)
                 self._last_refresh = time.monotonic()
                 self._refresh_seconds = self._last_refresh - now
         return ws

@@ -15,7 +15,7 @@ from ..errors import SmartContextError, WorkspaceNotFound
 from ..notes import LinkResolver, NoteFacts, read_note
 from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault
 from .responses import err
-from ..tools.validate import ToolError, check_arguments, compile_schema
+from ..validate import ToolError, check_arguments, compile_schema
 from .schema import SPECS_BY_NAME
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")

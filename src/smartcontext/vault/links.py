@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import posixpath
 
+from ..notes.links import normalise_target
+from ..notes.match import normalise_folder
 from .base import MARKDOWN_SUFFIXES, VaultBase, tool
 from .paths import walk_vault
 from .responses import err, ok
@@ -74,8 +76,8 @@ class LinkTools(VaultBase):
 
     @tool
     def search_by_folder(self, folder: str, recursive: bool = True, limit: int = 100) -> str:
-        text = folder.strip().replace("\\", "/").strip("/")
-        target = self._resolve(text, allow_root=True) if text not in ("", ".") else self.root
+        text = normalise_folder(folder)
+        target = self._resolve(text, allow_root=True) if text else self.root
         shown = self._rel(target) if target != self.root else "/"
         if not target.is_dir():
             if target.exists():
@@ -96,7 +98,4 @@ class LinkTools(VaultBase):
 
 def _bare(target: str) -> str:
     """A link target reduced to how Obsidian compares unresolved names."""
-    target = target.strip().replace("\\", "/")
-    if target.lower().endswith(".md"):
-        target = target[:-3]
-    return posixpath.normpath(target).lstrip("./").lower()
+    return posixpath.normpath(normalise_target(target)).lstrip("./").lower()
