@@ -1003,3 +1003,16 @@ def test_keyword_fallback_refresh_keeps_an_index_with_vectors_embedded(tmp_path)
         assert after["vectors"] == after["items"]  # the new note was embedded too
     finally:
         forget_workspaces()
+
+
+def test_parse_counts_vectors_of_the_wrong_size_and_with_nan():
+    v1 = unit(TOPIC["gpu"])
+    text = "\n".join([
+        line("smart_sources:a.md", source_value("a.md", v1)),
+        line("smart_sources:b.md", source_value("b.md", v1 + [0.5])),  # one number too many
+        line("smart_sources:c.md", source_value("c.md", [float("nan")] + v1[1:])),
+        line("smart_sources:d.md", source_value("d.md", v1[:-1])),  # one too few
+    ])
+    p = parse_ajson(text, MODEL, DIM)
+    assert [r.key for r in p.records] == ["a.md"]
+    assert p.bad_vectors == 3

@@ -305,11 +305,23 @@ def test_check_arguments_without_a_registry():
         compile_schema({"type": "no-such-type"})
 
 
-def test_smart_connections_tools_hold_the_index_lock(folder):
+def test_smart_connections_tools_read_under_the_index_lock(folder):
+    # A writer holding the index lock keeps semantic_search waiting, as it keeps search.
+    import threading
+
     (folder / ".obsidian").mkdir()
+    (folder / "a.md").write_text("# A\n\nroses and tulips\n")
     reg = ToolRegistry.open(folder)
     try:
-        for name in ("semantic_search", "similar_notes", "context", "search"):
-            assert reg.get(name).lock is reg.context.index_lock, name
+        reg.call("search", {"query": "roses"})  # builds the index first
+        done = threading.Event()
+        with reg.context.index_lock.writer:
+            worker = threading.Thread(
+                target=lambda: (reg.call("semantic_search", {"query": "roses"}), done.set())
+            )
+            worker.start()
+            assert not done.wait(0.5)
+        assert done.wait(30)
+        worker.join()
     finally:
         reg.close()

@@ -21,6 +21,14 @@ class IndexCorrupt(SmartContextError):
     """The index file cannot be read; it can be rebuilt with ``smartcontext index --rebuild``."""
 
 
+class IndexDamaged(IndexCorrupt):
+    """Pages of the index file are damaged; ``smartcontext index`` rebuilds it."""
+
+
+class IndexUnwritable(SmartContextError):
+    """The index (or its folder) cannot be created or written: a read-only folder."""
+
+
 class PathOutsideWorkspace(SmartContextError):
     """A path from a user or a model resolves outside the workspace root."""
 
@@ -40,3 +48,7 @@ class StoreUnavailable(SmartContextError):
 
 class ConfigError(SmartContextError):
     """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""
+
+
+class Interrupted(SmartContextError):
+    """A long operation (an index run) was asked to stop; what it finished is kept."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safeio import read_regular
 from ..errors import SmartContextError
 from ..notes import normalise_tag, scan_note, split_frontmatter
 from ..notes.syntax import heading_text
@@ -73,7 +74,7 @@ class VaultNotes:
     def read_text(self, rel: str) -> str | None:
         """The note's text, or None when it is missing, unreadable or outside the vault."""
         try:
-            data = self.resolve(rel).read_bytes()
+            data = read_regular(self.resolve(rel))
         except (SmartContextError, OSError):
             return None
         self.reads += 1

@@ -227,6 +227,21 @@ class PostgresStore:
     def close(self) -> None:
         self.pool.close()
 
+    def check(self, full: bool = False) -> str | None:
+        """None when the index answers. PostgreSQL guards its own pages (WAL, checksums),
+        so there is no damage marker as for a SQLite file; ``full`` reads every table."""
+        try:
+            with self._conn() as conn:
+                conn.execute("SELECT 1 FROM meta LIMIT 1")
+                if full:
+                    conn.execute(
+                        "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM items), "
+                        "(SELECT count(*) FROM edges)"
+                    )
+        except psycopg.Error as exc:
+            return " ".join(str(exc).split())
+        return None
+
     # -- connections and transactions ---------------------------------------------------
 
     @contextmanager

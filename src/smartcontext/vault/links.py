@@ -53,7 +53,7 @@ class LinkTools(VaultBase):
         return ok(results=results, path=target)
 
     @tool
-    def find_outlinks(self, path: str) -> str:
+    def find_outlinks(self, path: str, limit: int = 100) -> str:
         note = self._existing_file(path, by_name=True)
         rel = self._rel(note)
         facts = self._facts(rel)
@@ -72,7 +72,12 @@ class LinkTools(VaultBase):
                 found.add(hit or link.target)
         if not found:
             return ok(f"No outlinks found in {rel}", results=[], path=rel)
-        return ok(results=sorted(found), unresolved=sorted(unresolved), path=rel)
+        results, missing = sorted(found), sorted(unresolved)
+        if len(results) > limit or len(missing) > limit:
+            return ok(f"Showing {min(limit, len(results))} of {len(results)} outlinks of {rel}; raise limit to see more",
+                      results=results[:limit], unresolved=missing[:limit], total=len(results),
+                      unresolved_total=len(missing), path=rel)
+        return ok(results=results, unresolved=missing, path=rel)
 
     @tool
     def search_by_folder(self, folder: str, recursive: bool = True, limit: int = 100) -> str:
