@@ -146,6 +146,9 @@ def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
 class PostgresStore:
     """One workspace index in a PostgreSQL database (with the pgvector extension)."""
 
+    # The indexer's workers pack each file's text (stretches + zlib) for replace_file.
+    prepare_file = staticmethod(pack_file)
+
     def __init__(
         self, url: str, workspace: str | None = None, *, default_workspace: str | None = None,
         pool_size: int = 8,
@@ -352,9 +355,11 @@ class PostgresStore:
     def replace_file(
         self, *, path: str, mtime_ns: int, size: int, hash: str, language: str, source: str,
         module: str, warnings: Sequence[str], items: Sequence[ItemRow], edges: Sequence[Edge],
+        prepared=None,
     ) -> None:
-        """Replace everything known about ``path`` in one transaction."""
-        blob, spans, detail_spans = pack_file([row[0] for row in items])
+        """Replace everything known about ``path`` in one transaction (``prepared``: the
+        indexer worker's ``prepare_file`` of the same items)."""
+        blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
         with self._write() as conn:
             conn.execute("DELETE FROM files WHERE path = %s", (path,))
             file_id = conn.execute(
