@@ -22,6 +22,13 @@
 
     [llm]                         # models by category, for LLM-backed features
     fast = ""                     # e.g. "openai/gpt-4o-mini"; empty = local methods
+
+    # Chat context (the seed's [plugins.smart_context] keys), at the top level of the
+    # table, as .vault.toml writes them, or in a [chat] section of smartcontext.toml:
+    enabled = true
+    similarity_threshold = 0.4    # topic filter: minimum cosine to a selected topic
+    embedding_search = true       # false: the topic filter keeps the whole history
+    extraction_category = "fast"  # the [llm] category that extracts topics
 """
 
 from __future__ import annotations
@@ -68,11 +75,40 @@ class ContextDefaults:
 
 
 @dataclass
+class ChatConfig:
+    """Chat context settings (``chat/``).
+
+    enabled:             chat files are read and topics extracted.
+    similarity_threshold: the topic filter keeps messages whose best cosine to a selected
+                         topic label reaches this.
+    embedding_search:    off: the topic filter keeps the whole history (sticky included).
+    extraction_category: the ``[llm]`` category whose model extracts topics; with no model
+                         configured there, the local method does.
+    history_share:       the automatic filter's budget as a share of the history's tokens,
+                         when no ``max_tokens`` is given.
+    neighbours:          turns kept either side of each retrieved message (answers and
+                         the question they answer travel together).
+    """
+
+    enabled: bool = True
+    similarity_threshold: float = 0.4
+    embedding_search: bool = True
+    extraction_category: str = "fast"
+    history_share: float = 0.25
+    neighbours: int = 1
+
+
+# The seed's keys, written at the top level of [plugins.smart_context].
+CHAT_TOP_LEVEL_KEYS = ("enabled", "similarity_threshold", "embedding_search", "extraction_category")
+
+
+@dataclass
 class Config:
     index: IndexConfig = field(default_factory=IndexConfig)
     embeddings: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     context: ContextDefaults = field(default_factory=ContextDefaults)
     llm: dict[str, str] = field(default_factory=dict)
+    chat: ChatConfig = field(default_factory=ChatConfig)
     source: str | None = None  # the file it came from
 
     @classmethod
@@ -97,13 +133,17 @@ class Config:
 
     @classmethod
     def from_dict(cls, table: dict[str, Any]) -> "Config":
-        known = {"index", "embeddings", "context", "llm"}
-        unknown = set(table) - known
+        known = {"index", "embeddings", "context", "llm", "chat"}
+        unknown = set(table) - known - set(CHAT_TOP_LEVEL_KEYS)
         if unknown:
             raise ConfigError(
                 f"unknown section(s) {', '.join(sorted(unknown))} in configuration; "
-                f"known: {', '.join(sorted(known))}"
+                f"known: {', '.join(sorted(known | set(CHAT_TOP_LEVEL_KEYS)))}"
             )
+        chat_table = table.get("chat", {})
+        if not isinstance(chat_table, dict):
+            raise ConfigError("[chat] must be a table")
+        chat_table = {**{k: table[k] for k in CHAT_TOP_LEVEL_KEYS if k in table}, **chat_table}
         llm = table.get("llm", {})
         if not isinstance(llm, dict) or not all(isinstance(v, str) for v in llm.values()):
             raise ConfigError("[llm] maps categories to model names, e.g. fast = \"openai/gpt-4o-mini\"")
@@ -112,6 +152,7 @@ class Config:
             embeddings=_build(EmbeddingConfig, table.get("embeddings", {}), "embeddings"),
             context=_build(ContextDefaults, table.get("context", {}), "context"),
             llm=dict(llm),
+            chat=_build(ChatConfig, chat_table, "chat"),
         )
 
 
@@ -144,6 +185,8 @@ def _build(kind: type, values: Any, section: str):
             not isinstance(value, int) or isinstance(value, bool)
         ):
             raise ConfigError(f"[{section}] {key} must be an integer")
+        if isinstance(default, float) and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise ConfigError(f"[{section}] {key} must be a number")
         if isinstance(default, str) and not isinstance(value, str):
             raise ConfigError(f"[{section}] {key} must be a string")
         if isinstance(default, list) and not (

@@ -35,3 +35,12 @@ class EmbeddingError(SmartContextError):
 
 class ConfigError(SmartContextError):
     """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""
+
+
+class ChatFileError(SmartContextError):
+    """A chat file (``.memory/{chat_id}.json``) or an import file is not valid; it is left
+    untouched."""
+
+
+class LLMError(SmartContextError):
+    """A language model call failed or answered something that could not be used."""
