@@ -1,0 +1,111 @@
+"""The embedding cache of one chat: ``.memory/{chat_id}.embeddings.json``.
+
+Keys are ``{message_id}:{content_hash}``, so an edited message is a miss and only new or
+edited messages reach the model. The file also records the model (``"_model"``): vectors
+of another model are dropped, never compared. Parsed files are memoised by (mtime, size),
+so filtering a long chat again costs no JSON parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .files import EMBEDDINGS_SUFFIX, Message, write_json_atomic
+
+MODEL_KEY = "_model"
+# The model truncates long texts itself; cutting characters first saves tokenising.
+MAX_EMBED_CHARS = 2000
+
+_memo: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+_memo_lock = threading.Lock()
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def cache_key(message_id: str, content: str) -> str:
+    return f"{message_id}:{content_hash(content)}"
+
+
+class MessageVectors:
+    """Vectors of a chat's messages for one embedder, cached in the sidecar file."""
+
+    def __init__(self, memory_dir: Path, chat_id: str, embedder: Any):
+        self.path = memory_dir / f"{chat_id}{EMBEDDINGS_SUFFIX}"
+        self.embedder = embedder
+        self.embedded_last = 0  # texts sent to the model by the last ``matrix`` call
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return {}
+        sig = (st.st_mtime_ns, st.st_size)
+        with _memo_lock:
+            hit = _memo.get(str(self.path))
+            if hit and hit[0] == sig:
+                return hit[1]
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # a damaged cache is rebuilt, never trusted
+        if not isinstance(data, dict) or data.get(MODEL_KEY) != self.embedder.name:
+            return {}
+        with _memo_lock:
+            _memo[str(self.path)] = (sig, data)
+        return data
+
+    def get(self, message_id: str, content: str) -> list[float] | None:
+        return self._load().get(cache_key(message_id, content))
+
+    def matrix(self, messages: list[Message]) -> np.ndarray:
+        """Unit vectors of ``messages`` in order (float32, one row each); embeds the
+        messages the cache lacks and saves them."""
+        data = self._load()
+        keys = [cache_key(m.id, m.content) for m in messages]
+        missing = [i for i, k in enumerate(keys) if k not in data]
+        self.embedded_last = len(missing)
+        fresh: dict[str, list[float]] = {}
+        if missing:
+            texts = [messages[i].content[:MAX_EMBED_CHARS] or " " for i in missing]
+            vecs = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+            for i, v in zip(missing, vecs):
+                fresh[keys[i]] = [round(float(x), 6) for x in v]
+            self._save(fresh, keep={m.id for m in messages})
+            data = {**data, **fresh}
+        dim = self.embedder.dim
+        out = np.zeros((len(messages), dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            out[i] = data[k]
+        return out
+
+    def _save(self, fresh: dict[str, list[float]], keep: set[str]) -> None:
+        # Merge with what is on disk now (another process may have added vectors) and
+        # drop vectors of messages that no longer exist or were edited.
+        current = self._load()
+        merged: dict[str, Any] = {MODEL_KEY: self.embedder.name}
+        fresh_ids = {k.split(":", 1)[0] for k in fresh}
+        for k, v in current.items():
+            if k == MODEL_KEY:
+                continue
+            mid = k.split(":", 1)[0]
+            if mid in keep and mid not in fresh_ids:
+                merged[k] = v
+        merged.update(fresh)
+        write_json_atomic(self.path, merged)
+        with _memo_lock:
+            _memo.pop(str(self.path), None)
+
+
+def embed_labels(embedder: Any, labels: list[str]) -> np.ndarray:
+    """Unit vectors of topic labels (short, so embedded each time they are needed)."""
+    if not labels:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.asarray(embedder.embed(list(labels)), dtype=np.float32)
