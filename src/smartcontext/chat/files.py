@@ -14,8 +14,10 @@ rewritten. Keys this module does not know (in the file or in a message) are kept
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
+import threading
 import os
 import re
 import tempfile
@@ -31,6 +33,12 @@ MEMORY_DIR = ".memory"
 STICKY_LABEL = "Instructions & Preferences"
 EMBEDDINGS_SUFFIX = ".embeddings.json"
 _CHAT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# Parsed chat files by path, with the (inode, mtime, size) they were read at: a filter
+# run on every model call must not re-read an unchanged long chat. ``load`` hands out
+# new lists (and topic dicts) around the shared Message objects, which nobody edits:
+# ``update`` always works on a fresh parse.
+_parsed: dict[str, tuple[tuple[int, int, int], "ChatData"]] = {}
+_parsed_lock = threading.Lock()
 
 
 def check_chat_id(chat_id: Any) -> str:
@@ -135,6 +143,10 @@ def parse_chat(raw: Any, where: str) -> ChatData:
     return ChatData(messages, list(topics_raw), extra)
 
 
+def _copy(data: ChatData) -> ChatData:
+    return ChatData(list(data.messages), copy.deepcopy(data.topics), copy.deepcopy(data.extra))
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder and rename: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +181,15 @@ class ChatFile:
     def load(self) -> ChatData:
         """The chat; an absent file is an empty chat."""
         try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return ChatData()
+        sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with _parsed_lock:
+            hit = _parsed.get(str(self.path))
+        if hit is not None and hit[0] == sig:
+            return _copy(hit[1])
+        try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return ChatData()
@@ -181,7 +202,10 @@ class ChatFile:
                 f"{self.path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
                 "it was left untouched: fix or move it"
             ) from None
-        return parse_chat(raw, str(self.path))
+        data = parse_chat(raw, str(self.path))
+        with _parsed_lock:
+            _parsed[str(self.path)] = (sig, data)
+        return _copy(data)
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -199,7 +223,11 @@ class ChatFile:
         """Read, apply ``change`` (which edits the ChatData in place), write atomically;
         returns what ``change`` returned. A file that fails to load is never written."""
         with self.locked():
+            with _parsed_lock:
+                _parsed.pop(str(self.path), None)  # read what is on disk now
             data = self.load()
             result = change(data)
             write_json_atomic(self.path, data.to_dict())
+            with _parsed_lock:
+                _parsed.pop(str(self.path), None)
             return result

@@ -381,13 +381,20 @@ class Chat:
         self._indexed_sig = sig
 
     def keyword_ranking(self, query: str, limit: int) -> list[str]:
-        """Message ids of this chat, best first, by the index's keyword (BM25) search."""
+        """Message ids of this chat, best first, by the index's keyword (BM25) search.
+
+        Ranks only: the retrieval core's keyword searcher, restricted to this chat's rows
+        of the catalogue, without the snippets and stored rows a search hit carries."""
+        from ..retrieval.keyword import KeywordSearcher
+
         self.sync_index()
-        hits, _ = self.workspace.search_with_info(
-            query, limit=max(1, min(1000, limit)), mode="keyword", paths=[self.rel_path], kinds=["message"],
-        )
-        prefix = self.rel_path + "#"
-        return [h.id[len(prefix):] for h in hits if h.id.startswith(prefix)]
+        cat = self.workspace.catalogue()
+        mine = {r: cat.entries[r].qualname for r in cat.by_path.get(self.rel_path, [])
+                if cat.entries[r].kind == "message"}
+        if not mine or not query.strip():
+            return []
+        hits = KeywordSearcher(self.workspace.store).search(query, 1 << 30)
+        return [mine[r] for r, _ in hits if r in mine][:limit]
 
     def highlight(self) -> list[str]:
         """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps."""

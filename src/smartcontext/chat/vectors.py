@@ -1,7 +1,9 @@
 """The embedding cache of one chat: ``.memory/{chat_id}.embeddings.json``.
 
 Keys are ``{message_id}:{content_hash}``, so an edited message is a miss and only new or
-edited messages reach the model. The file also records the model (``"_model"``): vectors
+edited messages reach the model. A role that is a speaker's name (not user, assistant...)
+is embedded with the text (``Caroline: ...``): in a group chat or transcript, who said it
+is part of what it is about. The file also records the model (``"_model"``): vectors
 of another model are dropped, never compared. Parsed files are memoised by (mtime, size),
 so filtering a long chat again costs no JSON parsing.
 """
@@ -23,7 +25,19 @@ MODEL_KEY = "_model"
 MAX_EMBED_CHARS = 2000
 
 _memo: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+_stacked_memo: dict[str, tuple[list[str], dict[str, Any], np.ndarray]] = {}
+_label_memo: dict[tuple[str, str], np.ndarray] = {}
 _memo_lock = threading.Lock()
+
+
+# Roles that say nothing about the content; any other role is a speaker's name (an
+# imported group chat, a transcript) and is embedded with the text, as a reader sees it.
+GENERIC_ROLES = frozenset({"user", "assistant", "system", "tool", "function", "developer"})
+
+
+def embed_text(m: Message) -> str:
+    text = m.content if m.role.lower() in GENERIC_ROLES else f"{m.role}: {m.content}"
+    return text[:MAX_EMBED_CHARS] or " "
 
 
 def content_hash(content: str) -> str:
@@ -58,32 +72,36 @@ class MessageVectors:
             return {}  # a damaged cache is rebuilt, never trusted
         if not isinstance(data, dict) or data.get(MODEL_KEY) != self.embedder.name:
             return {}
+        # Arrays once, at load: converting JSON lists on every filter call is the slow part.
+        data = {k: (v if k == MODEL_KEY else np.asarray(v, dtype=np.float32)) for k, v in data.items()}
         with _memo_lock:
             _memo[str(self.path)] = (sig, data)
         return data
 
-    def get(self, message_id: str, content: str) -> list[float] | None:
-        return self._load().get(cache_key(message_id, content))
+    def get(self, message: Message) -> np.ndarray | None:
+        return self._load().get(cache_key(message.id, embed_text(message)))
 
     def matrix(self, messages: list[Message]) -> np.ndarray:
         """Unit vectors of ``messages`` in order (float32, one row each); embeds the
         messages the cache lacks and saves them."""
         data = self._load()
-        keys = [cache_key(m.id, m.content) for m in messages]
+        keys = [cache_key(m.id, embed_text(m)) for m in messages]
+        stacked = _stacked_memo.get(str(self.path))
+        if stacked is not None and stacked[0] == keys and stacked[1] is data:
+            self.embedded_last = 0
+            return stacked[2]
         missing = [i for i, k in enumerate(keys) if k not in data]
         self.embedded_last = len(missing)
-        fresh: dict[str, list[float]] = {}
         if missing:
-            texts = [messages[i].content[:MAX_EMBED_CHARS] or " " for i in missing]
-            vecs = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-            for i, v in zip(missing, vecs):
-                fresh[keys[i]] = [round(float(x), 6) for x in v]
+            vecs = np.asarray(self.embedder.embed([embed_text(messages[i]) for i in missing]), dtype=np.float32)
+            fresh = {keys[i]: v for i, v in zip(missing, vecs)}
             self._save(fresh, keep={m.id for m in messages})
             data = {**data, **fresh}
-        dim = self.embedder.dim
-        out = np.zeros((len(messages), dim), dtype=np.float32)
+        out = np.zeros((len(messages), self.embedder.dim), dtype=np.float32)
         for i, k in enumerate(keys):
             out[i] = data[k]
+        # The stacked matrix, for the next call on the same messages and cache file.
+        _stacked_memo[str(self.path)] = (keys, self._load(), out)
         return out
 
     def _save(self, fresh: dict[str, list[float]], keep: set[str]) -> None:
@@ -99,13 +117,20 @@ class MessageVectors:
             if mid in keep and mid not in fresh_ids:
                 merged[k] = v
         merged.update(fresh)
-        write_json_atomic(self.path, merged)
+        write_json_atomic(self.path, {k: v if k == MODEL_KEY else [round(float(x), 6) for x in v]
+                                      for k, v in merged.items()})
         with _memo_lock:
             _memo.pop(str(self.path), None)
 
 
 def embed_labels(embedder: Any, labels: list[str]) -> np.ndarray:
-    """Unit vectors of topic labels (short, so embedded each time they are needed)."""
+    """Unit vectors of topic labels (memoised per model: a filter reuses few labels)."""
     if not labels:
         return np.zeros((0, embedder.dim), dtype=np.float32)
-    return np.asarray(embedder.embed(list(labels)), dtype=np.float32)
+    missing = [lab for lab in dict.fromkeys(labels) if (embedder.name, lab) not in _label_memo]
+    if missing:
+        if len(_label_memo) > 10_000:
+            _label_memo.clear()
+        for lab, v in zip(missing, np.asarray(embedder.embed(missing), dtype=np.float32)):
+            _label_memo[(embedder.name, lab)] = v
+    return np.stack([_label_memo[(embedder.name, lab)] for lab in labels])
