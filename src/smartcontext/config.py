@@ -95,7 +95,7 @@ class ChatConfig:
     embedding_search: bool = True
     extraction_category: str = "fast"
     history_share: float = 0.25
-    neighbours: int = 1
+    neighbours: int = 2
 
 
 # The seed's keys, written at the top level of [plugins.smart_context].

@@ -23,6 +23,11 @@ from .files import Message
 
 # The share of a retrieved turn's score lent to the turns next to it (1 and 2 away).
 NEIGHBOUR_DECAY = (0.5, 0.25)
+# Keyword and semantic weights in the fusion. Measured on LoCoMo (bench/chat.py, the
+# first conversation's 150 questions, categories 1-4): semantic counted twice lifts
+# evidence recall at 10% of the tokens from 0.841 to 0.853 and at 25% from 0.921 to 0.924
+# (two neighbours each side: 0.937); keyword alone 0.774, semantic alone 0.739.
+FUSION_WEIGHTS = (1.0, 2.0)
 
 
 def render_message(m: Message) -> str:
@@ -63,27 +68,31 @@ def auto_filter(
     neighbours: int = 1,
     encoding: str = "cl100k_base",
     token_counts: list[int] | None = None,
+    weights: tuple[float, float] = FUSION_WEIGHTS,
 ) -> HistoryResult:
     """Keep the messages that best answer the pending message within the budget.
 
     keyword_ranking: message ids, best first, from the index's keyword search.
     token_counts:    tokens of ``render_message`` per message (counted here when None).
+    weights:         of the keyword and the semantic ranking in the fusion.
     """
     n = len(messages)
     counts = token_counts if token_counts is not None else count_many([render_message(m) for m in messages], encoding)
     total = int(sum(counts))
     budget = int(max_tokens) if max_tokens else max(1, int(share * total))
     pos = {m.id: i for i, m in enumerate(messages)}
-    rankings, signals = [], []
+    rankings, signals, used_weights = [], [], []
     kw = [pos[i] for i in keyword_ranking if i in pos]
     if kw:
         rankings.append(kw)
         signals.append("keyword")
+        used_weights.append(weights[0])
     if message_vectors is not None and query_vector is not None and n:
         cos = message_vectors @ np.asarray(query_vector, dtype=np.float32)
         rankings.append(list(np.argsort(-cos, kind="stable")))
         signals.append("semantic")
-    scores = spread_to_neighbours(fuse(rankings, n), neighbours) if rankings else np.zeros(n)
+        used_weights.append(weights[1])
+    scores = spread_to_neighbours(fuse(rankings, n, used_weights), neighbours) if rankings else np.zeros(n)
     sticky = {i for i in sticky_ids if i in pos}
     chosen = set(sticky)
     used = sum(counts[pos[i]] for i in sticky)

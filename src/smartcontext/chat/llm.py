@@ -138,6 +138,8 @@ def llm_settings(llm_config: dict[str, str], category: str) -> dict[str, Any] | 
 def llm_extract(messages: list[Message], settings: dict[str, Any], **extra: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """(topics, sticky ids) from the model; ``extra`` goes to ``litellm.completion``
     (``mock_response`` in tests, ``timeout``...). Raises LLMError."""
+    # No network at import: LiteLLM otherwise fetches its model price list (3 tries).
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     prompt = [
