@@ -8,7 +8,6 @@ is cold and its peak memory is its own.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import shutil
@@ -212,9 +211,8 @@ def _scopes(ws, queries: list[dict]) -> dict[str, list[tuple[dict, dict, int]]]:
             size = sum(1 for e in cat.entries.values() if e.path.startswith(folder + "/"))
             folders.append((q, {"paths": [folder]}, size))
     tag_items: dict[str, int] = {}
-    for (meta,) in ws.store.db.execute("SELECT meta FROM items"):
-        for t in json.loads(meta or "{}").get("tags") or []:
-            tag_items[str(t).lower()] = tag_items.get(str(t).lower(), 0) + 1
+    for _, t in ws.store.tag_rows():
+        tag_items[str(t).lower()] = tag_items.get(str(t).lower(), 0) + 1
     tags = []
     for q in queries:
         own = {str(t).lower() for si in ws.store.items_in_paths([q["source"]]) for t in si.item.meta.get("tags") or []}
@@ -283,7 +281,7 @@ def _token_profile(ws) -> dict[str, float]:
 
     emb = ws.embedder()
     tok = emb._load().tokenizer  # the embedder's own tokenizer, truncation included
-    rows = ws.store.items_by_rowids([r for (r,) in ws.store.db.execute("SELECT rowid FROM items")])
+    rows = ws.store.items_by_rowids([r.rowid for r in ws.store.item_light_rows()])
     items = [si.item for si in rows.values()]
     full = [len(e.ids) for e in tok.encode_batch([embed_text(i) for i in items])]
     body = [len(e.ids) for e in tok.encode_batch([i.text or f"{i.signature}\n{i.docstring}" for i in items])]

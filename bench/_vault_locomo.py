@@ -238,8 +238,9 @@ class ScopedTerms:
     def scope_df(self, cid: str, term: str) -> int:
         key = (cid, term)
         if key not in self._df:
-            match = '{name path body} : ("' + term.replace('"', '""') + '")'
-            rows = self.searcher.store.fts_search(match, 1_000_000)
+            from smartcontext.store import KeywordTerm
+
+            rows = self.searcher.store.keyword_search([KeywordTerm(term)], 1_000_000)
             self._df[key] = sum(1 for r, _ in rows if r in self.own_rows[cid])
         return self._df[key]
 
@@ -279,7 +280,7 @@ def run(job: dict) -> dict:
     }
 
     # Every turn must be exactly one item, and every item a turn.
-    item_ids = {i for (i,) in ws.store.db.execute("SELECT id FROM items")}
+    item_ids = {r.id for r in ws.store.item_light_rows()}
     expected = {iid for conv in layout.values() for iid in conv["turns"].values()}
     if item_ids != expected:
         extra, missing = sorted(item_ids - expected)[:5], sorted(expected - item_ids)[:5]

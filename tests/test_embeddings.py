@@ -28,6 +28,7 @@ from smartcontext.embeddings import (
 from smartcontext.embeddings.local_onnx import default_model_files
 from smartcontext.errors import EmbeddingError
 from smartcontext.plugins import hookimpl, plugin_manager
+from smartcontext.store import open_store
 
 
 @pytest.fixture(scope="module")
@@ -235,11 +236,10 @@ class Counting:
         return [t for call in self.calls for t in call]
 
 
-@pytest.mark.parametrize("isolation", [None, ""])
-def test_cache_embeds_each_text_once(tmp_path, local, isolation):
-    conn = sqlite3.connect(tmp_path / "cache.db", isolation_level=isolation)
+def test_cache_embeds_each_text_once(tmp_path, local):
+    store = open_store(tmp_path / "cache.db")
     counting = Counting(local)
-    cache = EmbeddingCache(conn)
+    cache = EmbeddingCache(store)
     texts = ["alpha text", "beta text", "alpha text", "gamma text", "beta text"]
     progress = []
     first = cache.embed_cached(counting, texts, batch_size=2, progress=lambda d, t: progress.append((d, t)))
@@ -249,7 +249,8 @@ def test_cache_embeds_each_text_once(tmp_path, local, isolation):
     assert np.allclose(first, local.embed(texts), atol=1e-5)
 
     counting.calls.clear()
-    reopened = EmbeddingCache(sqlite3.connect(tmp_path / "cache.db"))
+    store.close()
+    reopened = EmbeddingCache(open_store(tmp_path / "cache.db"))
     second = reopened.embed_cached(counting, texts)
     assert counting.calls == []
     assert reopened.stats.hits == 5 and reopened.stats.embedded == 0
@@ -265,13 +266,14 @@ def test_cache_embeds_each_text_once(tmp_path, local, isolation):
 
 
 def test_cache_keeps_finished_batches_when_the_model_fails(tmp_path, local):
+    store = open_store(tmp_path / "cache.db")
     conn = sqlite3.connect(tmp_path / "cache.db", isolation_level=None)
-    cache = EmbeddingCache(conn, lock=threading.RLock())
+    cache = EmbeddingCache(store)
     failing = Counting(local, fail_on_call=2)
     with pytest.raises(EmbeddingError):
         cache.embed_cached(failing, ["one", "two", "three", "four"], batch_size=2)
     assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone() == (2,)
-    assert not conn.in_transaction
+    assert not store.db.in_transaction
     retry = Counting(local)
     cache.embed_cached(retry, ["one", "two", "three", "four"], batch_size=2)
     assert retry.embedded == ["three", "four"]
@@ -279,7 +281,7 @@ def test_cache_keeps_finished_batches_when_the_model_fails(tmp_path, local):
 
 def test_cache_separates_models_and_ignores_corrupt_rows(tmp_path, local):
     conn = sqlite3.connect(tmp_path / "cache.db", isolation_level=None)
-    cache = EmbeddingCache(conn)
+    cache = EmbeddingCache(open_store(tmp_path / "cache.db"))
     cache.embed_cached(local, ["shared text"])
     conn.execute("UPDATE embedding_cache SET vec = x'0000'")  # truncated blob
     counting = Counting(local)
@@ -312,7 +314,7 @@ class HashEmbedder:
 
 
 def test_cache_refreshes_vectors_when_a_model_changes_size(tmp_path):
-    cache = EmbeddingCache(sqlite3.connect(tmp_path / "cache.db", isolation_level=None))
+    cache = EmbeddingCache(open_store(tmp_path / "cache.db"))
     cache.embed_cached(HashEmbedder(4), ["old one", "old two"])
     wider = HashEmbedder(8)
     out = cache.embed_cached(wider, ["old one", "new", "old two"])
@@ -411,7 +413,7 @@ def test_remote_cuts_over_long_inputs(server):
 def test_remote_dim_is_discovered_and_cached(server, tmp_path):
     emb = remote(server)
     assert emb.dim == 8
-    cache = EmbeddingCache(sqlite3.connect(tmp_path / "c.db"))
+    cache = EmbeddingCache(open_store(tmp_path / "c.db"))
     first = cache.embed_cached(emb, ["x", "y"])
     calls = len(OpenAIStub.received)
     assert np.array_equal(cache.embed_cached(emb, ["y", "x"]), first[::-1])

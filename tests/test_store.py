@@ -5,8 +5,10 @@ import pytest
 
 from smartcontext.errors import IndexCorrupt
 from smartcontext.model import Edge, Item
-from smartcontext.store.schema import SCHEMA_VERSION
-from smartcontext.store.sqlite import Store, fts_text, split_identifier
+from smartcontext.store import KeywordTerm, open_store
+from smartcontext.store.schema import FORMAT
+from smartcontext.store.sqlite import SQLiteStore as Store
+from smartcontext.words import fts_text, split_identifier
 
 
 def _item(path, qual, kind="function", text="def f(): pass", parent=None):
@@ -33,7 +35,7 @@ def test_split_identifier_and_fts_text():
 
 def test_schema_version_recorded(tmp_path):
     s = Store(tmp_path / "i.db")
-    assert s.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert s.db.execute("PRAGMA user_version").fetchone()[0] == FORMAT
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -42,18 +44,18 @@ def test_replace_file_swaps_items_edges_and_fts(tmp_path):
     _put(s, "a.py", [_item("a.py", "load_config", text="def load_config(): read toml")],
          [Edge("a.py::load_config", "calls", dst_name="read")])
     assert s.counts() == {"files": 1, "items": 1, "edges": 1, "vectors": 0}
-    assert s.fts_search('"toml"', 10)
+    assert s.keyword_search([KeywordTerm("toml")], 10)
     _put(s, "a.py", [_item("a.py", "save_config", text="def save_config(): write yaml")], hash="h2")
     assert s.counts()["items"] == 1 and s.counts()["edges"] == 0
-    assert s.fts_search('"toml"', 10) == []
-    rowid = s.fts_search('"yaml"', 10)[0][0]
+    assert s.keyword_search([KeywordTerm("toml")], 10) == []
+    rowid = s.keyword_search([KeywordTerm("yaml")], 10)[0][0]
     assert s.items_by_rowids([rowid])[rowid].item.name == "save_config"
 
 
 def test_camel_case_is_searchable_by_parts(tmp_path):
     s = Store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "HTTPAdapter", kind="class", text="class HTTPAdapter: pass")])
-    assert s.fts_search('"adapter"', 10)
+    assert s.keyword_search([KeywordTerm("adapter")], 10)
 
 
 def test_failed_replace_leaves_old_version(tmp_path):
@@ -74,7 +76,7 @@ def test_delete_files_cascades(tmp_path):
     s.put_vectors("m", [rowid], np.ones((1, 4), dtype=np.float32))
     s.delete_files(["a.py"])
     assert s.counts() == {"files": 0, "items": 0, "edges": 0, "vectors": 0}
-    assert s.fts_search('"pass"', 10) == []
+    assert s.keyword_search([KeywordTerm("pass")], 10) == []
 
 
 def test_vectors_roundtrip_and_missing(tmp_path):
@@ -107,7 +109,184 @@ def test_corrupt_file_raises_index_corrupt(tmp_path):
 def test_newer_schema_is_refused(tmp_path):
     p = tmp_path / "i.db"
     db = sqlite3.connect(p)
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    db.execute(f"PRAGMA user_version = {FORMAT + 5}")
     db.close()
     with pytest.raises(IndexCorrupt, match="newer"):
         Store(p)
+
+
+# -- every store method, against a real SQLite file -------------------------------------
+
+def _md(path, qual, start, end, text, parent=None, tags=("notes",)):
+    return Item(id=f"{path}#{qual}" if qual else path, path=path, kind="section",
+                name=qual.split("/")[-1] or path, qualname=qual, start_line=start, end_line=end,
+                signature=f"# {qual}", docstring="summary", text=text, parent_id=parent,
+                language="markdown", meta={"title": "T", "tags": list(tags), "level": 1}, tokens=3)
+
+
+def _code_file(s, path="pkg/mod.py", hash="h1", extra=""):
+    text = (
+        "import os\n\nclass HTTPAdapter:\n    \"\"\"Sends requests.\"\"\"\n\n"
+        "    def send(self, request):\n        return os.fspath(request)\n" + extra
+    )
+    lines = text.split("\n")
+    mod = Item(id=path, path=path, kind="module", name="mod", qualname="pkg.mod", start_line=1,
+               end_line=len(lines), text=text, language="python", tokens=20)
+    cls_text = "\n".join(lines[2:7])
+    cls = Item(id=f"{path}::HTTPAdapter", path=path, kind="class", name="HTTPAdapter",
+               qualname="HTTPAdapter", start_line=3, end_line=7, signature="class HTTPAdapter:",
+               docstring="Sends requests.", text=cls_text, parent_id=path, language="python",
+               meta={"decorators": []}, tokens=10)
+    meth = Item(id=f"{path}::HTTPAdapter.send", path=path, kind="method", name="send",
+                qualname="HTTPAdapter.send", start_line=6, end_line=7,
+                signature="def send(self, request):", text="\n".join(lines[5:7]).lstrip(),
+                parent_id=cls.id, language="python", tokens=6)
+    rows = [(mod, "pkg.mod", 1, "c-mod" + hash), (cls, "pkg.mod.HTTPAdapter", 4, "c-cls" + hash),
+            (meth, "pkg.mod.HTTPAdapter.send", 5, "c-meth" + hash)]
+    edges = [Edge(path, "contains", dst=cls.id), Edge(cls.id, "contains", dst=meth.id),
+             Edge(meth.id, "calls", dst_name="os.fspath"), Edge(path, "imports", dst_name="os")]
+    s.replace_file(path=path, mtime_ns=5, size=len(text), hash=hash, language="python", source="code",
+                   module="pkg.mod", warnings=["w1"] if extra else [], items=rows, edges=edges)
+    return mod, cls, meth
+
+
+def test_items_read_back_exactly_as_written(tmp_path):
+    s = Store(tmp_path / "i.db")
+    written = _code_file(s)
+    notes = [_md("n/a.md", "", 1, 2, "intro line\nmore 🙂"),
+             _md("n/a.md", "Héading", 3, 4, "# Héading\nbody text", parent="n/a.md"),
+             _md("n/a.md", "Héading", 5, 6, "part two", parent="n/a.md#Héading")]
+    notes[2].id = "n/a.md#Héading@5"  # an id that does not follow from path and name
+    s.replace_file(path="n/a.md", mtime_ns=1, size=9, hash="m", language="markdown", source="markdown",
+                   module="n/a", warnings=[], items=[(it, f"n/a#{it.qualname}", 2, "c" + it.id) for it in notes],
+                   edges=[Edge("n/a.md", "contains", dst="n/a.md#Héading"),
+                          Edge("n/a.md#Héading", "links_to", dst_name="b")])
+    by_id = s.items_by_ids([it.id for it in (*written, *notes)])
+    for it in (*written, *notes):
+        assert by_id[it.id].item == it
+    assert by_id["pkg/mod.py::HTTPAdapter.send"].fqname == "pkg.mod.HTTPAdapter.send"
+    assert by_id["n/a.md#Héading"].fqname == "n/a#Héading" and by_id["n/a.md"].fqname == "n/a#"
+    rows = s.item_light_rows()
+    assert [r.id for r in rows] == [it.id for it in (*written, *notes)]
+    assert rows[2].parent_id == "pkg/mod.py::HTTPAdapter" and rows[2].fqname == "pkg.mod.HTTPAdapter.send"
+    by_row = s.items_by_rowids([r.rowid for r in rows])
+    assert {si.item.id for si in by_row.values()} == {r.id for r in rows}
+    assert [si.item.id for si in s.items_in_paths(["n/a.md", "missing.md"])] == [
+        "n/a.md", "n/a.md#Héading", "n/a.md#Héading@5"]
+    assert rows[-1].parent_id == "n/a.md#Héading"
+    assert s.item_count() == 6
+    assert s.kind_counts() == {"module": 1, "class": 1, "method": 1, "section": 3}
+    assert sorted(t for _, t in s.tag_rows()) == ["notes", "notes", "notes"]
+    assert s.counts() == {"files": 2, "items": 6, "edges": 6, "vectors": 0}
+
+
+def test_file_states_touch_and_warnings(tmp_path):
+    s = Store(tmp_path / "i.db")
+    _code_file(s, extra="\n# tail\n")
+    state = s.file_states()["pkg/mod.py"]
+    assert (state.mtime_ns, state.hash, state.language, state.source) == (5, "h1", "python", "code")
+    s.touch_file("pkg/mod.py", 99, 123)
+    assert (s.file_states()["pkg/mod.py"].mtime_ns, s.file_states()["pkg/mod.py"].size) == (99, 123)
+    assert s.file_warnings() == {"pkg/mod.py": ["w1"]}
+    s.set_meta("last_indexed", "now")
+    assert s.get_meta("last_indexed") == "now" and s.get_meta("nope", "d") == "d"
+
+
+def test_edges_by_source_target_and_name(tmp_path):
+    s = Store(tmp_path / "i.db")
+    mod, cls, meth = _code_file(s)
+    assert s.edges_from([meth.id]) == [(meth.id, "calls", None, "os.fspath")]
+    assert sorted(s.edges_from([mod.id])) == [(mod.id, "contains", cls.id, None), (mod.id, "imports", None, "os")]
+    assert s.edges_to([cls.id], ["os"]) == [(mod.id, "contains", cls.id, None), (mod.id, "imports", None, "os")]
+    assert len(s.all_edges()) == 4
+    # an edge between files keeps the ids it names
+    other = _item("b.py", "g")
+    s.replace_file(path="b.py", mtime_ns=1, size=1, hash="b", language="python", source="code",
+                   module="b", warnings=[], items=[(other, "b.g", 1, "cb")],
+                   edges=[Edge(other.id, "calls", dst=meth.id), Edge("elsewhere::x", "calls", dst=other.id)])
+    assert (other.id, "calls", meth.id, None) in s.edges_to([meth.id], [])
+    assert s.edges_from(["elsewhere::x"]) == [("elsewhere::x", "calls", other.id, None)]
+    s.delete_files(["b.py"])
+    assert s.edges_from(["elsewhere::x"]) == [] and len(s.all_edges()) == 4
+
+
+def test_keyword_search_weights_phrases_and_files_only(tmp_path):
+    s = Store(tmp_path / "i.db")
+    _code_file(s)
+    hits = s.keyword_search([KeywordTerm("adapter"), KeywordTerm("http adapter")], 10)
+    ids = s.items_by_rowids([r for r, _ in hits])
+    assert {ids[r].item.id for r, _ in hits} >= {"pkg/mod.py::HTTPAdapter"}
+    assert all(score > 0 for _, score in hits)
+    files = s.keyword_search([KeywordTerm("adapter")], 10, files_only=True)
+    assert [s.items_by_rowids([r])[r].item.kind for r, _ in files] == ["module"]
+    once = dict(s.keyword_search([KeywordTerm("request"), KeywordTerm("sends")], 10))
+    twice = dict(s.keyword_search([KeywordTerm("request", 3), KeywordTerm("sends")], 10))
+    meth = next(r for r in s.item_light_rows() if r.kind == "method").rowid
+    assert twice[meth] > once[meth]  # a repeated term counts more
+    assert s.keyword_search([], 10) == [] and s.keyword_search([KeywordTerm('"quoted')], 10) == []
+    assert s.doc_freqs(["adapter", "send", "absent"]) == {"adapter": 3, "send": 3}
+
+
+def test_deleting_a_contentless_row_removes_exactly_its_tokens(tmp_path):
+    churned, fresh = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
+    for h in ("h1", "h2", "h3"):
+        _code_file(churned, hash=h, extra=f"\n# version {h} camelCaseWord\n")
+    _code_file(churned, path="gone.py")
+    churned.delete_files(["gone.py"])
+    _code_file(fresh, hash="h3", extra="\n# version h3 camelCaseWord\n")
+    vocab = "SELECT term, doc, cnt FROM items_fts_vocab ORDER BY term"
+    assert churned.db.execute(vocab).fetchall() == fresh.db.execute(vocab).fetchall()
+    churned.db.execute("INSERT INTO items_fts(items_fts) VALUES('integrity-check')")
+    churned.delete_files(["pkg/mod.py"])
+    assert churned.db.execute(vocab).fetchall() == []
+
+
+def test_vectors_are_the_cache_rows_of_content_hashes(tmp_path):
+    s = Store(tmp_path / "i.db")
+    _put(s, "a.py", [_item("a.py", "f"), _item("a.py", "g")])
+    rows = [r.rowid for r in s.item_light_rows()]
+    s.cache_vectors("m", [("ca.py::f", np.ones(4, dtype=np.float32))])
+    assert s.items_missing_vectors("m") == [(rows[1], "ca.py::g")]
+    assert s.vector_models() == {"m": 1} and s.counts()["vectors"] == 1
+    ids, mat = s.load_vectors("m")
+    assert list(ids) == [rows[0]] and np.array_equal(mat, np.ones((1, 4), dtype=np.float32))
+    # an item with the same content elsewhere shares the vector
+    _put(s, "b.py", [_item("b.py", "f")], hash="h9")
+    s.db.execute("UPDATE items SET content_hash = 'ca.py::f' WHERE content_hash = 'cb.py::f'")
+    assert s.vector_models() == {"m": 2}
+    assert set(s.cached_vectors("m", ["ca.py::f", "nope"])) == {"ca.py::f"}
+    g = s.generation()
+    assert s.clear_cached_vectors("m") == 1 and s.vector_models() == {} and s.generation() > g
+
+
+def test_batch_commits_once_and_rolls_back_whole(tmp_path):
+    s = Store(tmp_path / "i.db")
+    with pytest.raises(RuntimeError):
+        with s.batch():
+            _put(s, "a.py", [_item("a.py", "f")])
+            _put(s, "b.py", [_item("b.py", "f")])
+            raise RuntimeError("stop")
+    assert s.counts()["files"] == 0
+    with s.batch():
+        _put(s, "a.py", [_item("a.py", "f")])
+        with s.transaction():
+            s.set_meta("k", "v")
+    assert s.counts()["files"] == 1 and s.get_meta("k") == "v"
+
+
+def test_store_satisfies_the_protocol(tmp_path):
+    from smartcontext.store import Store as StoreProtocol
+
+    assert isinstance(open_store(tmp_path / "i.db"), StoreProtocol)
+
+
+def test_compact_reclaims_freed_pages_only_when_worth_it(tmp_path):
+    s = Store(tmp_path / "i.db")
+    assert s.compact() is False  # nothing freed
+    for i in range(40):
+        _code_file(s, path=f"m{i}.py", extra="\n# padding line\n" * 200)
+    s.delete_files([f"m{i}.py" for i in range(35)])
+    free_before = s.db.execute("PRAGMA freelist_count").fetchone()[0]
+    assert free_before > 0 and s.compact() is True
+    assert s.db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert s.counts()["files"] == 5 and len(s.items_in_paths(["m39.py"])) == 3

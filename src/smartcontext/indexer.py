@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import Item, ParsedFile
+from .words import fts_text
 from .sources.base import Source, decode
 from .sources.discover import (
     DiscoveredFile,
@@ -27,7 +28,7 @@ from .sources.discover import (
 )
 from .sources.registry import get_source
 from .sources.text import text_windows
-from .store.sqlite import Store
+from .store.base import Store
 
 Progress = Callable[[str, int, int], None]
 
@@ -124,13 +125,12 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     bodies = source.fts_bodies(items, decode(data))
     # Everything the store needs is computed here, in the worker, so the parent process
     # only writes rows.
-    from .store.sqlite import fts_text as _fts_name
 
     rows = []
     for i, item in enumerate(items):
         rows.append((
             item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
-            bodies[i], _fts_name(item.qualname),
+            bodies[i], fts_text(item.qualname),
         ))
     return _Processed(file, digest, "parsed", parsed, module, rows)
 
@@ -283,13 +283,13 @@ def embed_pending(
 
     Vectors are written batch by batch, so an interrupted run keeps what it finished.
     """
-    from .embeddings.cache import EmbeddingCache
+    from .embeddings.cache import EmbeddingCache, text_hash
 
     missing = store.items_missing_vectors(embedder.name)
     total = len(missing)
     if not total:
         return 0, 0
-    cache = EmbeddingCache(store.db, lock=store._lock)
+    cache = EmbeddingCache(store)
     embedded = hits = 0
     if progress:
         progress("embed", 0, total)
@@ -301,7 +301,11 @@ def embed_pending(
         if not texts:
             continue
         matrix = cache.embed_cached(embedder, texts)
-        store.put_vectors(embedder.name, rowids, matrix)
+        # The cache already holds each vector under its text's hash, which is the item's
+        # vector unless the item's content hash was computed from other text.
+        other = [i for i, r in enumerate(rowids) if rows[r].content_hash != text_hash(texts[i])]
+        if other:
+            store.put_vectors(embedder.name, [rowids[i] for i in other], matrix[other])
         hits += cache.stats.hits
         embedded += cache.stats.embedded
         if progress:

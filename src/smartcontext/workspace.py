@@ -23,7 +23,7 @@ from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
 from .retrieval.vector import VectorIndex
 from .sources.discover import DiscoveryOptions
-from .store.sqlite import Store
+from .store import Store, open_store
 
 INDEX_DIR = ".smartcontext"
 INDEX_FILE = "index.db"
@@ -79,7 +79,7 @@ class Workspace:
         with self._lock:
             if self._store is None:
                 self.index_dir.mkdir(exist_ok=True)
-                self._store = Store(self.index_path)
+                self._store = open_store(self.index_path)
             return self._store
 
     @property
@@ -131,6 +131,9 @@ class Workspace:
         with self._lock:
             t0 = time.perf_counter()
             stats = Indexer(self.root, self.store, self._discovery_options()).run(progress, workers)
+            # e.g. "the index was written in an older format; it was reset and is rebuilt"
+            stats.warnings[:0] = self.store.notices
+            self.store.notices.clear()
             if stats.files_seen == 0 and stats.items == 0:
                 raise EmptyWorkspace(
                     f"nothing to index in {self.root}: no source, markdown or text files were found"
@@ -146,6 +149,8 @@ class Workspace:
                 )
                 stats.seconds["embed"] = time.perf_counter() - t1
             self.store.set_meta("last_indexed", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            if stats.files_indexed or stats.files_deleted:
+                self.store.compact()
             stats.seconds["total"] = time.perf_counter() - t0
             return stats
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..retrieval.scoring import ScoredItem
-from ..store.sqlite import StoredItem
+from ..store.base import StoredItem
 from .models import ExtractionConfig, SelectedItem
 
 PER_ITEM_OVERHEAD = 8  # sigil or fence line, path or line numbers, blank line

@@ -13,7 +13,7 @@ from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
 from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.vector import VectorIndex
-from ..store.sqlite import Store, StoredItem
+from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
 from .budgeter import plan_budget
 from .export import EXPORTERS
@@ -70,8 +70,8 @@ class SmartContextExtractor:
 
         t = time.perf_counter()
         match, _terms = self.keyword.build_match(question)
-        kw_hits = self.store.fts_search(match, CANDIDATES_PER_SIGNAL)
-        file_hits = self.store.fts_search(match, CANDIDATES_PER_SIGNAL, files_only=True)
+        kw_hits = self.store.keyword_search(match, CANDIDATES_PER_SIGNAL)
+        file_hits = self.store.keyword_search(match, CANDIDATES_PER_SIGNAL, files_only=True)
         kw = scoring.keyword_scores(kw_hits)
         timings["keyword"] = time.perf_counter() - t
 

@@ -3,32 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from ..errors import EmbeddingError
+from ..store.base import Store
 from .base import Embedder
 
 Progress = Callable[[int, int], None]
 
 DEFAULT_BATCH_SIZE = 64
-# Stay well under SQLite's bound-parameter limit on older builds (999).
-_LOOKUP_CHUNK = 500
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS embedding_cache (
-    model TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    dim INTEGER NOT NULL,
-    vec BLOB NOT NULL,
-    PRIMARY KEY (model, hash)
-)
-"""
 
 
 def text_hash(text: str) -> str:
@@ -53,18 +39,11 @@ class CacheStats:
 
 
 class EmbeddingCache:
-    """Vectors by (model name, text hash) in the ``embedding_cache`` table of ``conn``.
+    """Vectors by (model name, text hash), kept by a store (its embedding cache)."""
 
-    ``lock``, when given, is held around every database access (not around the model
-    call), for connections shared between threads.
-    """
-
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock | threading.Lock | None = None):
-        self.conn = conn
-        self._lock: AbstractContextManager = lock if lock is not None else nullcontext()
+    def __init__(self, store: Store):
+        self.store = store
         self.stats = CacheStats()
-        with self._lock:
-            conn.execute(_SCHEMA)
 
     def embed_cached(
         self,
@@ -111,30 +90,12 @@ class EmbeddingCache:
 
     def clear(self, model: str | None = None) -> int:
         """Delete cached vectors (of one model, or all); returns how many rows went."""
-        with self._lock, _transaction(self.conn):
-            if model is None:
-                cur = self.conn.execute("DELETE FROM embedding_cache")
-            else:
-                cur = self.conn.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
-        return cur.rowcount
+        return self.store.clear_cached_vectors(model)
 
     # -- internals ------------------------------------------------------------------
 
     def _lookup(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        with self._lock:
-            for start in range(0, len(hashes), _LOOKUP_CHUNK):
-                chunk = hashes[start : start + _LOOKUP_CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows = self.conn.execute(
-                    f"SELECT hash, dim, vec FROM embedding_cache WHERE model = ? AND hash IN ({marks})",
-                    (model, *chunk),
-                ).fetchall()
-                for h, dim, blob in rows:
-                    # A truncated or foreign blob is treated as absent and rewritten.
-                    if dim and blob is not None and len(blob) == 4 * dim:
-                        found[h] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        return self.store.cached_vectors(model, hashes)
 
     def _embed_and_store(
         self,
@@ -152,31 +113,10 @@ class EmbeddingCache:
                 raise EmbeddingError(
                     f"embedding model {embedder.name!r} returned shape {matrix.shape} for {len(batch)} texts"
                 )
-            dim = matrix.shape[1]
-            rows = [(embedder.name, h, dim, matrix[i].tobytes()) for i, (h, _) in enumerate(batch)]
-            with self._lock, _transaction(self.conn):
-                self.conn.executemany(
-                    "INSERT OR REPLACE INTO embedding_cache(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
-                    rows,
-                )
+            # One atomic write per batch: an interrupted run keeps what it finished.
+            self.store.cache_vectors(embedder.name, [(h, matrix[i]) for i, (h, _) in enumerate(batch)])
             for i, (h, _) in enumerate(batch):
                 out[h] = matrix[i].copy()
             if progress:
                 progress(min(start + len(batch), total), total)
         return out
-
-
-class _transaction:
-    """A savepoint: atomic on its own, and nested safely inside a caller's transaction."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("SAVEPOINT embedding_cache_write")
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            self.conn.execute("ROLLBACK TO embedding_cache_write")
-        self.conn.execute("RELEASE embedding_cache_write")

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 
 from ..model import kind_traits
-from ..store.sqlite import Store
+from ..notes.tags import normalise_tag, tag_matches
+from ..store.base import CatalogueRow, Store
 
 _TEST_FILE = re.compile(
     r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
@@ -27,20 +27,8 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_FILE.search(path.lower()))
 
 
-@dataclass(slots=True)
-class Entry:
-    rowid: int
-    id: str
-    path: str
-    kind: str
-    name: str
-    qualname: str
-    fqname: str
-    parent_id: str | None
-    tokens: int
-    sig_tokens: int
-    start_line: int
-    end_line: int
+# One item's light columns, as the store returns them.
+Entry = CatalogueRow
 
 
 class Catalogue:
@@ -55,8 +43,7 @@ class Catalogue:
         self.by_stem: dict[str, list[str]] = defaultdict(list)  # file stem -> paths
         self.children: dict[str, list[int]] = defaultdict(list)
         self.test_paths: set[str] = set()
-        for row in store.item_light_rows():
-            e = Entry(*row)
+        for e in store.item_light_rows():
             self.entries[e.rowid] = e
             self.by_id[e.id] = e.rowid
             self.by_name[e.name.lower()].append(e.rowid)
@@ -82,13 +69,8 @@ class Catalogue:
         """Items whose note carries one of ``want`` or a tag nested below it (``a`` matches
         ``a/b``); the tag list is read once per index generation."""
         if self._tags is None:
-            self._tags = [
-                (r, str(t).lstrip("#").lower())
-                for r, t in self._store.db.execute(
-                    "SELECT items.rowid, t.value FROM items, json_each(items.meta, '$.tags') AS t"
-                )
-            ]
-        return {r for r, tag in self._tags if tag in want or any(tag.startswith(w + "/") for w in want)}
+            self._tags = [(r, normalise_tag(t)) for r, t in self._store.tag_rows()]
+        return {r for r, tag in self._tags if tag_matches((tag,), want)}
 
     def note_item(self, path: str) -> int | None:
         """The item standing for a whole note (its intro section, whose id is the path)."""

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..model import kind_traits
-from ..store.sqlite import Store
+from ..store.base import Store
 from .catalogue import Catalogue
 
 # How strongly each relation ties two items together (out = src->dst, in = dst<-src).

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..store.sqlite import Store, split_identifier
+from ..store.base import KeywordTerm, Store
+from ..words import split_identifier
 
 _WORD_RE = re.compile(r"(?<!\w)[^\W\d]\w*+")
 
@@ -62,25 +63,15 @@ def _term_frequencies(text: str) -> dict[str, int]:
     return freq
 
 
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
 class KeywordSearcher:
     def __init__(self, store: Store):
         self.store = store
 
     def doc_freqs(self, terms: list[str]) -> dict[str, int]:
-        if not terms:
-            return {}
-        marks = ",".join("?" * len(terms))
-        rows = self.store.db.execute(
-            f"SELECT term, doc FROM items_fts_vocab WHERE term IN ({marks})", terms
-        ).fetchall()
-        return dict(rows)
+        return self.store.doc_freqs(terms) if terms else {}
 
-    def build_match(self, text: str, max_terms: int | None = None) -> tuple[str, list[str]]:
-        """The FTS5 MATCH expression and the terms it uses.
+    def build_match(self, text: str, max_terms: int | None = None) -> tuple[list[KeywordTerm], list[str]]:
+        """The weighted terms and phrases of the keyword query, and the single terms it uses.
 
         Terms the index does not hold are dropped; terms in half the items or more say
         little and are dropped too. Past ``max_terms``, the terms the question repeats
@@ -89,28 +80,30 @@ class KeywordSearcher:
         max_terms = MAX_TERMS if max_terms is None else max_terms
         terms, phrases = question_terms(text)
         if not terms:
-            return "", []
+            return [], []
         df = self.doc_freqs(terms)
-        n_docs = max(1, self.store.db.execute("SELECT COUNT(*) FROM items").fetchone()[0])
+        n_docs = max(1, self.store.item_count())
         present = [t for t in terms if df.get(t, 0) > 0]
         chosen = [t for t in present if df[t] < 0.5 * n_docs] or present
         if len(chosen) > max_terms:
             freq = _term_frequencies(text)
             chosen = sorted(chosen, key=lambda t: (-freq.get(t, 0), df[t]))[:max_terms]
         freq = _term_frequencies(text) if REPEAT_FREQUENT else {}
-        # A term the question repeats counts more (FTS5 scores each OR-ed phrase).
-        clauses = [_quote(t) for t in chosen for _ in range(min(REPEAT_FREQUENT, max(1, freq.get(t, 1))) if REPEAT_FREQUENT else 1)]
+        # A term the question repeats counts more.
+        clauses = [
+            KeywordTerm(t, min(REPEAT_FREQUENT, max(1, freq.get(t, 1))) if REPEAT_FREQUENT else 1)
+            for t in chosen
+        ]
         chosen_set = set(chosen)
         for ph in phrases[:20]:
             parts = ph.split()
             if all(p in chosen_set or df.get(p, 0) > 0 for p in parts):
-                clauses.append(_quote(ph))
-        # Only the text columns: the kind column exists for filtering.
-        return "{name path body} : (" + " OR ".join(clauses) + ")", chosen
+                clauses.append(KeywordTerm(ph))
+        return clauses, chosen
 
     def search(self, text: str, limit: int = 200, files_only: bool = False) -> list[tuple[int, float]]:
         match, _ = self.build_match(text)
-        return self.store.fts_search(match, limit, files_only=files_only)
+        return self.store.keyword_search(match, limit, files_only=files_only)
 
 
 def idf(df: int, n: int) -> float:

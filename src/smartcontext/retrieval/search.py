@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..model import ItemKind
-from ..store.sqlite import Store, StoredItem
+from ..notes.tags import normalise_tag, tag_matches
+from ..store.base import Store, StoredItem
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
 from .vector import VectorIndex
@@ -71,7 +72,7 @@ def _snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
 
 def _item_tags(si: StoredItem) -> list[str]:
     tags = si.item.meta.get("tags") or []
-    return [str(t).lstrip("#").lower() for t in tags] if isinstance(tags, list) else []
+    return [normalise_tag(t) for t in tags] if isinstance(tags, list) else []
 
 
 def search(
@@ -99,7 +100,7 @@ def search(
     pool = max(limit * 10, 100)
     prefixes = [p.strip("/") for p in paths] if paths else None
     kind_set = set(kinds) if kinds else None
-    want_tags = {t.lstrip("#").lower() for t in tags} if tags else None
+    want_tags = {normalise_tag(t) for t in tags} if tags else None
     allowed: set[int] | None = None
     if want_tags:
         # Tags narrow before the pools are cut too, or a rare tag keeps only the few of
@@ -179,9 +180,7 @@ def search(
         if si is None:
             continue
         item_tags = _item_tags(si)
-        if want_tags and not want_tags & set(item_tags) and not any(
-            t.startswith(w + "/") for t in item_tags for w in want_tags
-        ):
+        if want_tags and not tag_matches(item_tags, want_tags):
             continue
         is_section = si.item.kind == ItemKind.SECTION
         heading = " > ".join(si.item.meta.get("heading_path", [])) if is_section else ""

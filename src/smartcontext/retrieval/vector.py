@@ -1,17 +1,27 @@
-"""Exact cosine search over an in-memory float32 matrix (vectors are unit length)."""
+"""Exact cosine search over the workspace's item vectors (unit length), keyed by row id.
+
+The vectors sit in the shared ``VectorMatrix`` (the Smart Connections cache uses the same
+class), loaded once per index generation; this class maps the store's item row ids to
+matrix rows and back.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..store.sqlite import Store
+from ..store.base import Store
+from .matrix import VectorMatrix
 
 
 class VectorIndex:
     def __init__(self, store: Store, model: str):
         self.model = model
         self.generation = store.generation()
-        self.rowids, self.matrix = store.load_vectors(model)
+        self.rowids, vectors = store.load_vectors(model)
+        self._matrix = VectorMatrix()
+        if len(self.rowids):
+            self._matrix.reserve(len(self.rowids))
+            self._matrix.add(vectors)
         self._pos = {int(r): i for i, r in enumerate(self.rowids)}
 
     def __len__(self) -> int:
@@ -25,24 +35,18 @@ class VectorIndex:
         if not len(self.rowids):
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self.matrix.shape[1]:
+        if q.shape[0] != self._matrix.dim:
             # Never compare vectors of two different models.
             return []
-        scores = self.matrix @ q
+        mask = None
         if allowed is not None:
             mask = np.isin(self.rowids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-            scores = np.where(mask, scores, -np.inf)
-            k = min(k, int(mask.sum()))
-            if k <= 0:
-                return []
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top])]
-        return [(int(self.rowids[i]), float(scores[i])) for i in top]
+        rows, scores = self._matrix.top_k(q, k, mask)
+        return [(int(self.rowids[i]), float(s)) for i, s in zip(rows.tolist(), scores.tolist())]
 
     def vector_of(self, rowid: int) -> np.ndarray | None:
         i = self._pos.get(int(rowid))
-        return None if i is None else self.matrix[i]
+        return None if i is None else self._matrix.row(i)
 
     def similar_to(self, rowid: int, k: int = 10) -> list[tuple[int, float]]:
         v = self.vector_of(rowid)

@@ -16,6 +16,7 @@ import os
 from typing import Protocol
 
 from ..model import Item, ParsedFile
+from ..words import fts_text
 
 
 class Source(Protocol):
@@ -46,13 +47,6 @@ class Source(Protocol):
 
     def warm_up(self, path: str, language: str) -> None:
         """Load what parsing ``language`` needs, before worker processes fork."""
-
-
-def fts_text(text: str) -> str:
-    """The store's full-text form of ``text`` (identifiers also split into words)."""
-    from ..store.sqlite import fts_text as store_fts_text
-
-    return store_fts_text(text)
 
 
 class BaseSource:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..model import Item, ItemKind, ParsedFile
 from ..plugins import hookimpl
-from .base import BaseSource, decode, fts_text
+from ..words import fts_text
+from .base import BaseSource, decode
 from .chat import ChatSource
 from .text import TextSource, text_windows
 

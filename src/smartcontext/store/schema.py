@@ -1,26 +1,65 @@
-"""The SQLite schema as an ordered list of migrations, applied on open.
+"""The tables of a SQLite index, as named migration sets (see ``migrations.py``).
 
-Each migration runs once, in order, inside one transaction; ``PRAGMA user_version``
-records how many have run. Add new migrations at the end; never edit an old one.
+``EMBEDDINGS`` (the embedding cache) is applied before ``CORE`` so that the step which
+retires an index of the first format can keep that index's vectors.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
-Migration = Callable[[sqlite3.Connection], None]
+from ..errors import IndexCorrupt
+from .migrations import Migrations, run_script
+
+# ``PRAGMA user_version`` of the first format (one list of migrations numbered by
+# user_version). The current format writes FORMAT instead, so a Smart Context that only
+# knows the first format refuses this one cleanly ("written by a newer Smart Context").
+LEGACY_VERSION = 1
+FORMAT = 2
+
+EMBEDDINGS = Migrations("embeddings")
+CORE = Migrations("core")
+SETS = (EMBEDDINGS, CORE)
 
 
-def _run_script(db: sqlite3.Connection, script: str) -> None:
-    # executescript() would COMMIT first and break the migration's transaction.
-    for statement in script.split(";\n"):
-        if statement.strip():
-            db.execute(statement)
+@EMBEDDINGS()
+def m001_embedding_cache(db: sqlite3.Connection) -> None:
+    # IF NOT EXISTS: an index of the first format already has this very table.
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS embedding_cache (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,          -- sha256 of the embedded text
+            dim INTEGER NOT NULL,
+            vec BLOB NOT NULL,           -- float32, dim values
+            PRIMARY KEY (model, hash)
+        )
+        """
+    )
 
 
-def _m001_initial(db: sqlite3.Connection) -> None:
-    _run_script(
+@CORE()
+def m001_retire_first_format(db: sqlite3.Connection) -> None:
+    """Drop the tables of the first format; their files are parsed again on the next
+    index run (derived data), but vectors move into the embedding cache first."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version != LEGACY_VERSION:
+        return
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if {"vectors", "items"} <= names:
+        db.execute(
+            "INSERT OR IGNORE INTO embedding_cache(model, hash, dim, vec) "
+            "SELECT v.model, i.content_hash, length(v.vec) / 4, v.vec "
+            "FROM vectors v JOIN items i ON i.rowid = v.item_rowid"
+        )
+    for table in ("items_fts_vocab", "items_fts", "vectors", "edges", "items", "files", "meta"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    db.execute("PRAGMA user_version = 0")
+
+
+@CORE()
+def m002_tables(db: sqlite3.Connection) -> None:
+    run_script(
         db,
         """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,99 +71,92 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             size INTEGER NOT NULL,
             hash TEXT NOT NULL,
             language TEXT NOT NULL,
-            source TEXT NOT NULL,          -- code | markdown | text
+            source TEXT NOT NULL,
             module TEXT NOT NULL DEFAULT '',
-            warnings TEXT NOT NULL DEFAULT '[]'
+            warnings TEXT NOT NULL DEFAULT '[]',
+            -- The file's items' text and details (signature, docstring, meta), stored
+            -- once and zlib-compressed together (see store/text.py).
+            data BLOB NOT NULL DEFAULT x''
         );
 
+        -- Columns that can be derived are NULL when they are: path and language from
+        -- the file's row, fqname by fq_mode (1 module.qualname, 2 module#qualname,
+        -- 3 module, 4 qualname).
         CREATE TABLE items (
             rowid INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
+            id_key INTEGER NOT NULL UNIQUE,  -- 64-bit hash of the id: lookups, uniqueness
+            id_mode INTEGER NOT NULL,      -- 1 path, 2 path#qualname, 3 path::qualname
+            id TEXT,                       -- the id, when id_mode is 0
             file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-            path TEXT NOT NULL,
+            details_at INTEGER NOT NULL,   -- the item's [signature, docstring, meta]
+            details_len INTEGER NOT NULL,  --   as JSON, in the file's data
+            path TEXT,
             kind TEXT NOT NULL,
             name TEXT NOT NULL,
             qualname TEXT NOT NULL,
-            fqname TEXT NOT NULL,          -- module-qualified name used to resolve edges
+            fqname TEXT,
+            fq_mode INTEGER NOT NULL,
             start_line INTEGER NOT NULL,
             end_line INTEGER NOT NULL,
-            signature TEXT NOT NULL,
-            docstring TEXT NOT NULL,
-            text TEXT NOT NULL,
-            parent_id TEXT,
-            language TEXT NOT NULL,
-            meta TEXT NOT NULL,            -- JSON
+            parent INTEGER,                -- the parent's rowid, when in the same file
+            parent_id TEXT,                -- the parent's id, when not
+            language TEXT,
             tokens INTEGER NOT NULL,
             sig_tokens INTEGER NOT NULL,
-            content_hash TEXT NOT NULL     -- sha256 of the text that gets embedded
+            content_hash TEXT NOT NULL,    -- sha256 of the text that gets embedded
+            tags TEXT,                     -- JSON of meta["tags"], when the item has one
+            text_at INTEGER NOT NULL,      -- the item's text: characters [text_at,
+            text_len INTEGER NOT NULL,     --   text_at + text_len) of its file's text
+            -- How to rebuild the indexed full-text values (a contentless FTS5 row can
+            -- only be deleted by giving them again): fts_mode 0 = body is the text,
+            -- 1 = text + newline + fts_extra, 2 = fts_extra (zlib) is the body,
+            -- fts_name NULL = the qualified name.
+            fts_mode INTEGER NOT NULL,
+            fts_extra BLOB,
+            fts_name TEXT
         );
         CREATE INDEX items_file ON items(file_id);
-        CREATE INDEX items_name ON items(name COLLATE NOCASE);
-        CREATE INDEX items_fqname ON items(fqname);
-        CREATE INDEX items_path ON items(path);
-        CREATE INDEX items_parent ON items(parent_id);
 
+        -- src and dst are item row ids; an edge whose end is not an item of the same
+        -- file keeps that end's id in src_id / dst_id instead.
         CREATE TABLE edges (
-            src TEXT NOT NULL,
+            file_id INTEGER NOT NULL,
+            src INTEGER,
+            src_id TEXT,
             kind TEXT NOT NULL,
-            dst TEXT,
-            dst_name TEXT,
-            file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE
+            dst INTEGER,
+            dst_id TEXT,
+            dst_name TEXT
         );
-        CREATE INDEX edges_src ON edges(src);
-        CREATE INDEX edges_dst ON edges(dst);
-        CREATE INDEX edges_dst_name ON edges(dst_name);
-        CREATE INDEX edges_file ON edges(file_id);
+        CREATE INDEX edges_src ON edges(src) WHERE src IS NOT NULL;
+        CREATE INDEX edges_src_id ON edges(src_id) WHERE src_id IS NOT NULL;
+        CREATE INDEX edges_foreign_src ON edges(file_id) WHERE src IS NULL;
+        CREATE INDEX edges_dst ON edges(dst) WHERE dst IS NOT NULL;
+        CREATE INDEX edges_dst_id ON edges(dst_id) WHERE dst_id IS NOT NULL;
+        CREATE INDEX edges_dst_name ON edges(dst_name) WHERE dst_name IS NOT NULL;
 
-        -- External-content FTS5 table kept in sync by the store (not by triggers, so a
-        -- file's rows change in the same transaction as its items).
+        -- Contentless: the text lives once, in files.text; the store deletes a row by
+        -- giving the values it indexed again (rebuilt from the item's fts_* columns).
         CREATE VIRTUAL TABLE items_fts USING fts5(
             name, path, body, kind,
+            content = '',
             tokenize = 'unicode61 remove_diacritics 2'
         );
-
         CREATE VIRTUAL TABLE items_fts_vocab USING fts5vocab(items_fts, 'row');
-
-        CREATE TABLE vectors (
-            item_rowid INTEGER PRIMARY KEY REFERENCES items(rowid) ON DELETE CASCADE,
-            model TEXT NOT NULL,
-            vec BLOB NOT NULL
-        );
-        CREATE INDEX vectors_model ON vectors(model);
-
-        CREATE TABLE embedding_cache (
-            model TEXT NOT NULL,
-            hash TEXT NOT NULL,
-            dim INTEGER NOT NULL,
-            vec BLOB NOT NULL,
-            PRIMARY KEY (model, hash)
-        );
-        """
+        """,
     )
+    db.execute(f"PRAGMA user_version = {FORMAT}")
 
 
-MIGRATIONS: list[Migration] = [_m001_initial]
-
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def migrate(db: sqlite3.Connection) -> int:
-    """Bring ``db`` up to the newest schema; returns the version it ended at."""
-    current = db.execute("PRAGMA user_version").fetchone()[0]
-    if current > SCHEMA_VERSION:
-        from ..errors import IndexCorrupt
-
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply every pending migration (embedding cache first); returns what ran."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > FORMAT:
         raise IndexCorrupt(
-            f"the index was written by a newer Smart Context (schema {current}, this one knows "
-            f"{SCHEMA_VERSION}); upgrade smartcontext or rebuild with `smartcontext index --rebuild`"
+            f"the index was written by a newer Smart Context (format {version}, this one knows "
+            f"{FORMAT}); upgrade smartcontext or rebuild with `smartcontext index --rebuild`"
         )
-    for version in range(current, SCHEMA_VERSION):
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            MIGRATIONS[version](db)
-            db.execute(f"PRAGMA user_version = {version + 1}")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-    return SCHEMA_VERSION
+    ran: list[str] = []
+    for migrations in SETS:
+        ran.extend(f"{migrations.name}/{step}" for step in migrations.apply(db))
+    return ran

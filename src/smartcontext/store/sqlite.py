@@ -1,105 +1,102 @@
-"""The SQLite store: files, items, edges, FTS5 and vectors in one WAL-mode file.
+"""The SQLite store: files, items, edges, full text and vectors in one WAL-mode file.
 
 A file's rows are always replaced in one transaction, so a crash (even SIGKILL) leaves
 either the old or the new version of that file, never a mix.
+
+Text is stored once: each file keeps one compressed text that its items point into,
+the FTS5 table is contentless, and an item's vector is the embedding-cache row for its
+content hash.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
+import logging
 import sqlite3
 import threading
+import time
+import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import IndexCorrupt
-from ..model import Edge, Item
-from .schema import migrate
+from ..model import Edge, Item, kind_traits
+from ..words import fts_text, split_identifier  # noqa: F401  (old import path)
+from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
+from .schema import LEGACY_VERSION, migrate
+from .text import JSON, FileData, pack_file
 
+log = logging.getLogger("smartcontext.store")
+
+
+
+def _id_sql(item: str, file: str) -> str:
+    """SQL for the id of item alias ``item`` (whose file is alias ``file``); see id_mode."""
+    path = f"COALESCE({item}.path, {file}.path)"
+    return (
+        f"CASE {item}.id_mode WHEN 1 THEN {path} WHEN 2 THEN {path} || '#' || {item}.qualname "
+        f"WHEN 3 THEN {path} || '::' || {item}.qualname ELSE {item}.id END"
+    )
+
+
+# A parent in the same file is joined as ``p``; one elsewhere keeps its id in parent_id.
+_PARENT_SQL = f"CASE WHEN p.rowid IS NULL THEN i.parent_id ELSE {_id_sql('p', 'f')} END"
 _ITEM_COLUMNS = (
-    "rowid, id, path, kind, name, qualname, fqname, start_line, end_line, signature, "
-    "docstring, text, parent_id, language, meta, tokens, sig_tokens, content_hash"
+    f"i.rowid, {_id_sql('i', 'f')}, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, "
+    "i.fqname, i.fq_mode, "
+    f"f.module, i.start_line, i.end_line, {_PARENT_SQL}, COALESCE(i.language, f.language), "
+    "i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, i.details_at, i.details_len, "
+    "i.text_at, i.text_len"
 )
+_LIGHT_COLUMNS = (
+    f"i.rowid, {_id_sql('i', 'f')}, COALESCE(i.path, f.path), i.kind, i.name, i.qualname, "
+    "i.fqname, i.fq_mode, "
+    f"f.module, {_PARENT_SQL}, i.tokens, i.sig_tokens, i.start_line, i.end_line"
+)
+# An edge's src and dst rows are items of the edge's own file.
+_EDGE_SELECT = (
+    f"SELECT CASE WHEN e.src IS NULL THEN e.src_id ELSE {_id_sql('s', 'ef')} END AS src_key, "
+    f"e.kind, CASE WHEN e.dst IS NULL THEN e.dst_id ELSE {_id_sql('d', 'ef')} END AS dst_key, "
+    "e.dst_name FROM edges e JOIN files ef ON ef.id = e.file_id "
+    "LEFT JOIN items s ON s.rowid = e.src LEFT JOIN items d ON d.rowid = e.dst"
+)
+# Stay well under SQLite's bound-parameter limit on older builds (999).
+_CHUNK = 500
+# Decoded files kept for reads: a question reads items of about a hundred files, and
+# the next question often returns to them (a few MB for a large vault).
+_TEXT_CACHE_FILES = 512
+
+# bm25() weights of the FTS columns name, path, body, kind.
+_BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
 
 
-@dataclass
-class FileState:
-    id: int
-    path: str
-    mtime_ns: int
-    size: int
-    hash: str
-    language: str
-    source: str
+class SQLiteStore:
+    """One workspace index in a SQLite file. Thread-safe for readers; writes are
+    serialised by a lock."""
 
-
-@dataclass
-class StoredItem:
-    """An item as read back from the store, with its row id and derived fields."""
-
-    rowid: int
-    item: Item
-    fqname: str
-    sig_tokens: int
-    content_hash: str
-
-
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_IDENT = re.compile(r"[^\W\d]\w*", re.UNICODE)
-
-
-def split_identifier(word: str) -> list[str]:
-    """``HTTPAdapter`` -> ``[http, adapter]``; ``get_netrc_auth`` -> ``[get, netrc, auth]``."""
-    parts: list[str] = []
-    for piece in word.split("_"):
-        if piece:
-            parts.extend(p.lower() for p in _CAMEL.findall(piece))
-    return parts
-
-
-_HAS_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
-
-
-def fts_text(text: str) -> str:
-    """Text for the FTS index: the original plus the parts of every camelCase identifier.
-
-    unicode61 already splits on ``_`` and ``.``; camelCase needs help, so ``HTTPAdapter``
-    is indexed as ``HTTPAdapter http adapter`` and a question saying "http adapter"
-    finds it.
-    """
-    extra: list[str] = []
-    # Distinct words first: the regex runs in C and the Python loop sees each word once.
-    for word in set(_IDENT.findall(text)):
-        if len(word) < 4 or not _HAS_CAMEL.search(word):
-            continue
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            extra.extend(parts)
-    if not extra:
-        return text
-    return text + "\n" + " ".join(sorted(extra))
-
-
-class Store:
-    """One workspace index. Thread-safe for readers; writes are serialised by a lock."""
-
-    def __init__(self, path: Path):
+    def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.location = str(self.path)
+        self.notices: list[str] = []
         self._lock = threading.RLock()
         self._batch_depth = 0
+        self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
+        self._files_lock = threading.Lock()  # readers on several threads share the cache
+        self._vector_models: tuple[int, dict[str, int]] | None = None
         try:
             self.db = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
             )
-            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA busy_timeout=30000")
+            _enable_wal(self.db)
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.execute("PRAGMA busy_timeout=30000")
+            legacy = self.db.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
             migrate(self.db)
             self.db.execute("PRAGMA quick_check(1)").fetchone()
         except sqlite3.DatabaseError as exc:
@@ -107,6 +104,13 @@ class Store:
                 f"the index {self.path} cannot be read ({exc}); rebuild it with "
                 f"`smartcontext index --rebuild`"
             ) from exc
+        if legacy:
+            notice = (
+                f"the index {self.path} was written in an older format; it was reset and is "
+                f"rebuilt on the next `smartcontext index` (cached embeddings were kept)"
+            )
+            self.notices.append(notice)
+            log.warning(notice)
 
     def close(self) -> None:
         with self._lock:
@@ -115,22 +119,22 @@ class Store:
     # -- transactions -------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[None]:
         """One atomic write; inside ``batch()`` it joins the batch's transaction."""
         with self._lock:
             if self._batch_depth:
-                yield self.db
+                yield
                 return
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                yield self.db
+                yield
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
 
     @contextmanager
-    def batch(self) -> Iterator["Store"]:
+    def batch(self) -> Iterator["SQLiteStore"]:
         """Group several writes (whole files) into one transaction: a cold index commits
         every few dozen files instead of after each. Atomicity still holds per batch."""
         with self._lock:
@@ -167,12 +171,25 @@ class Store:
         return row[0] if row else default
 
     def set_meta(self, key: str, value: str) -> None:
-        with self.transaction() as db:
-            db.execute(
+        with self.transaction():
+            self.db.execute(
                 "INSERT INTO meta(key, value) VALUES(?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    def compact(self) -> bool:
+        """Give the pages that indexing freed (FTS5 segment merges, rewritten files) back
+        to the file system when they are more than a twentieth of the file; returns
+        whether it did."""
+        with self._lock:
+            pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+            free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+            if not pages or free * 20 < pages:
+                return False
+            self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return True
 
     # -- files -------------------------------------------------------------------
 
@@ -183,30 +200,44 @@ class Store:
         return {r[1]: FileState(*r) for r in rows}
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
-        with self.transaction() as db:
-            db.execute(
+        with self.transaction():
+            self.db.execute(
                 "UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path)
             )
 
-    def _delete_file_rows(self, db: sqlite3.Connection, path: str) -> None:
-        row = db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+    def _delete_file_rows(self, path: str) -> None:
+        db = self.db
+        row = db.execute("SELECT id, data FROM files WHERE path=?", (path,)).fetchone()
         if not row:
             return
-        file_id = row[0]
-        db.execute(
-            "DELETE FROM items_fts WHERE rowid IN (SELECT rowid FROM items WHERE file_id=?)",
+        file_id, blob = row
+        text = FileData.unpack(blob)
+        # A contentless FTS5 row is deleted by giving back exactly what was indexed.
+        rows = db.execute(
+            "SELECT i.rowid, COALESCE(i.path, f.path), i.kind, i.start_line, i.qualname, "
+            "i.text_at, i.text_len, i.fts_mode, i.fts_extra, i.fts_name "
+            "FROM items i JOIN files f ON f.id = i.file_id WHERE i.file_id=?",
             (file_id,),
+        ).fetchall()
+        db.executemany(
+            "INSERT INTO items_fts(items_fts, rowid, name, path, body, kind) "
+            "VALUES('delete', ?, ?, ?, ?, ?)",
+            [
+                (rowid, qualname if name is None else name, ipath,
+                 _fts_body_of(text.slice(at, n), mode, extra), _fts_kind(kind, start))
+                for rowid, ipath, kind, start, qualname, at, n, mode, extra, name in rows
+            ],
         )
-        # vectors and edges go by ON DELETE CASCADE
+        db.execute("DELETE FROM edges WHERE src IN (SELECT rowid FROM items WHERE file_id=?)", (file_id,))
+        db.execute("DELETE FROM edges WHERE src IS NULL AND file_id=?", (file_id,))
         db.execute("DELETE FROM items WHERE file_id=?", (file_id,))
-        db.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
         db.execute("DELETE FROM files WHERE id=?", (file_id,))
 
     def delete_files(self, paths: Iterable[str]) -> int:
         count = 0
-        with self.transaction() as db:
+        with self.transaction():
             for path in paths:
-                self._delete_file_rows(db, path)
+                self._delete_file_rows(path)
                 count += 1
             if count:
                 self._bump_generation()
@@ -223,7 +254,7 @@ class Store:
         source: str,
         module: str,
         warnings: Sequence[str],
-        items: Sequence[tuple],
+        items: Sequence[ItemRow],
         edges: Sequence[Edge],
     ) -> None:
         """Replace everything known about ``path`` in one transaction.
@@ -232,110 +263,166 @@ class Store:
         followed by the full-text body and name for that item (default: computed from
         the item's text and qualified name).
         """
-        with self.transaction() as db:
-            self._delete_file_rows(db, path)
+        blob, spans, detail_spans = pack_file([row[0] for row in items])
+        db = self.db
+        with self.transaction():
+            self._delete_file_rows(path)
             cur = db.execute(
-                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (path, mtime_ns, size, hash, language, source, module, json.dumps(list(warnings))),
+                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, "
+                "warnings, data) VALUES (?,?,?,?,?,?,?,?,?)",
+                (path, mtime_ns, size, hash, language, source, module,
+                 json.dumps(list(warnings)), blob),
             )
             file_id = cur.lastrowid
             # Explicit row ids let items and their FTS rows go in with two executemany calls.
             next_rowid = (db.execute("SELECT COALESCE(MAX(rowid), 0) FROM items").fetchone()[0]) + 1
             item_rows, fts_rows = [], []
-            for offset, row in enumerate(items):
+            rowid_of = {row[0].id: next_rowid + n for n, row in enumerate(items)}
+            for n, row in enumerate(items):
                 item, fqname, sig_tokens, content_hash = row[:4]
-                fts_body = row[4] if len(row) > 4 else _fts_body(item)
-                fts_name = row[5] if len(row) > 5 else fts_text(item.qualname)
-                rowid = next_rowid + offset
+                fts_body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
+                fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
+                mode, extra = _fts_recipe(item.text, fts_body)
+                fq_mode = _fq_mode(fqname, module, item.qualname)
+                id_mode = _id_mode(item.id, item.path, item.qualname)
+                rowid = next_rowid + n
+                at, length = spans[n]
                 item_rows.append((
-                    rowid, item.id, file_id, item.path, item.kind, item.name, item.qualname, fqname,
-                    item.start_line, item.end_line, item.signature, item.docstring, item.text,
-                    item.parent_id, item.language, json.dumps(item.meta, default=str),
+                    rowid, _id_key(item.id), id_mode, None if id_mode else item.id, file_id,
+                    *detail_spans[n], None if item.path == path else item.path,
+                    item.kind, item.name, item.qualname, None if fq_mode else fqname, fq_mode,
+                    item.start_line, item.end_line, rowid_of.get(item.parent_id or ""),
+                    item.parent_id if item.parent_id and item.parent_id not in rowid_of else None,
+                    None if item.language == language else item.language,
                     item.tokens, sig_tokens, content_hash,
+                    JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
+                    at, length, mode, extra, None if fts_name == item.qualname else fts_name,
                 ))
-                kind = "file" if item.kind in ("module", "text") and item.start_line == 1 else item.kind
-                fts_rows.append((rowid, fts_name, item.path, fts_body, kind))
+                fts_rows.append(
+                    (rowid, fts_name, item.path, fts_body, _fts_kind(item.kind, item.start_line))
+                )
             db.executemany(
-                "INSERT INTO items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, "
-                "end_line, signature, docstring, text, parent_id, language, meta, tokens, "
-                "sig_tokens, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO items(rowid, id_key, id_mode, id, file_id, details_at, details_len, path, "
+                "kind, name, qualname, fqname, "
+                "fq_mode, start_line, end_line, parent, parent_id, language, tokens, sig_tokens, "
+                "content_hash, tags, text_at, text_len, fts_mode, fts_extra, fts_name) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 item_rows,
             )
             db.executemany(
                 "INSERT INTO items_fts(rowid, name, path, body, kind) VALUES (?,?,?,?,?)", fts_rows
             )
             db.executemany(
-                "INSERT INTO edges(src, kind, dst, dst_name, file_id) VALUES (?,?,?,?,?)",
-                [(e.src, e.kind, e.dst, e.dst_name, file_id) for e in edges],
+                "INSERT INTO edges(file_id, src, src_id, kind, dst, dst_id, dst_name) "
+                "VALUES (?,?,?,?,?,?,?)",
+                [
+                    (file_id, rowid_of.get(e.src), None if e.src in rowid_of else e.src, e.kind,
+                     rowid_of.get(e.dst) if e.dst else None,
+                     e.dst if e.dst and e.dst not in rowid_of else None, e.dst_name)
+                    for e in edges
+                ],
             )
             self._bump_generation()
 
     # -- items -------------------------------------------------------------------
 
-    @staticmethod
-    def _row_to_item(row: Sequence) -> StoredItem:
-        (rowid, id_, path, kind, name, qualname, fqname, start, end, sig, doc, text,
-         parent, lang, meta, tokens, sig_tokens, chash) = row
-        item = Item(
-            id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
-            end_line=end, signature=sig, docstring=doc, text=text, parent_id=parent,
-            language=lang, meta=json.loads(meta), tokens=tokens,
-        )
-        return StoredItem(rowid, item, fqname, sig_tokens, chash)
+    def _file_data(self, keys: Iterable[tuple[int, str]]) -> dict[int, FileData]:
+        """Decoded text and details of these (file id, file hash) pairs, through a small
+        LRU cache (the hash is part of the key because a file id can be reused)."""
+        out: dict[int, FileData] = {}
+        todo: list[int] = []
+        with self._files_lock:
+            for key in set(keys):
+                hit = self._files.get(key)
+                if hit is None:
+                    todo.append(key[0])
+                else:
+                    self._files.move_to_end(key)
+                    out[key[0]] = hit
+        fresh: dict[tuple[int, str], FileData] = {}
+        for chunk in _chunks(todo, _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for file_id, file_hash, blob in self.db.execute(
+                f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk
+            ):
+                out[file_id] = fresh[(file_id, file_hash)] = FileData.unpack(blob)
+        with self._files_lock:
+            self._files.update(fresh)
+            while len(self._files) > _TEXT_CACHE_FILES:
+                self._files.popitem(last=False)
+        return out
+
+    def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:
+        rows = self.db.execute(
+            f"SELECT {_ITEM_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
+            f"LEFT JOIN items p ON p.rowid = i.parent WHERE {where} {order}",
+            params,
+        ).fetchall()
+        files = self._file_data((r[16], r[17]) for r in rows)
+        out = []
+        for (rowid, id_, path, kind, name, qualname, fqname, fq_mode, module, start, end,
+             parent, lang, tokens, sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
+            data = files[file_id]
+            sig, doc, meta = data.details(d_at, d_len)
+            item = Item(
+                id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
+                end_line=end, signature=sig, docstring=doc, text=data.slice(at, length),
+                parent_id=parent, language=lang, meta=meta, tokens=tokens,
+            )
+            fq = _fqname(fq_mode, fqname, module, qualname)
+            out.append(StoredItem(rowid, item, fq, sig_tokens, chash))
+        return out
 
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
         out: dict[int, StoredItem] = {}
-        ids = list(dict.fromkeys(int(r) for r in rowids))
-        for chunk in _chunks(ids, 500):
-            marks = ",".join("?" * len(chunk))
-            for row in self.db.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM items WHERE rowid IN ({marks})", chunk
-            ):
-                stored = self._row_to_item(row)
+        for chunk in _chunks(list(dict.fromkeys(int(r) for r in rowids)), _CHUNK):
+            for stored in self._read_items(f"i.rowid IN ({','.join('?' * len(chunk))})", chunk):
                 out[stored.rowid] = stored
         return out
 
     def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
         out: dict[str, StoredItem] = {}
-        uniq = list(dict.fromkeys(ids))
-        for chunk in _chunks(uniq, 500):
+        for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+            wanted = set(chunk)
             marks = ",".join("?" * len(chunk))
-            for row in self.db.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM items WHERE id IN ({marks})", chunk
-            ):
-                stored = self._row_to_item(row)
-                out[stored.item.id] = stored
+            for stored in self._read_items(f"i.id_key IN ({marks})", [_id_key(i) for i in chunk]):
+                if stored.item.id in wanted:  # never trust a 64-bit key alone
+                    out[stored.item.id] = stored
         return out
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]:
-        out: list[StoredItem] = []
-        for chunk in _chunks(list(dict.fromkeys(paths)), 500):
+        found: dict[int, StoredItem] = {}
+        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
             marks = ",".join("?" * len(chunk))
-            out.extend(
-                self._row_to_item(row)
-                for row in self.db.execute(
-                    f"SELECT {_ITEM_COLUMNS} FROM items WHERE path IN ({marks}) ORDER BY rowid",
-                    chunk,
-                )
-            )
-        return out
+            # Two indexed lookups: items on their file's path, and the rare item whose
+            # path differs from its file's.
+            for where in (f"i.path IS NULL AND f.path IN ({marks})", f"i.path IN ({marks})"):
+                for stored in self._read_items(where, chunk):
+                    found[stored.rowid] = stored
+        return [found[r] for r in sorted(found)]
 
-    def item_light_rows(self) -> list[tuple]:
-        """(rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, sig_tokens,
-        start_line, end_line) for every item: the in-memory catalogue retrieval works on."""
-        return self.db.execute(
-            "SELECT rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, "
-            "sig_tokens, start_line, end_line FROM items"
-        ).fetchall()
+    def item_light_rows(self) -> list[CatalogueRow]:
+        """The light columns of every item: the in-memory catalogue retrieval works on."""
+        return [
+            CatalogueRow(rowid, id_, path, kind, name, qual, _fqname(fq_mode, fq, module, qual),
+                         parent, tokens, sig_tokens, start, end)
+            for (rowid, id_, path, kind, name, qual, fq, fq_mode, module, parent, tokens,
+                 sig_tokens, start, end) in self.db.execute(
+                f"SELECT {_LIGHT_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
+                "LEFT JOIN items p ON p.rowid = i.parent ORDER BY i.rowid"
+            )
+        ]
+
+    def item_count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM items").fetchone()[0]
 
     def counts(self) -> dict[str, int]:
         q = self.db.execute
         return {
             "files": q("SELECT COUNT(*) FROM files").fetchone()[0],
-            "items": q("SELECT COUNT(*) FROM items").fetchone()[0],
+            "items": self.item_count(),
             "edges": q("SELECT COUNT(*) FROM edges").fetchone()[0],
-            "vectors": q("SELECT COUNT(*) FROM vectors").fetchone()[0],
+            "vectors": sum(self.vector_models().values()),
         }
 
     def kind_counts(self) -> dict[str, int]:
@@ -347,22 +434,32 @@ class Store:
             for path, w in self.db.execute("SELECT path, warnings FROM files WHERE warnings != '[]'")
         }
 
+    def tag_rows(self) -> list[tuple[int, str]]:
+        return [
+            (r, str(t))
+            for r, t in self.db.execute(
+                "SELECT items.rowid, t.value FROM items, json_each(items.tags) AS t "
+                "WHERE items.tags IS NOT NULL"
+            )
+        ]
+
     # -- keyword search ------------------------------------------------------------
 
-    def fts_search(
-        self, match: str, limit: int, files_only: bool = False
+    def keyword_search(
+        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False
     ) -> list[tuple[int, float]]:
         """BM25 over name, path and body; returns (rowid, score) with higher = better.
 
         files_only: rank whole files (module rows) instead of symbols.
         """
+        match = _match_expression(terms)
         if not match:
             return []
         if files_only:
             match = f"({match}) AND kind:file"
         try:
             rows = self.db.execute(
-                "SELECT rowid, bm25(items_fts, 4.0, 2.0, 1.0, 0.0) AS rank FROM items_fts "
+                f"SELECT rowid, {_BM25} AS rank FROM items_fts "
                 "WHERE items_fts MATCH ? ORDER BY rank LIMIT ?",
                 (match, limit),
             ).fetchall()
@@ -371,86 +468,233 @@ class Store:
         # SQLite's bm25() is negative; flip it so callers can treat larger as better.
         return [(r[0], -r[1]) for r in rows]
 
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in _chunks(list(dict.fromkeys(terms)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                self.db.execute(
+                    f"SELECT term, doc FROM items_fts_vocab WHERE term IN ({marks})", chunk
+                ).fetchall()
+            )
+        return out
+
     # -- edges -------------------------------------------------------------------
 
-    def edges_from(self, ids: Sequence[str]) -> list[tuple[str, str, str | None, str | None]]:
-        out: list[tuple] = []
-        for chunk in _chunks(list(ids), 500):
+    def _edges_where(self, where: str, order: str, values: Sequence[str], by_key: bool) -> list[EdgeRow]:
+        # Ordered as an index on the id would return them (by id, then insertion), which
+        # the graph walk relies on when it keeps the first few edges of a node.
+        out: list[EdgeRow] = []
+        for chunk in _chunks(list(values), _CHUNK):
             marks = ",".join("?" * len(chunk))
-            out.extend(
-                self.db.execute(
-                    f"SELECT src, kind, dst, dst_name FROM edges WHERE src IN ({marks})", chunk
-                ).fetchall()
+            params = [_id_key(v) for v in chunk] + chunk if by_key else chunk
+            rows = self.db.execute(
+                f"{_EDGE_SELECT} WHERE {where.format(marks=marks)} ORDER BY {order}, e.rowid",
+                params,
             )
+            if by_key:
+                wanted = set(chunk)
+                column = 0 if order == "src_key" else 2
+                out.extend(EdgeRow(*r) for r in rows if r[column] in wanted)
+            else:
+                out.extend(EdgeRow(*r) for r in rows)
         return out
 
-    def edges_to(
-        self, ids: Sequence[str], names: Sequence[str]
-    ) -> list[tuple[str, str, str | None, str | None]]:
-        out: list[tuple] = []
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            out.extend(
-                self.db.execute(
-                    f"SELECT src, kind, dst, dst_name FROM edges WHERE dst IN ({marks})", chunk
-                ).fetchall()
-            )
-        for chunk in _chunks(list(names), 500):
-            marks = ",".join("?" * len(chunk))
-            out.extend(
-                self.db.execute(
-                    f"SELECT src, kind, dst, dst_name FROM edges WHERE dst_name IN ({marks})",
-                    chunk,
-                ).fetchall()
-            )
-        return out
+    def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]:
+        return self._edges_where(
+            "e.src IN (SELECT rowid FROM items WHERE id_key IN ({marks})) OR e.src_id IN ({marks})",
+            "src_key", ids, by_key=True,
+        )
 
-    def all_edges(self) -> list[tuple[str, str, str | None, str | None]]:
-        return self.db.execute("SELECT src, kind, dst, dst_name FROM edges").fetchall()
+    def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
+        return self._edges_where(
+            "e.dst IN (SELECT rowid FROM items WHERE id_key IN ({marks})) OR e.dst_id IN ({marks})",
+            "dst_key", ids, by_key=True,
+        ) + self._edges_where("e.dst_name IN ({marks})", "e.dst_name", names, by_key=False)
 
-    # -- vectors -------------------------------------------------------------------
+    def all_edges(self) -> list[EdgeRow]:
+        return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
+
+    # -- vectors: an item's vector is the cache row for (model, its content hash) ---
 
     def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
         """(rowid, content_hash) of items that have no vector for ``model``."""
         return self.db.execute(
-            "SELECT i.rowid, i.content_hash FROM items i LEFT JOIN vectors v "
-            "ON v.item_rowid = i.rowid AND v.model = ? WHERE v.item_rowid IS NULL",
+            "SELECT i.rowid, i.content_hash FROM items i WHERE NOT EXISTS ("
+            "SELECT 1 FROM embedding_cache c WHERE c.model = ? AND c.hash = i.content_hash)",
             (model,),
         ).fetchall()
 
     def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        with self.transaction() as db:
-            # An item may have been deleted while we embedded; skip those rows.
-            existing = set()
-            for chunk in _chunks([int(r) for r in rowids], 500):
+        with self.transaction():
+            hashes: dict[int, str] = {}
+            for chunk in _chunks([int(r) for r in rowids], _CHUNK):
                 marks = ",".join("?" * len(chunk))
-                existing.update(
-                    r[0] for r in db.execute(f"SELECT rowid FROM items WHERE rowid IN ({marks})", chunk)
+                hashes.update(
+                    self.db.execute(
+                        f"SELECT rowid, content_hash FROM items WHERE rowid IN ({marks})", chunk
+                    ).fetchall()
                 )
-            db.executemany(
-                "INSERT OR REPLACE INTO vectors(item_rowid, model, vec) VALUES (?,?,?)",
-                [
-                    (int(r), model, matrix[i].tobytes())
-                    for i, r in enumerate(rowids)
-                    if int(r) in existing
-                ],
+            # An item may have been deleted while we embedded; its row is skipped.
+            self._put_cache_rows(
+                model, [(hashes[int(r)], matrix[i]) for i, r in enumerate(rowids) if int(r) in hashes]
             )
             self._bump_generation()
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rowids, matrix) of every vector stored for ``model``."""
+        """(rowids, matrix) of every item with a vector for ``model``."""
         rows = self.db.execute(
-            "SELECT item_rowid, vec FROM vectors WHERE model=? ORDER BY item_rowid", (model,)
+            "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
+            "ON c.model = ? AND c.hash = i.content_hash ORDER BY i.rowid",
+            (model,),
         ).fetchall()
         if not rows:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        dims = {len(r[1]) for r in rows}
+        if len(dims) > 1:
+            # Mixed sizes under one model name: keep the most common, never mix them.
+            best = max(dims, key=lambda d: sum(1 for r in rows if len(r[1]) == d))
+            rows = [r for r in rows if len(r[1]) == best]
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         return rowids, matrix.reshape(len(rows), -1)
 
     def vector_models(self) -> dict[str, int]:
-        return dict(self.db.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model").fetchall())
+        # Asked on every question (is there a vector index?); the join is counted once
+        # per index generation, which every write that adds items or vectors bumps.
+        generation = self.generation()
+        cached = self._vector_models
+        if cached is not None and cached[0] == generation:
+            return dict(cached[1])
+        out: dict[str, int] = {}
+        for (model,) in self.db.execute("SELECT DISTINCT model FROM embedding_cache").fetchall():
+            n = self.db.execute(
+                "SELECT COUNT(*) FROM items i JOIN embedding_cache c "
+                "ON c.model = ? AND c.hash = i.content_hash",
+                (model,),
+            ).fetchone()[0]
+            if n:
+                out[model] = n
+        self._vector_models = (generation, out)
+        return dict(out)
+
+    # -- embedding cache -------------------------------------------------------------
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(hashes), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for h, dim, blob in self.db.execute(
+                f"SELECT hash, dim, vec FROM embedding_cache WHERE model = ? AND hash IN ({marks})",
+                (model, *chunk),
+            ):
+                # A truncated or foreign blob is treated as absent and rewritten.
+                if dim and blob is not None and len(blob) == 4 * dim:
+                    found[h] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        with self.transaction():
+            self._put_cache_rows(model, rows)
+            # Items whose content hash is among these now have vectors.
+            self._bump_generation()
+
+    def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO embedding_cache(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
+            [
+                (model, h, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                for h, v in rows
+            ],
+        )
+
+    def clear_cached_vectors(self, model: str | None = None) -> int:
+        with self.transaction():
+            if model is None:
+                cur = self.db.execute("DELETE FROM embedding_cache")
+            else:
+                cur = self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
+            self._bump_generation()
+        return cur.rowcount
+
+
+def _id_key(item_id: str) -> int:
+    """The 64-bit key an item is found by: its id's full text is mostly derivable and
+    left out of the row, and an index on this key is a tenth of an index on the text."""
+    digest = hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _id_mode(item_id: str, path: str, qualname: str) -> int:
+    """How an item's id follows from its path and qualified name (0: it does not)."""
+    if item_id == path:
+        return 1
+    if item_id == f"{path}#{qualname}":
+        return 2
+    if item_id == f"{path}::{qualname}":
+        return 3
+    return 0
+
+
+def _fq_mode(fqname: str, module: str, qualname: str) -> int:
+    """How ``fqname`` follows from the module and qualified name (0: it does not)."""
+    if module and qualname and fqname == f"{module}.{qualname}":
+        return 1
+    if module and qualname and fqname == f"{module}#{qualname}":
+        return 2
+    if fqname == module:
+        return 3
+    if fqname == qualname:
+        return 4
+    return 0
+
+
+def _fqname(mode: int, stored: str | None, module: str, qualname: str) -> str:
+    if mode == 1:
+        return f"{module}.{qualname}"
+    if mode == 2:
+        return f"{module}#{qualname}"
+    if mode == 3:
+        return module
+    if mode == 4:
+        return qualname
+    return stored or ""
+
+
+def _enable_wal(db: sqlite3.Connection, wait: float = 30.0) -> None:
+    """Switch a new file to WAL. The switch needs an exclusive lock and SQLite does not
+    wait for it (no busy handler) when another process is creating the same index, so
+    retry until that process is done; an index already in WAL mode needs nothing."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _match_expression(terms: Sequence[KeywordTerm]) -> str:
+    """FTS5 MATCH syntax for OR-ed terms; a term counted ``weight`` times is repeated,
+    because FTS5 scores each OR-ed phrase. Only the text columns are searched: the kind
+    column exists for filtering."""
+    clauses = [_quote(text) for text, weight in terms for _ in range(max(1, weight)) if text]
+    if not clauses:
+        return ""
+    return "{name path body} : (" + " OR ".join(clauses) + ")"
+
+
+def _fts_kind(kind: str, start_line: int) -> str:
+    # File-level BM25 ranks the rows that stand for a whole file.
+    return "file" if kind_traits(kind).file_row and start_line == 1 else kind
 
 
 def _fts_body(item: Item) -> str:
@@ -458,6 +702,27 @@ def _fts_body(item: Item) -> str:
     return fts_text(item.text if item.text else f"{item.signature}\n{item.docstring}")
 
 
+def _fts_recipe(text: str, body: str) -> tuple[int, bytes | None]:
+    """How to rebuild ``body`` from the item's text later (see the ``items`` columns)."""
+    if body == text:
+        return 0, None
+    if len(body) > len(text) and body.startswith(text) and body[len(text)] == "\n":
+        return 1, body[len(text) + 1 :].encode("utf-8", "surrogatepass")
+    return 2, zlib.compress(body.encode("utf-8", "surrogatepass"))
+
+
+def _fts_body_of(text: str, mode: int, extra: bytes | None) -> str:
+    if mode == 0:
+        return text
+    if mode == 1:
+        return text + "\n" + (extra or b"").decode("utf-8", "surrogatepass")
+    return zlib.decompress(extra or b"").decode("utf-8", "surrogatepass")
+
+
 def _chunks(seq: list, size: int) -> Iterator[list]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
+
+
+# The name tests and older code import; new code uses ``store.open_store``.
+Store = SQLiteStore

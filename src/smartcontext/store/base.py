@@ -1,0 +1,199 @@
+"""The store interface: every query the engine makes of an index, and the data it returns.
+
+Retrieval, the indexer and the workspace talk to a :class:`Store` only through these
+methods and types; the SQLite store (``store/sqlite.py``) is one implementation, and a
+PostgreSQL store is another that needs no change outside ``store/``. No caller sees SQL,
+FTS5 query syntax, connections or locks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..model import Edge, Item
+
+
+@dataclass
+class FileState:
+    """What the index knows about one file, to decide whether it changed."""
+
+    id: int
+    path: str
+    mtime_ns: int
+    size: int
+    hash: str
+    language: str
+    source: str
+
+
+@dataclass
+class StoredItem:
+    """An item as read back from the store, with its row id and derived fields."""
+
+    rowid: int
+    item: Item
+    fqname: str
+    sig_tokens: int
+    content_hash: str
+
+
+class CatalogueRow(NamedTuple):
+    """The light columns of one item: what the in-memory catalogue is built from."""
+
+    rowid: int
+    id: str
+    path: str
+    kind: str
+    name: str
+    qualname: str
+    fqname: str
+    parent_id: str | None
+    tokens: int
+    sig_tokens: int
+    start_line: int
+    end_line: int
+
+
+class EdgeRow(NamedTuple):
+    src: str
+    kind: str
+    dst: str | None
+    dst_name: str | None
+
+
+class KeywordTerm(NamedTuple):
+    """One OR-ed clause of a keyword query: a word, or several words that must appear
+    next to each other (a phrase), counted ``weight`` times in the score."""
+
+    text: str
+    weight: int = 1
+
+
+# An item row for ``replace_file``: ``(item, fqname, sig_tokens, content_hash)``,
+# optionally followed by the full-text body and the full-text name (default: derived
+# from the item's text and qualified name).
+ItemRow = tuple
+
+
+@runtime_checkable
+class Store(Protocol):
+    """One workspace index. Readers may run on several threads; writes are serialised.
+
+    Every write that changes what retrieval sees bumps :meth:`generation`, so callers
+    can cache derived structures (catalogue, vector matrix) per generation.
+    """
+
+    location: str
+    """Where the index lives (a file path or a database URL), for messages."""
+
+    notices: list[str]
+    """Things the user should hear about opening this index (e.g. an old format that
+    was reset and will be rebuilt)."""
+
+    def close(self) -> None: ...
+
+    # -- transactions ------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """One atomic write; inside :meth:`batch` it joins the batch."""
+        ...
+
+    def batch(self) -> AbstractContextManager["Store"]:
+        """Group many writes (whole files) into one atomic commit."""
+        ...
+
+    def compact(self) -> bool:
+        """Reclaim space freed by writes, when worth it; returns whether it did."""
+        ...
+
+    # -- meta ----------------------------------------------------------------------
+    def generation(self) -> int: ...
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    # -- files ---------------------------------------------------------------------
+    def file_states(self) -> dict[str, FileState]: ...
+
+    def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
+        """Record a new mtime/size for a file whose content did not change."""
+        ...
+
+    def delete_files(self, paths: Iterable[str]) -> int: ...
+
+    def replace_file(
+        self, *, path: str, mtime_ns: int, size: int, hash: str, language: str, source: str,
+        module: str, warnings: Sequence[str], items: Sequence[ItemRow], edges: Sequence[Edge],
+    ) -> None:
+        """Replace everything known about ``path`` (items, edges, full text) atomically."""
+        ...
+
+    # -- items ---------------------------------------------------------------------
+    def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]: ...
+
+    def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]: ...
+
+    def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]: ...
+
+    def item_light_rows(self) -> list[CatalogueRow]: ...
+
+    def item_count(self) -> int: ...
+
+    def counts(self) -> dict[str, int]:
+        """``files``, ``items``, ``edges`` and ``vectors`` (items with a vector, summed
+        over models)."""
+        ...
+
+    def kind_counts(self) -> dict[str, int]: ...
+
+    def file_warnings(self) -> dict[str, list[str]]: ...
+
+    def tag_rows(self) -> list[tuple[int, str]]:
+        """(rowid, tag) for every tag in every item's ``meta["tags"]``, as written."""
+        ...
+
+    # -- keyword search -----------------------------------------------------------
+    def keyword_search(
+        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False
+    ) -> list[tuple[int, float]]:
+        """BM25 over item names, paths and bodies for any of ``terms``; (rowid, score),
+        higher is better. ``files_only`` ranks whole files instead of symbols."""
+        ...
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many items hold each (single-word, lower-case) term; absent terms are left out."""
+        ...
+
+    # -- edges ---------------------------------------------------------------------
+    def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]: ...
+
+    def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]: ...
+
+    def all_edges(self) -> list[EdgeRow]: ...
+
+    # -- vectors (an item's vector is the cached embedding of its content hash) ---
+    def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
+        """(rowid, content_hash) of the items with no vector for ``model``."""
+        ...
+
+    def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None: ...
+
+    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, float32 matrix) of every item with a vector for ``model``."""
+        ...
+
+    def vector_models(self) -> dict[str, int]: ...
+
+    # -- embedding cache (vectors by model and text hash) --------------------------
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Store (hash, vector) pairs for ``model`` in one atomic write."""
+        ...
+
+    def clear_cached_vectors(self, model: str | None = None) -> int: ...

@@ -1,0 +1,64 @@
+"""Exact cosine search over the vectors of a real SQLite store."""
+
+import numpy as np
+
+from smartcontext.model import Item
+from smartcontext.retrieval.vector import VectorIndex
+from smartcontext.store import open_store
+
+
+def _store(tmp_path, n=5):
+    s = open_store(tmp_path / "i.db")
+    items = [Item(id=f"a.py::f{i}", path="a.py", kind="function", name=f"f{i}", qualname=f"f{i}",
+                  start_line=i + 1, end_line=i + 1, text=f"def f{i}(): pass") for i in range(n)]
+    s.replace_file(path="a.py", mtime_ns=1, size=1, hash="h", language="python", source="code",
+                   module="a", warnings=[], items=[(it, f"a.{it.name}", 1, f"c{i}") for i, it in enumerate(items)],
+                   edges=[])
+    return s, [r.rowid for r in s.item_light_rows()]
+
+
+def _unit(rows):
+    m = np.asarray(rows, dtype=np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def test_search_ranks_by_cosine_and_respects_allowed(tmp_path):
+    s, rowids = _store(tmp_path)
+    vecs = _unit([[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0, 1], [-1, 0, 0]])
+    s.put_vectors("m", rowids, vecs)
+    index = VectorIndex(s, "m")
+    assert len(index) == 5 and index.generation == s.generation()
+    hits = index.search(np.array([1, 0, 0], dtype=np.float32), k=3)
+    assert len(hits) == 3 and [r for r, _ in hits][:2] == rowids[:2]
+    assert hits[0][1] > hits[1][1] > hits[2][1] and abs(hits[0][1] - 1.0) < 1e-6
+    only = index.search(np.array([1, 0, 0], dtype=np.float32), k=3, allowed={rowids[3], rowids[4]})
+    assert [r for r, _ in only] == [rowids[3], rowids[4]]
+    assert index.search(np.array([1, 0, 0], dtype=np.float32), allowed=set()) == []
+
+
+def test_never_compares_vectors_of_another_size_or_model(tmp_path):
+    s, rowids = _store(tmp_path, 2)
+    s.put_vectors("m", rowids, _unit([[1, 0, 0], [0, 1, 0]]))
+    assert VectorIndex(s, "m").search(np.ones(4, dtype=np.float32)) == []
+    other = VectorIndex(s, "other-model")
+    assert len(other) == 0 and other.search(np.ones(3, dtype=np.float32)) == []
+
+
+def test_vector_of_and_similar_to(tmp_path):
+    s, rowids = _store(tmp_path, 3)
+    vecs = _unit([[1, 0], [0.8, 0.2], [0, 1]])
+    s.put_vectors("m", rowids, vecs)
+    index = VectorIndex(s, "m")
+    assert np.allclose(index.vector_of(rowids[2]), vecs[2]) and index.vector_of(999999) is None
+    assert [r for r, _ in index.similar_to(rowids[0], k=1)] == [rowids[1]]
+    assert index.similar_to(999999) == []
+
+
+def test_items_sharing_content_share_a_vector(tmp_path):
+    s, rowids = _store(tmp_path, 2)
+    # both items are embedded from the same text (same content hash): one cache row
+    s.db.execute("UPDATE items SET content_hash = 'same'")
+    s.cache_vectors("m", [("same", _unit([[0.6, 0.8]])[0])])
+    index = VectorIndex(s, "m")
+    assert sorted(index.rowids.tolist()) == rowids
+    assert s.db.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0] == 1
