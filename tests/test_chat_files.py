@@ -98,3 +98,20 @@ def test_messages_are_items_of_the_workspace_index(tmp_path):
         assert [h.id for h in hits][0] == ".memory/trip.json#m1"
         assert hits[0].kind == "message" and hits[0].start_line == 1
         assert ws.status().kinds.get("message") == 2
+
+
+def test_rewrites_keep_the_file_mode(tmp_path):
+    p = write_chat(tmp_path, "m", {"messages": [], "topics": []})
+    p.chmod(0o640)
+    cf = ChatFile(tmp_path / ".memory", "m")
+    cf.update(lambda d: d.messages.append(Message("a", "user", "x")))
+    assert p.stat().st_mode & 0o777 == 0o640
+    import os
+
+    old = os.umask(0o022)
+    try:
+        fresh = ChatFile(tmp_path / ".memory", "new")
+        fresh.update(lambda d: d.messages.append(Message("a", "user", "x")))
+    finally:
+        os.umask(old)
+    assert fresh.path.stat().st_mode & 0o777 == 0o644  # as open() makes it, not mkstemp's 0600

@@ -150,12 +150,19 @@ def _copy(data: ChatData) -> ChatData:
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder and rename: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask  # what open() would have made; mkstemp's 0600 is not
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         with suppress(FileNotFoundError):
