@@ -147,15 +147,25 @@ def _copy(data: ChatData) -> ChatData:
     return ChatData(list(data.messages), copy.deepcopy(data.topics), copy.deepcopy(data.extra))
 
 
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would change it for every
+    thread for a moment)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder and rename: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask  # what open() would have made; mkstemp's 0600 is not
+        mode = 0o666 & ~_umask()  # what open() would have made; mkstemp's 0600 is not
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
