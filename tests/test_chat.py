@@ -176,3 +176,21 @@ def test_adding_an_assistant_reply_extracts_topics_in_the_background(ws):
     assert result is not None and result.error is None
     assert got and got[-1]["chat_id"] == "c1" and got[-1]["total_messages"] == len(CHAT) + 2
     assert got[-1]["topics"] == chat.load().topics
+
+
+def test_vault_toml_plugin_table_configures_chat(tmp_path):
+    (tmp_path / ".vault.toml").write_text(
+        "[plugins.smart_context]\nenabled = true\nsimilarity_threshold = 0.55\nembedding_search = false\n"
+        'extraction_category = "cheap"\n\n[plugins.smart_context.chat]\nhistory_share = 0.1\n'
+    )
+    with Workspace.open(tmp_path) as w:
+        cfg = w.config.chat
+        assert (cfg.similarity_threshold, cfg.embedding_search, cfg.extraction_category, cfg.history_share) == (
+            0.55, False, "cheap", 0.1)
+        sc = w.chats()
+        assert sc.similarity_threshold == 0.55 and sc.embedding_search is False
+    (tmp_path / ".vault.toml").write_text("[plugins.smart_context]\nsimilarity_threshold = \"high\"\n")
+    from smartcontext.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="similarity_threshold must be a number"):
+        Workspace.open(tmp_path)
