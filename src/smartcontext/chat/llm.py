@@ -149,7 +149,7 @@ def llm_extract(messages: list[Message], settings: dict[str, Any], **extra: Any)
         if settings["model"] != local_llm.MODEL_SPEC:
             raise LLMError(f"unknown local model {settings['model']!r}; the local model is {local_llm.MODEL_SPEC!r}")
         content = local_llm.complete(prompt, local_llm.TOPIC_SCHEMA)
-        topics, sticky = topics_from_answer(parse_model_json(content), {m.id for m in messages})
+        topics, sticky = _read_answer(content, messages)
         # The 0.5B model misses most instructions (measured: 6 of 10): the local
         # classifier's are added to the ones it flags.
         from .sticky import sticky_message_ids
@@ -167,4 +167,13 @@ def llm_extract(messages: list[Message], settings: dict[str, Any], **extra: Any)
         content = response.choices[0].message.content or ""
     except Exception as exc:  # LiteLLM raises its own (provider) exception types
         raise LLMError(f"topic extraction with {settings.get('model')} failed: {type(exc).__name__}: {exc}") from exc
-    return topics_from_answer(parse_model_json(content), {m.id for m in messages})
+    return _read_answer(content, messages)
+
+
+def _read_answer(content: str, messages: list[Message]) -> tuple[list[dict[str, Any]], list[str]]:
+    try:
+        return topics_from_answer(parse_model_json(content), {m.id for m in messages})
+    except LLMError as exc:
+        shown = " ".join(content.split())
+        shown = shown[:120] + (" … " + shown[-80:] if len(shown) > 200 else shown[120:])
+        raise LLMError(f"{exc} (the model answered: {shown!r})") from None

@@ -43,7 +43,7 @@ TOPIC_SCHEMA: dict[str, Any] = {
                       # 2-4 words, as the prompt asks: a small model needs the grammar to hold it.
                       "properties": {"label": {"type": "string", "pattern": "^[A-Za-z0-9&+#.'-]+( [A-Za-z0-9&+#.'-]+){1,3}$",
                                                "maxLength": 40},
-                                     "count": {"type": "integer", "minimum": 1}},
+                                     "count": {"type": "integer", "minimum": 1, "maximum": 999}},
                       "required": ["label", "count"]},
         },
         # Bounded, so a small model cannot loop on ids until max_tokens cuts the JSON.
