@@ -40,9 +40,9 @@ TOPIC_SCHEMA: dict[str, Any] = {
         "topics": {
             "type": "array", "minItems": 1, "maxItems": 8,
             "items": {"type": "object",
-                      # 2-4 words, as the prompt asks: a small model needs the grammar to hold it.
-                      "properties": {"label": {"type": "string", "pattern": "^[A-Za-z0-9&+#.'-]+( [A-Za-z0-9&+#.'-]+){1,3}$",
-                                               "maxLength": 40},
+                      # 2-4 words of at most 20 characters, as the prompt asks: a small model
+                      # needs the grammar to hold it (it ran words together without bound).
+                      "properties": {"label": {"type": "string", "pattern": "^[A-Za-z0-9&+#.'-]{1,20}( [A-Za-z0-9&+#.'-]{1,20}){1,3}$"},
                                      "count": {"type": "integer", "minimum": 1, "maximum": 999}},
                       "required": ["label", "count"]},
         },
