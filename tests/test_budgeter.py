@@ -8,7 +8,7 @@ from smartcontext.context.budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, 
 from smartcontext.context.models import ExtractionConfig
 from smartcontext.model import Item
 from smartcontext.retrieval.scoring import ScoredItem
-from smartcontext.store.sqlite import StoredItem
+from smartcontext.store.base import StoredItem
 
 
 class Index:

@@ -88,3 +88,36 @@ def test_tools_answer_the_seed_shapes_and_events(tmp_path):
         assert reg.call("smart_context_events", {})["count"] >= 3
     finally:
         reg.close()
+
+
+def test_chat_tools_share_the_index_lock(tmp_path):
+    # chat_history reads the index under the shared read lock: a writer keeps it waiting.
+    # chat_add_message writes the indexed chat file under the write lock: a reader keeps it
+    # waiting.
+    import threading
+
+    make_chat(tmp_path)
+    reg = ToolRegistry.open(tmp_path)
+    try:
+        reg.call("chat_history", {"chat_id": "c1", "message": "sourdough"})  # builds the index first
+        done = threading.Event()
+        with reg.context.index_lock.writer:
+            worker = threading.Thread(target=lambda: (
+                reg.call("chat_history", {"chat_id": "c1", "message": "ferry to Naxos"}), done.set()))
+            worker.start()
+            assert not done.wait(0.5)
+        assert done.wait(60)
+        worker.join()
+        answers: list = []
+        with reg.context.reading():
+            worker = threading.Thread(target=lambda: answers.append(
+                reg.call("chat_add_message", {"chat_id": "c1", "role": "user", "content": "lighthouse"})))
+            worker.start()
+            worker.join(0.5)
+            assert not answers
+        worker.join(60)
+        assert answers and answers[0]["success"], answers
+        hist = reg.call("chat_history", {"chat_id": "c1", "message": "lighthouse", "max_tokens": 200})
+        assert answers[0]["message"]["id"] in hist["message_ids"]
+    finally:
+        reg.close()

@@ -115,3 +115,32 @@ def test_rewrites_keep_the_file_mode(tmp_path):
     finally:
         os.umask(old)
     assert fresh.path.stat().st_mode & 0o777 == 0o644  # as open() makes it, not mkstemp's 0600
+
+
+def test_a_fifo_named_like_a_chat_never_blocks(tmp_path):
+    import os
+    import threading
+
+    from smartcontext.chat.importers import import_chats
+    from smartcontext.chat.session import SmartContext
+
+    (tmp_path / ".memory").mkdir()
+    os.mkfifo(tmp_path / ".memory" / "pipe.json")
+    os.mkfifo(tmp_path / "import.json")
+    errors: list = []
+
+    def run() -> None:
+        for call in (lambda: ChatFile(tmp_path / ".memory", "pipe").load(),
+                     lambda: import_chats(tmp_path / ".memory", tmp_path / "import.json")):
+            try:
+                call()
+            except ChatFileError as exc:
+                errors.append(str(exc))
+        errors.append(SmartContext(Workspace.open(tmp_path)).chat_ids())
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "reading a FIFO blocked"
+    assert len(errors) == 3 and "not a regular file" in errors[0] and "not a regular file" in errors[1]
+    assert errors[2] == []

@@ -184,3 +184,18 @@ def test_error_messages_are_printed_verbatim(sample_repo):
     proc = run("context", "q", str(sample_repo), "--format", "[bold]xml", check=False)
     assert proc.returncode == 1
     assert "unknown format '[bold]xml'" in proc.stderr
+
+
+def test_sc_status_of_a_missing_folder_is_an_error_not_a_traceback(tmp_path):
+    proc = run("sc", "status", str(tmp_path / "no-such-vault"), check=False)
+    assert proc.returncode == 1
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_context_json_prints_the_result_to_dict(sample_repo):
+    data = json.loads(run("context", "apply_discount", str(sample_repo), "-t", "800", "--json").stdout)
+    assert data["question"] == "apply_discount" and data["format"] == "mu"
+    assert data["text"] and 0 < data["token_count"] <= 800 == data["max_tokens"]
+    assert data["item_count"] == len(data["items"]) > 0
+    assert any(it["text"] for it in data["items"])  # the items carry their text
+    assert {"files", "more_files", "warnings", "nearest", "relevance_scores", "entities", "stats"} <= set(data)

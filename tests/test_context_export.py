@@ -202,3 +202,14 @@ def test_json_at_a_budget_carries_about_as_much_code_as_mu(own_source, question)
     assert data["token_count"] == js.token_count and data["counts"] == JSON_COUNTS
     assert data["max_tokens"] == 3000 and data["question"] == question
     assert js.to_dict()["text"] == js.text
+
+
+def test_json_scores_only_when_asked_like_mu_and_markdown():
+    def scored(include_scores):
+        doc = json_document(selection(), FILE_LINES, DEPS, MODULES, include_scores=include_scores)
+        return {i["id"]: i.get("score") for f in doc["files"] for i in f["items"]}
+
+    assert set(scored(False).values()) == {None}
+    with_scores = scored(True)
+    assert with_scores[LOGIN.id] is not None and 0 < with_scores[LOGIN.id] <= 1
+    assert with_scores[CLASS.id] is None  # context_only: MU and Markdown show no relevance either

@@ -71,3 +71,12 @@ def test_symlink_leaving_the_root_is_skipped(tmp_path):
     d = discover(root)
     assert paths(d) == ["a.py"]
     assert d.skipped["symlink"] == 2
+
+
+def test_text_files_setting_turns_off_the_optional_sources(tmp_path):
+    (tmp_path / "guide.rst").write_text("Guide\n=====\n")
+    (tmp_path / "notes.md").write_text("# Notes\n")
+    (tmp_path / "app.py").write_text("x = 1\n")
+    on = sorted(f.path for f in discover(tmp_path).files)
+    off = sorted(f.path for f in discover(tmp_path, DiscoveryOptions(index_text_files=False)).files)
+    assert on == ["app.py", "guide.rst", "notes.md"] and off == ["app.py", "notes.md"]

@@ -8,7 +8,7 @@ import textwrap
 import time
 
 from smartcontext import Workspace
-from smartcontext.store.sqlite import Store
+from smartcontext.store import open_store
 
 
 def _ws(root):
@@ -76,7 +76,7 @@ _KILL_SCRIPT = textwrap.dedent(
     import sys
     from smartcontext import Workspace
     from smartcontext.store import sqlite as s
-    original = s.Store.replace_file
+    original = s.SQLiteStore.replace_file
     count = 0
     def slow(self, **kw):
         global count
@@ -85,7 +85,7 @@ _KILL_SCRIPT = textwrap.dedent(
         if count == 12:
             print("ready", flush=True)
         import time; time.sleep(0.1)
-    s.Store.replace_file = slow
+    s.SQLiteStore.replace_file = slow
     w = Workspace.open(sys.argv[1])
     w.config.embeddings.model = "none"
     w.index(workers=1)
@@ -104,7 +104,7 @@ def test_sigkill_mid_run_leaves_a_consistent_index(tmp_path):
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    store = Store(root / ".smartcontext" / "index.db")
+    store = open_store(root / ".smartcontext" / "index.db")
     assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     files = store.counts()["files"]
     # whole batches of files were committed, the batch in flight was not

@@ -13,7 +13,7 @@ from smartcontext.retrieval.catalogue import Catalogue
 from smartcontext.retrieval.entities import ExtractedEntity
 from smartcontext.retrieval.graph import Neighbour
 from smartcontext.retrieval.scoring import ScoredItem
-from smartcontext.store.sqlite import Store
+from smartcontext.store import open_store
 
 # path -> (module name, [(id suffix, kind, qualname, parent suffix)])
 FILES = {
@@ -36,7 +36,7 @@ FILES = {
 
 @pytest.fixture
 def cat(tmp_path):
-    store = Store(tmp_path / "index.db")
+    store = open_store(tmp_path / "index.db")
     for path, (module, specs) in FILES.items():
         rows = []
         for n, (suffix, kind, qual, parent) in enumerate(specs):

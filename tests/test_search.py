@@ -97,3 +97,19 @@ def test_filters_apply_before_the_pool_is_cut(tmp_path):
     assert len(ws.search("alpha", mode="keyword", tags=["rare"], limit=10)) == 10
     assert len(ws.search("alpha", mode="keyword", paths=["quiet"], limit=10)) == 10
     ws.close()
+
+
+def test_folder_filters_accept_dot_slash_and_the_whole_vault(vault):
+    plain = [h.path for h in vault.search("winter week", paths=["garden"], mode="keyword")]
+    assert plain and [h.path for h in vault.search("winter week", paths=["./garden/"], mode="keyword")] == plain
+    everywhere = [h.path for h in vault.search("winter week forecast", mode="keyword")]
+    assert [h.path for h in vault.search("winter week forecast", paths=["."], mode="keyword")] == everywhere
+
+    def selected(paths):
+        result = vault.context("pruning roses and watering tomatoes", max_tokens=2000, paths=paths)
+        return [s.item.path for s in result.items]
+
+    in_garden = selected(["garden"])
+    assert in_garden and all(p.startswith("garden/") for p in in_garden)
+    assert selected(["./garden"]) == in_garden
+    assert selected(["."]) == selected(None)

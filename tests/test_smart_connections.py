@@ -985,3 +985,34 @@ def test_a_server_can_lend_its_own_workspace_to_the_keyword_fallback(tmp_path):
         assert lent and str(tmp_path.resolve()) not in keyword._workspaces  # no second workspace opened
     finally:
         ws.close()
+
+
+def test_keyword_fallback_refresh_keeps_an_index_with_vectors_embedded(tmp_path):
+    from smartcontext.smart_connections.keyword import WorkspaceKeywords, forget_workspaces, workspace_for
+
+    (tmp_path / "Roses.md").write_text("# Roses\n\nPrune rose bushes in late winter.\n")
+    try:
+        ws = workspace_for(tmp_path)
+        ws.index(embeddings=True)
+        before = ws.store.counts()
+        assert before["vectors"] == before["items"] > 0
+        (tmp_path / "Tomatoes.md").write_text("# Tomatoes\n\nWater tomato plants deeply twice a week.\n")
+        assert WorkspaceKeywords(tmp_path).refresh(force=True) is ws
+        after = ws.store.counts()
+        assert after["items"] > before["items"]
+        assert after["vectors"] == after["items"]  # the new note was embedded too
+    finally:
+        forget_workspaces()
+
+
+def test_parse_counts_vectors_of_the_wrong_size_and_with_nan():
+    v1 = unit(TOPIC["gpu"])
+    text = "\n".join([
+        line("smart_sources:a.md", source_value("a.md", v1)),
+        line("smart_sources:b.md", source_value("b.md", v1 + [0.5])),  # one number too many
+        line("smart_sources:c.md", source_value("c.md", [float("nan")] + v1[1:])),
+        line("smart_sources:d.md", source_value("d.md", v1[:-1])),  # one too few
+    ])
+    p = parse_ajson(text, MODEL, DIM)
+    assert [r.key for r in p.records] == ["a.md"]
+    assert p.bad_vectors == 3

@@ -231,3 +231,66 @@ def test_a_plugin_language_claims_its_extensions():
         pm.unregister(name="test-pyw-language")
         lang.reload()
     assert source_for_path("tool.pyw") is None
+
+
+class _Misbehaving(TodoSource):
+    """A todo source whose hooks past ``parse`` break, chosen by the file's first word."""
+
+    def module_name(self, path):
+        if path.startswith("module"):
+            raise RuntimeError("module_name broke")
+        return super().module_name(path)
+
+    def fts_bodies(self, items, text):
+        if text.startswith("short"):
+            return []  # one body too few per item
+        if text.startswith("bodies"):
+            raise RuntimeError("fts_bodies broke")
+        return super().fts_bodies(items, text)
+
+    def fqname(self, item, module):
+        if module.startswith("fq"):
+            raise RuntimeError("fqname broke")
+        return super().fqname(item, module)
+
+    def warm_up(self, path, language):
+        raise RuntimeError("warm_up broke")
+
+
+class _MisbehavingPlugin:
+    @hookimpl
+    def register_sources(self, register):
+        register(_Misbehaving())
+
+
+def test_a_source_whose_naming_or_bodies_break_leaves_its_files_as_text(tmp_path):
+    pm = plugin_manager()
+    pm.register(_MisbehavingPlugin(), name="test-misbehaving-source")
+    register_kind("task", KindTraits("[]", prose=True))
+    registry.reload()
+    try:
+        (tmp_path / "module.todo").write_text("- [ ] alpha pelican\n")
+        (tmp_path / "short.todo").write_text("short\n- [ ] beta pelican\n")
+        (tmp_path / "bodies.todo").write_text("bodies\n- [ ] gamma pelican\n")
+        (tmp_path / "fq.todo").write_text("- [ ] delta pelican\n")
+        (tmp_path / "fine.todo").write_text("- [ ] epsilon pelican\n")
+        ws = Workspace.open(tmp_path)
+        ws.config.embeddings.model = "none"
+        stats = ws.index()
+        assert stats.files_indexed == 5
+        for broke in ("module_name broke", "fts_bodies gave 0 bodies for 1 items", "fts_bodies broke",
+                      "fqname broke"):
+            assert any(broke in w and "indexed as text" in w for w in stats.warnings), broke
+        from smartcontext.indexer import _warm_up_for_workers
+        from smartcontext.sources.discover import DiscoveredFile
+
+        # before workers fork; a broken warm_up is only logged
+        _warm_up_for_workers([(DiscoveredFile("fine.todo", tmp_path / "fine.todo", "todo", "todo", 0, 0), None)])
+        kinds = {h.path: h.kind for h in ws.search("pelican", mode="keyword", limit=20)}
+        assert kinds == {"module.todo": "text", "short.todo": "text", "bodies.todo": "text",
+                         "fq.todo": "text", "fine.todo": "task"}
+        ws.close()
+    finally:
+        pm.unregister(name="test-misbehaving-source")
+        KIND_TRAITS.pop("task", None)
+        registry.reload()

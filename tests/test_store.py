@@ -7,7 +7,6 @@ from smartcontext.errors import IndexCorrupt
 from smartcontext.model import Edge, Item
 from smartcontext.store import KeywordTerm, open_store
 from smartcontext.store.schema import FORMAT
-from smartcontext.store.sqlite import SQLiteStore as Store
 from smartcontext.words import fts_text, split_identifier
 
 
@@ -34,13 +33,13 @@ def test_split_identifier_and_fts_text():
 
 
 def test_schema_version_recorded(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     assert s.db.execute("PRAGMA user_version").fetchone()[0] == FORMAT
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_replace_file_swaps_items_edges_and_fts(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "load_config", text="def load_config(): read toml")],
          [Edge("a.py::load_config", "calls", dst_name="read")])
     assert s.counts() == {"files": 1, "items": 1, "edges": 1, "vectors": 0}
@@ -53,13 +52,13 @@ def test_replace_file_swaps_items_edges_and_fts(tmp_path):
 
 
 def test_camel_case_is_searchable_by_parts(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "HTTPAdapter", kind="class", text="class HTTPAdapter: pass")])
     assert s.keyword_search([KeywordTerm("adapter")], 10)
 
 
 def test_failed_replace_leaves_old_version(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "f")])
     dup = _item("a.py", "g")
     with pytest.raises(sqlite3.IntegrityError):
@@ -70,7 +69,7 @@ def test_failed_replace_leaves_old_version(tmp_path):
 
 
 def test_delete_files_cascades(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "f")], [Edge("a.py::f", "calls", dst_name="g")])
     rowid = s.item_light_rows()[0][0]
     s.put_vectors("m", [rowid], np.ones((1, 4), dtype=np.float32))
@@ -80,7 +79,7 @@ def test_delete_files_cascades(tmp_path):
 
 
 def test_vectors_roundtrip_and_missing(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "f"), _item("a.py", "g")])
     rows = [r[0] for r in s.item_light_rows()]
     assert len(s.items_missing_vectors("m")) == 2
@@ -93,7 +92,7 @@ def test_vectors_roundtrip_and_missing(tmp_path):
 
 
 def test_generation_changes_on_write(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     g0 = s.generation()
     _put(s, "a.py", [_item("a.py", "f")])
     assert s.generation() > g0
@@ -103,7 +102,7 @@ def test_corrupt_file_raises_index_corrupt(tmp_path):
     p = tmp_path / "i.db"
     p.write_bytes(b"this is not a database" * 100)
     with pytest.raises(IndexCorrupt, match="--rebuild"):
-        Store(p)
+        open_store(p)
 
 
 def test_newer_schema_is_refused(tmp_path):
@@ -112,7 +111,7 @@ def test_newer_schema_is_refused(tmp_path):
     db.execute(f"PRAGMA user_version = {FORMAT + 5}")
     db.close()
     with pytest.raises(IndexCorrupt, match="newer"):
-        Store(p)
+        open_store(p)
 
 
 # -- every store method, against a real SQLite file -------------------------------------
@@ -151,7 +150,7 @@ def _code_file(s, path="pkg/mod.py", hash="h1", extra=""):
 
 
 def test_items_read_back_exactly_as_written(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     written = _code_file(s)
     notes = [_md("n/a.md", "", 1, 2, "intro line\nmore 🙂"),
              _md("n/a.md", "Héading", 3, 4, "# Héading\nbody text", parent="n/a.md"),
@@ -181,7 +180,7 @@ def test_items_read_back_exactly_as_written(tmp_path):
 
 
 def test_file_states_touch_and_warnings(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _code_file(s, extra="\n# tail\n")
     state = s.file_states()["pkg/mod.py"]
     assert (state.mtime_ns, state.hash, state.language, state.source) == (5, "h1", "python", "code")
@@ -193,7 +192,7 @@ def test_file_states_touch_and_warnings(tmp_path):
 
 
 def test_edges_by_source_target_and_name(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     mod, cls, meth = _code_file(s)
     assert s.edges_from([meth.id]) == [(meth.id, "calls", None, "os.fspath")]
     assert sorted(s.edges_from([mod.id])) == [(mod.id, "contains", cls.id, None), (mod.id, "imports", None, "os")]
@@ -211,7 +210,7 @@ def test_edges_by_source_target_and_name(tmp_path):
 
 
 def test_keyword_search_weights_phrases_and_files_only(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _code_file(s)
     hits = s.keyword_search([KeywordTerm("adapter"), KeywordTerm("http adapter")], 10)
     ids = s.items_by_rowids([r for r, _ in hits])
@@ -228,7 +227,7 @@ def test_keyword_search_weights_phrases_and_files_only(tmp_path):
 
 
 def test_deleting_a_contentless_row_removes_exactly_its_tokens(tmp_path):
-    churned, fresh = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
+    churned, fresh = open_store(tmp_path / "a.db"), open_store(tmp_path / "b.db")
     for h in ("h1", "h2", "h3"):
         _code_file(churned, hash=h, extra=f"\n# version {h} camelCaseWord\n")
     _code_file(churned, path="gone.py")
@@ -242,7 +241,7 @@ def test_deleting_a_contentless_row_removes_exactly_its_tokens(tmp_path):
 
 
 def test_vectors_are_the_cache_rows_of_content_hashes(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     _put(s, "a.py", [_item("a.py", "f"), _item("a.py", "g")])
     rows = [r.rowid for r in s.item_light_rows()]
     s.cache_vectors("m", [("ca.py::f", np.ones(4, dtype=np.float32))])
@@ -260,7 +259,7 @@ def test_vectors_are_the_cache_rows_of_content_hashes(tmp_path):
 
 
 def test_batch_commits_once_and_rolls_back_whole(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     with pytest.raises(RuntimeError):
         with s.batch():
             _put(s, "a.py", [_item("a.py", "f")])
@@ -281,7 +280,7 @@ def test_store_satisfies_the_protocol(tmp_path):
 
 
 def test_compact_reclaims_freed_pages_only_when_worth_it(tmp_path):
-    s = Store(tmp_path / "i.db")
+    s = open_store(tmp_path / "i.db")
     assert s.compact() is False  # nothing freed
     for i in range(40):
         _code_file(s, path=f"m{i}.py", extra="\n# padding line\n" * 200)
@@ -290,3 +289,15 @@ def test_compact_reclaims_freed_pages_only_when_worth_it(tmp_path):
     assert free_before > 0 and s.compact() is True
     assert s.db.execute("PRAGMA freelist_count").fetchone()[0] == 0
     assert s.counts()["files"] == 5 and len(s.items_in_paths(["m39.py"])) == 3
+
+
+def test_compact_gives_up_while_a_statement_is_open(tmp_path):
+    s = open_store(tmp_path / "i.db")
+    for n in range(60):
+        _put(s, f"m{n}.py", [_item(f"m{n}.py", "f", text="def f(): " + "x " * 2000)], hash=f"h{n}")
+    s.delete_files([f"m{n}.py" for n in range(1, 60)])
+    reader = s.db.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n LIMIT 5) SELECT x FROM n")
+    reader.fetchone()  # a statement left open on the shared connection
+    assert s.compact() is False  # VACUUM would raise OperationalError; compaction just waits
+    reader.close()
+    assert s.compact() is True

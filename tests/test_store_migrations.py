@@ -152,3 +152,21 @@ def test_open_store_accepts_a_sqlite_url_and_refuses_others(tmp_path):
     assert (tmp_path / "u.db").exists() and s.location == str(tmp_path / "u.db")
     with pytest.raises(InvalidArgument, match="postgresql"):
         open_store("postgresql://localhost/db")
+
+
+def test_run_script_splits_where_sqlite_says_a_statement_ends():
+    from smartcontext.store.migrations import run_script
+
+    db = sqlite3.connect(":memory:")
+    run_script(db, textwrap.dedent("""\
+        CREATE TABLE notes (body TEXT);
+        CREATE TABLE log (n INTEGER);
+        CREATE TRIGGER count_notes AFTER INSERT ON notes BEGIN
+            INSERT INTO log VALUES (1);
+            INSERT INTO log VALUES (2);
+        END;
+        -- a comment; with a semicolon
+        INSERT INTO notes VALUES ('one;
+        two'); INSERT INTO notes VALUES ('three')"""))
+    assert [r[0] for r in db.execute("SELECT body FROM notes")] == ["one;\ntwo", "three"]
+    assert db.execute("SELECT count(*) FROM log").fetchone()[0] == 4

@@ -21,7 +21,7 @@ from smartcontext.tools import (
     registry,
     spec_tools,
 )
-from smartcontext.tools.validate import compile_schema
+from smartcontext.validate import compile_schema
 from smartcontext.vault import VaultTools
 from smartcontext.vault.schema import SPECS_BY_NAME
 
@@ -303,3 +303,25 @@ def test_check_arguments_without_a_registry():
         check_arguments("t", validator, {"v": {"a": 1}})
     with pytest.raises(Exception):
         compile_schema({"type": "no-such-type"})
+
+
+def test_smart_connections_tools_read_under_the_index_lock(folder):
+    # A writer holding the index lock keeps semantic_search waiting, as it keeps search.
+    import threading
+
+    (folder / ".obsidian").mkdir()
+    (folder / "a.md").write_text("# A\n\nroses and tulips\n")
+    reg = ToolRegistry.open(folder)
+    try:
+        reg.call("search", {"query": "roses"})  # builds the index first
+        done = threading.Event()
+        with reg.context.index_lock.writer:
+            worker = threading.Thread(
+                target=lambda: (reg.call("semantic_search", {"query": "roses"}), done.set())
+            )
+            worker.start()
+            assert not done.wait(0.5)
+        assert done.wait(30)
+        worker.join()
+    finally:
+        reg.close()

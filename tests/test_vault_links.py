@@ -120,6 +120,8 @@ def test_search_by_folder(tools, vault):
     everything = call(tools.search_by_folder(""))["results"]
     assert "chart.png" not in everything and ".trash/old.md" not in everything and len(everything) == 6
     assert call(tools.search_by_folder("/"))["results"] == everything
+    assert call(tools.search_by_folder("./"))["results"] == everything
+    assert call(tools.search_by_folder("./Projects/"))["results"] == ["Projects/Budget.md", "Projects/Plan.md"]
     (vault / "Projects" / "Sub").mkdir()
     (vault / "Projects" / "Sub" / "Deep.md").write_text("x")
     assert "Projects/Sub/Deep.md" in call(tools.search_by_folder("Projects"))["results"]

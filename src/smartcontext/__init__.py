@@ -1,10 +1,11 @@
 """Smart Context: the best context for a question within a token budget."""
 
-from .context.models import ContextResult, ExtractionConfig, ScoredItem, SelectedItem
+from .context.models import ContextResult, ExtractionConfig, SelectedItem
 from .errors import SmartContextError
 from .indexer import IndexStats
 from .model import Edge, Item
 from .retrieval.entities import ExtractedEntity
+from .retrieval.scoring import ScoredItem
 from .retrieval.search import SearchHit
 from .workspace import Workspace, WorkspaceStatus
 

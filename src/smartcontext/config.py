@@ -42,6 +42,9 @@ from typing import Any
 from .errors import ConfigError
 
 CONFIG_FILE = "smartcontext.toml"
+# Seconds an index may be stale before a server's retrieval tool re-checks the folder for
+# changes (``serve mcp --refresh-interval``, ``tools.ToolContext``).
+DEFAULT_REFRESH_INTERVAL = 5.0
 VAULT_CONFIG_FILE = ".vault.toml"
 
 

@@ -21,6 +21,14 @@ class IndexCorrupt(SmartContextError):
     """The index file cannot be read; it can be rebuilt with ``smartcontext index --rebuild``."""
 
 
+class IndexDamaged(IndexCorrupt):
+    """Pages of the index file are damaged; ``smartcontext index`` rebuilds it."""
+
+
+class IndexUnwritable(SmartContextError):
+    """The index (or its folder) cannot be created or written: a read-only folder."""
+
+
 class PathOutsideWorkspace(SmartContextError):
     """A path from a user or a model resolves outside the workspace root."""
 
@@ -44,3 +52,7 @@ class ChatFileError(SmartContextError):
 
 class LLMError(SmartContextError):
     """A language model call failed or answered something that could not be used."""
+
+
+class Interrupted(SmartContextError):
+    """A long operation (an index run) was asked to stop; what it finished is kept."""

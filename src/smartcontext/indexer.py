@@ -7,7 +7,10 @@ interrupted run leaves a consistent index that the next run completes.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -15,9 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import Interrupted
+from .safeio import is_regular, read_regular
 from .model import Item, ParsedFile
 from .words import fts_text
-from .sources.base import Source, decode
+from .sources.base import BaseSource, Source, decode
 from .sources.discover import (
     DiscoveredFile,
     DiscoveryOptions,
@@ -25,10 +30,13 @@ from .sources.discover import (
     discover,
     looks_binary,
     looks_generated,
+    symlink_allowed,
 )
 from .sources.registry import get_source
 from .sources.text import text_windows
 from .store.base import Store
+
+log = logging.getLogger("smartcontext.indexer")
 
 Progress = Callable[[str, int, int], None]
 
@@ -101,7 +109,7 @@ class _Processed:
 def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     """Read, hash and parse one file; runs in worker processes, so it only returns data."""
     try:
-        data = file.abs_path.read_bytes()
+        data = read_regular(file.abs_path)  # a FIFO put there since discovery: no hang
     except OSError:
         return _Processed(file, "", "unreadable")
     digest = hashlib.sha1(data).hexdigest()
@@ -113,8 +121,26 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     if source.skip_generated and looks_generated(data):
         return _Processed(file, digest, "generated")
     parsed = parse_file(file.path, source, file.language, data)
-    module = source.module_name(file.path)
-    items = parsed.items
+    text = decode(data)
+    try:
+        module, rows = _rows(source, file.path, parsed.items, text)
+    except Exception as exc:  # a source's naming or full-text hook broke: keep the file as text
+        warnings = [*parsed.warnings, f"{file.path}: source {source.name!r} failed "
+                    f"({type(exc).__name__}: {exc}); indexed as text"]
+        parsed = text_windows(file.path, text)
+        parsed.warnings[:0] = warnings
+        module, rows = _rows(_PLAIN, file.path, parsed.items, text)
+    return _Processed(file, digest, "parsed", parsed, module, rows)
+
+
+# The defaults every source inherits: what a file falls back to when its source breaks.
+_PLAIN = BaseSource()
+
+
+def _rows(source: Source, path: str, items: list[Item], text: str) -> tuple[str, list[tuple]]:
+    """The module name and the store rows of ``items``. Everything the store needs is
+    computed here, in the worker, so the parent process only writes rows."""
+    module = source.module_name(path)
     # Token counts here are estimates (about 4 bytes a token): tokenising every nested
     # item would cost a third of a cold index, and the budgeter only plans with them;
     # the rendered context is counted exactly and trimmed to the budget. Measured on
@@ -122,17 +148,15 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
     sig_counts = [_estimate_tokens(f"{it.signature}\n{it.docstring}".strip()) for it in items]
     for item in items:
         item.tokens = _estimate_tokens(item.text)
-    bodies = source.fts_bodies(items, decode(data))
-    # Everything the store needs is computed here, in the worker, so the parent process
-    # only writes rows.
-
-    rows = []
-    for i, item in enumerate(items):
-        rows.append((
-            item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
-            bodies[i], fts_text(item.qualname),
-        ))
-    return _Processed(file, digest, "parsed", parsed, module, rows)
+    bodies = list(source.fts_bodies(items, text))
+    if len(bodies) != len(items):
+        raise ValueError(f"fts_bodies gave {len(bodies)} bodies for {len(items)} items")
+    rows = [
+        (item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
+         bodies[i], fts_text(item.qualname))
+        for i, item in enumerate(items)
+    ]
+    return module, rows
 
 
 def _estimate_tokens(text: str) -> int:
@@ -145,11 +169,80 @@ def _warm_up_for_workers(todo) -> None:
     for f, _ in todo:
         if (f.source, f.language) not in seen:
             seen.add((f.source, f.language))
-            get_source(f.source).warm_up(f.path, f.language)
+            try:
+                get_source(f.source).warm_up(f.path, f.language)
+            except Exception as exc:  # only an optimisation: the worker loads what it needs
+                log.warning("warm-up of source %r for %s failed: %s: %s", f.source, f.path,
+                            type(exc).__name__, exc)
 
 
-def _process_star(args: tuple[DiscoveredFile, str | None]) -> _Processed:
-    return _process(*args)
+def _process_chunk(chunk: list[tuple[DiscoveredFile, str | None]]) -> list[_Processed]:
+    return [_process(f, h) for f, h in chunk]
+
+
+# Seconds between a worker's checks that the process that started it is still alive.
+_WATCHDOG_SECONDS = 0.5
+
+
+def _worker_init(parent: int) -> None:
+    """Make a parse worker die with the indexing process, however that one ends.
+
+    On Linux the kernel sends SIGKILL to the worker when its parent dies
+    (``PR_SET_PDEATHSIG``); everywhere, a daemon thread exits the worker once its parent
+    is gone (it is then re-parented, so ``getppid`` changes). SIGTERM gets its default
+    action back (the parent may have turned it into KeyboardInterrupt).
+    """
+    import signal
+    import threading
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_WATCHDOG_SECONDS)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="smartcontext-parent-watch", daemon=True).start()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: queued files are dropped and running workers are killed (a
+    stopped run is resumed by the next one; each stored file is whole)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        try:
+            proc.kill()
+        except Exception:
+            pass
+    for proc in processes:
+        try:
+            proc.join(timeout=5)
+        except Exception:
+            pass
+
+
+# Meta key: when the last run started (ns). An edit that keeps size and mtime (within the
+# file system's timestamp granularity, or a restored mtime) is only visible in the content:
+# files modified less than _RACY_NS before that run are hashed again (as git does for
+# "racily clean" files); the hash is compared, so an unchanged file is not parsed again.
+_RUN_STARTED = "run_started_ns"
+_RACY_NS = 2_000_000_000
+
+
+def _same_stamp(state, f: DiscoveredFile, racy_after: int) -> bool:
+    return state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
 
 
 class Indexer:
@@ -157,8 +250,13 @@ class Indexer:
         self.root = root
         self.store = store
         self.options = options or DiscoveryOptions()
+        self._stop: threading.Event | None = None
 
-    def run(self, progress: Progress | None = None, workers: int | None = None) -> IndexStats:
+    def run(self, progress: Progress | None = None, workers: int | None = None,
+            stop: threading.Event | None = None) -> IndexStats:
+        """Index new and changed files. ``stop``: when set, the run ends after the file it
+        is storing (raising ``Interrupted``); every stored file is whole."""
+        self._stop = stop
         stats = IndexStats()
         t0 = time.perf_counter()
         found = discover(self.root, self.options)
@@ -166,11 +264,13 @@ class Indexer:
         stats.files_seen = len(found.files)
         skipped = dict(found.skipped)
         known = self.store.file_states()
+        started_ns = time.time_ns()
+        racy = self._racy_after()
 
         todo: list[tuple[DiscoveredFile, str | None]] = []
         for f in found.files:
             state = known.get(f.path)
-            if state and state.mtime_ns == f.mtime_ns and state.size == f.size:
+            if state and _same_stamp(state, f, racy):
                 stats.files_unchanged += 1
                 continue
             todo.append((f, state.hash if state else None))
@@ -183,9 +283,31 @@ class Indexer:
             stats.files_deleted = self.store.delete_files(gone)
         stats.seconds["parse_and_store"] = time.perf_counter() - t1
         stats.skipped = skipped
+        self.store.set_meta(_RUN_STARTED, str(started_ns))
         counts = self.store.counts()
         stats.items, stats.edges = counts["items"], counts["edges"]
         return stats
+
+    def has_changes(self) -> bool:
+        """Whether a run would parse or delete anything (reads only)."""
+        found = discover(self.root, self.options)
+        known = self.store.file_states()
+        if len(found.files) != len(known):
+            return True
+        racy = self._racy_after()
+        for f in found.files:
+            state = known.get(f.path)
+            if not state or not _same_stamp(state, f, racy):
+                return True
+        return False
+
+    def _racy_after(self) -> int:
+        """Files modified after this (ns) may have changed again within the same mtime tick
+        after the last run looked at them: their content hash decides, not their stamp."""
+        try:
+            return int(self.store.get_meta(_RUN_STARTED) or 0) - _RACY_NS
+        except ValueError:
+            return 0
 
     def update_paths(self, paths: list[str]) -> IndexStats:
         """Re-read just these files (after a tool wrote, moved or deleted them)."""
@@ -197,7 +319,7 @@ class Indexer:
         for rel in paths:
             abs_path = self.root / rel
             kind = classify(rel)
-            if not abs_path.is_file() or kind is None:
+            if not is_regular(abs_path) or kind is None or not symlink_allowed(abs_path, self.root):
                 if rel in known:
                     gone.append(rel)
                 continue
@@ -218,13 +340,38 @@ class Indexer:
         workers = workers or min(2, os.cpu_count() or 1)
         if total >= _PARALLEL_THRESHOLD and workers > 1:
             _warm_up_for_workers(todo)
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                results = pool.map(_process_star, todo, chunksize=16)
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
+            try:
+                results = self._pool_results(pool, todo)
                 self._store_results(results, known, stats, skipped, progress, total)
+            except BaseException:
+                _stop_pool(pool)  # Ctrl-C, SIGTERM or a failure: no worker outlives the run
+                raise
+            pool.shutdown(wait=True)
         else:
             self._store_results(
                 (_process(f, h) for f, h in todo), known, stats, skipped, progress, total
             )
+
+    def _pool_results(self, pool: ProcessPoolExecutor, todo, chunk: int = 16):
+        """Results in order, from chunks parsed by the pool; a set ``stop`` is noticed within
+        a tenth of a second even while a chunk is still being parsed."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        futures = [pool.submit(_process_chunk, todo[i : i + chunk]) for i in range(0, len(todo), chunk)]
+        for future in futures:
+            while True:
+                self._check_stop()
+                try:
+                    part = future.result(timeout=0.1)
+                    break
+                except FutureTimeout:
+                    continue
+            yield from part
+
+    def _check_stop(self) -> None:
+        if self._stop is not None and self._stop.is_set():
+            raise Interrupted("indexing stopped; run `smartcontext index` to finish it")
 
     def _store_results(self, results, known, stats, skipped, progress, total) -> None:
         batch = None
@@ -232,6 +379,7 @@ class Indexer:
         batch_files = 0
         try:
             for done, res in enumerate(results, 1):
+                self._check_stop()
                 if batch is None:
                     batch = self.store.batch()
                     batch.__enter__()

@@ -22,13 +22,18 @@ Each registry (``sources.registry``, ``sources.lang``, ``embeddings.registry``,
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import logging
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pluggy
 
 PROJECT = "smartcontext"
+
+log = logging.getLogger("smartcontext.plugins")
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
@@ -77,7 +82,28 @@ def plugin_manager() -> pluggy.PluginManager:
             pm.add_hookspecs(Hooks)
             for name in BUILTIN_PLUGINS:
                 pm.register(importlib.import_module(name), name=name)
-            pm.load_setuptools_entrypoints(PROJECT)
+            load_entry_points(pm)
             _manager = pm
         return _manager
+
+
+def load_entry_points(pm: pluggy.PluginManager, group: str = PROJECT) -> list[str]:
+    """Register the plugins published under ``group``, each on its own: a plugin that
+    fails to import or does not fit the hook specifications is skipped with a warning
+    naming it, and the others (and the built-ins) still load. Returns the names loaded."""
+    loaded = []
+    for ep in importlib.metadata.entry_points(group=group):
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+            pm.register(plugin, name=ep.name)
+        except Exception as exc:  # one broken plugin must not take smartcontext down
+            message = (f"smartcontext plugin {ep.name!r} ({ep.value}) was not loaded: "
+                       f"{type(exc).__name__}: {exc}")
+            log.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            continue
+        loaded.append(ep.name)
+    return loaded
 

@@ -17,7 +17,13 @@ from typing import Any
 from .config import Config
 from .context.models import ContextResult, ExtractionConfig
 from .context.pipeline import SmartContextExtractor
-from .errors import EmptyWorkspace, PathOutsideWorkspace, WorkspaceNotFound
+from .errors import (
+    EmptyWorkspace,
+    IndexDamaged,
+    IndexUnwritable,
+    PathOutsideWorkspace,
+    WorkspaceNotFound,
+)
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
@@ -78,13 +84,25 @@ class Workspace:
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
-                self.index_dir.mkdir(exist_ok=True)
+                try:
+                    self.index_dir.mkdir(exist_ok=True)
+                except OSError as exc:
+                    raise IndexUnwritable(
+                        f"cannot create the index folder {self.index_dir} ({exc.strerror or exc}); "
+                        f"make {self.root} writable, or index a writable copy of it"
+                    ) from exc
                 self._store = open_store(self.index_path)
             return self._store
 
     @property
     def has_index(self) -> bool:
         return self.index_path.exists() and self.store.counts()["files"] > 0
+
+    @property
+    def keeps_vectors(self) -> bool:
+        """Whether a refresh should embed what changed: embeddings are on and the index
+        already has vectors (a keyword-only index stays keyword-only until asked)."""
+        return self.config.embeddings.enabled and bool(self.store.vector_models())
 
     def close(self) -> None:
         with self._lock:
@@ -115,22 +133,48 @@ class Workspace:
         progress: Progress | None = None,
         rebuild: bool = False,
         workers: int | None = None,
+        stop: threading.Event | None = None,
     ) -> IndexStats:
         """Bring the index up to date with the folder; only changed files are parsed.
 
         embeddings: compute vectors for new items (default: when a model is configured).
         rebuild:    throw the old index away first (for a corrupt or outdated index).
+        stop:       an event that, once set, ends the run early (``Interrupted``); what
+                    was stored is kept and the next run finishes the job.
         """
+        repaired = None
+        if not rebuild and self.index_path.exists():
+            try:
+                repaired = self.store.check()
+            except IndexDamaged as exc:
+                repaired = str(exc.__cause__ or exc)
+            rebuild = repaired is not None
         if rebuild:
-            self.close()
-            if self.index_dir.exists():
-                for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
-                    p = self.index_dir / name
-                    if p.exists():
-                        p.unlink()
+            self._discard_index()
+        try:
+            stats = self._index(embeddings, progress, workers, stop)
+        except IndexDamaged as exc:
+            if repaired is not None:
+                raise
+            repaired = str(exc.__cause__ or exc)  # found mid-run: start again from the files
+            self._discard_index()
+            stats = self._index(embeddings, progress, workers, stop)
+        if repaired is not None:
+            stats.warnings.insert(0, f"the index was damaged ({repaired}); it was rebuilt from the files")
+        return stats
+
+    def _discard_index(self) -> None:
+        self.close()
+        if self.index_dir.exists():
+            for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", INDEX_FILE + ".damaged"):
+                p = self.index_dir / name
+                if p.exists():
+                    p.unlink()
+
+    def _index(self, embeddings, progress, workers, stop) -> IndexStats:
         with self._lock:
             t0 = time.perf_counter()
-            stats = Indexer(self.root, self.store, self._discovery_options()).run(progress, workers)
+            stats = Indexer(self.root, self.store, self._discovery_options()).run(progress, workers, stop)
             # e.g. "the index was written in an older format; it was reset and is rebuilt"
             stats.warnings[:0] = self.store.notices
             self.store.notices.clear()
@@ -154,6 +198,11 @@ class Workspace:
             stats.seconds["total"] = time.perf_counter() - t0
             return stats
 
+    def pending_changes(self) -> bool:
+        """Whether files were added, changed or removed since the last index run. Only
+        reads (a walk of the folder and the stored stamps), so readers go on meanwhile."""
+        return Indexer(self.root, self.store, self._discovery_options()).has_changes()
+
     def ensure_index(self, progress: Progress | None = None) -> IndexStats | None:
         """Build an index (names, keywords, graph; no embeddings) when there is none yet."""
         if self.has_index:
@@ -165,7 +214,7 @@ class Workspace:
         rel = [self._relative(p) for p in paths]
         with self._lock:
             stats = Indexer(self.root, self.store, self._discovery_options()).update_paths(rel)
-            if self.config.embeddings.enabled and self.store.vector_models():
+            if self.keeps_vectors:
                 try:
                     embed_pending(self.store, self.embedder())
                 except Exception as exc:  # the text index is updated; vectors can catch up later
@@ -328,7 +377,9 @@ class Workspace:
         stored = self.store.items_by_rowids([r for r, _ in ranked])
         out = []
         for r, s in ranked:
-            si = stored[r]
+            si = stored.get(r)
+            if si is None:
+                continue  # removed by a concurrent index run since the ranking
             out.append(
                 SearchHit(
                     id=si.item.id, path=si.item.path, kind=si.item.kind, name=si.item.qualname,

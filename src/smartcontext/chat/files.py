@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFileError, InvalidArgument
+from ..safeio import read_regular
 
 MEMORY_DIR = ".memory"
 STICKY_LABEL = "Instructions & Preferences"
@@ -207,7 +208,8 @@ class ChatFile:
         if hit is not None and hit[0] == sig:
             return _copy(hit[1])
         try:
-            text = self.path.read_text(encoding="utf-8")
+            # Never blocks: a FIFO or device named like a chat is refused, not opened.
+            text = read_regular(self.path).decode("utf-8")
         except FileNotFoundError:
             return ChatData()
         except (OSError, UnicodeDecodeError) as exc:

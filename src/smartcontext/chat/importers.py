@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFileError
+from ..safeio import read_regular
 from .files import ChatData, ChatFile, Message, content_text
 
 FORMATS = ("auto", "openai", "chatgpt", "smartcontext")
@@ -137,7 +138,7 @@ def import_chats(memory_dir: Path, source: str | Path, chat_id: str | None = Non
         raise ChatFileError(f"unknown import format {format!r}; formats: {', '.join(FORMATS)}")
     path = Path(source)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         raise ChatFileError(f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:

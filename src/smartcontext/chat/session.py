@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, LLMError
+from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .filter import HistoryResult, threshold_filter, topic_filter
@@ -87,8 +88,9 @@ class SmartContext:
     def chat_ids(self) -> list[str]:
         if not self.memory_dir.is_dir():
             return []
+        # Regular files only: a FIFO or folder named like a chat is no chat.
         return sorted(p.name[: -len(".json")] for p in self.memory_dir.glob("*.json")
-                      if not p.name.endswith(".embeddings.json"))
+                      if not p.name.endswith(".embeddings.json") and is_regular(p))
 
     def import_file(self, source: str | Path, chat_id: str | None = None, format: str = "auto"):
         """Import an OpenAI ``messages`` list or a ChatGPT ``conversations.json``
@@ -203,12 +205,17 @@ class Chat:
             data.messages.append(msg)
 
         self.file.update(append)
-        if extract or (extract is None and role == "assistant" and self.context.config.enabled):
+        if self.extracts_after(role, extract):
             if background:
                 self.extract_topics_in_background()
             else:
                 self.extract_topics()
         return msg
+
+    def extracts_after(self, role: str, extract: bool | None = None) -> bool:
+        """Whether adding a message of ``role`` extracts topics again: when ``extract`` is
+        True, or after an assistant reply (``extract`` None) with chat context enabled."""
+        return bool(extract or (extract is None and role == "assistant" and self.context.config.enabled))
 
     # -- topics ----------------------------------------------------------------------------
 
@@ -304,6 +311,7 @@ class Chat:
         mode: str | None = None,
         max_tokens: int | None = None,
         share: float | None = None,
+        sync: bool = True,
     ) -> HistoryResult:
         """The messages to send with the next model call.
 
@@ -313,10 +321,12 @@ class Chat:
               threshold, the seed's rule with the message as query), ``all``.
               Default: ``topics`` when a topic filter is active, else ``auto`` with a
               pending message, else ``all``.
+        sync: bring the index up to date with the chat file first (``sync_index``, a
+              write); False when the caller did (a server syncs under its index write
+              lock, then reads under the shared read lock).
         """
         ctx = self.context
-        if mode is None:
-            mode = "topics" if ctx.active_topics and ctx.embedding_search else ("auto" if pending else "all")
+        mode = self.history_mode(pending, mode)
         if mode not in HISTORY_MODES:
             raise InvalidArgument(f"unknown history mode {mode!r}; modes: {', '.join(HISTORY_MODES)}")
         if mode in ("auto", "threshold") and not (pending and pending.strip()):
@@ -341,9 +351,17 @@ class Chat:
         query = embedder.embed_query(pending)
         if mode == "threshold":
             return threshold_filter(self.chat_id, data.messages, sticky, matrix, query, ctx.similarity_threshold)
-        return self._auto(data, sticky, pending, matrix, query, max_tokens, share)
+        return self._auto(data, sticky, pending, matrix, query, max_tokens, share, sync)
 
-    def _auto(self, data, sticky, pending, matrix, query, max_tokens, share) -> HistoryResult:
+    def history_mode(self, pending: str | None = None, mode: str | None = None) -> str:
+        """The mode ``history`` uses: ``mode``, else ``topics`` with an active topic
+        filter, ``auto`` with a pending message, ``all`` otherwise."""
+        if mode is not None:
+            return mode
+        ctx = self.context
+        return "topics" if ctx.active_topics and ctx.embedding_search else ("auto" if pending else "all")
+
+    def _auto(self, data, sticky, pending, matrix, query, max_tokens, share, sync=True) -> HistoryResult:
         from ..tokens import count_tokens
         from .auto import auto_filter, render_message
 
@@ -357,7 +375,7 @@ class Chat:
                 self._token_memo[m.id] = memo
             counts.append(memo[1])
         return auto_filter(
-            self.chat_id, data.messages, sticky, self.keyword_ranking(pending, len(data.messages)),
+            self.chat_id, data.messages, sticky, self.keyword_ranking(pending, len(data.messages), sync=sync),
             matrix, query, max_tokens=max_tokens,
             share=share if share is not None else self.context.config.history_share,
             neighbours=self.context.config.neighbours, encoding=encoding, token_counts=counts,
@@ -366,12 +384,8 @@ class Chat:
     def sync_index(self) -> None:
         """Bring the workspace index up to date with this chat file (re-indexed only when
         it changed since the last sync)."""
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return
-        sig = (st.st_mtime_ns, st.st_size)
-        if sig == self._indexed_sig:
+        sig = self._file_sig()
+        if sig is None or sig == self._indexed_sig:
             return
         ws = self.workspace
         if ws.has_index:
@@ -380,14 +394,27 @@ class Chat:
             ws.index(embeddings=False)
         self._indexed_sig = sig
 
-    def keyword_ranking(self, query: str, limit: int) -> list[str]:
+    def _file_sig(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def index_stale(self) -> bool:
+        """Whether ``sync_index`` has work to do (the chat file changed since the last sync)."""
+        sig = self._file_sig()
+        return sig is not None and sig != self._indexed_sig
+
+    def keyword_ranking(self, query: str, limit: int, sync: bool = True) -> list[str]:
         """Message ids of this chat, best first, by the index's keyword (BM25) search.
 
         Ranks only: the retrieval core's keyword searcher, restricted to this chat's rows
         of the catalogue, without the snippets and stored rows a search hit carries."""
         from ..retrieval.keyword import KeywordSearcher
 
-        self.sync_index()
+        if sync:
+            self.sync_index()
         cat = self.workspace.catalogue()
         mine = {r: cat.entries[r].qualname for r in cat.by_path.get(self.rel_path, [])
                 if cat.entries[r].kind == "message"}

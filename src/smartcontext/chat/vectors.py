@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..safeio import read_regular
 from .files import EMBEDDINGS_SUFFIX, Message, write_json_atomic
 
 MODEL_KEY = "_model"
@@ -67,7 +68,7 @@ class MessageVectors:
             if hit and hit[0] == sig:
                 return hit[1]
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(self.path))
         except (OSError, ValueError):
             return {}  # a damaged cache is rebuilt, never trusted
         if not isinstance(data, dict) or data.get(MODEL_KEY) != self.embedder.name:

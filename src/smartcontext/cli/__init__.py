@@ -9,10 +9,44 @@ from __future__ import annotations
 # Each module registers its commands on import, in the order help lists them.
 from . import index, context, search, tool, serve, sc, chat  # noqa: F401,I001
 from .app import app
+from .output import EXIT_ERROR, EXIT_INTERRUPTED
 
 
 def main() -> None:
-    app()
+    import signal
+
+    def terminated(signum: int, frame: object) -> None:
+        # SIGTERM stops a command the way Ctrl-C does: workers are stopped, the index keeps
+        # every file it finished, and the exit is clean (no traceback).
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, terminated)
+    except ValueError:  # not the main thread (an embedding program): leave signals alone
+        pass
+    try:
+        app()
+    except KeyboardInterrupt:
+        fail_quietly("interrupted", EXIT_INTERRUPTED)
+    except OSError as exc:  # a read-only folder, a full disk, a vanished file
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        fail_quietly(f"{exc.strerror or exc}{where}")
+    except Exception as exc:  # last resort: one sentence, never a traceback
+        import sqlite3
+
+        if isinstance(exc, sqlite3.DatabaseError):
+            fail_quietly(f"the index cannot be read ({exc}); run `smartcontext index --rebuild` on the folder")
+        fail_quietly(f"unexpected {type(exc).__name__}: {exc} (please report it)")
+
+
+def fail_quietly(message: str, code: int = EXIT_ERROR) -> None:
+    import sys
+
+    from .output import err_console
+    from rich.text import Text
+
+    err_console.print(Text.assemble(("Error:", "bold red"), " ", message), soft_wrap=True)
+    sys.exit(code)
 
 
 __all__ = ["app", "main"]

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from .app import CONTEXT_DEFAULTS, PathArg, app, from_config, given, open_workspace
-from .output import err_console, errors, print_text, progress, warn
+from .output import err_console, errors, print_json, print_text, progress, warn
 
 CLIPBOARD_TOOLS = (["pbcopy"], ["wl-copy"], ["xclip", "-selection", "clipboard"], ["xsel", "-b", "-i"], ["clip"])
 
@@ -45,6 +45,11 @@ def context(
         None, "--encoding", help="cl100k_base or o200k_base.",
         show_default=from_config(CONTEXT_DEFAULTS, "encoding"),
     ),
+    as_json: bool = typer.Option(
+        False, "--json",
+        help="Print the whole result as JSON (text, token counts, files, items with their text, "
+             "stats): the shape of the MCP context tool.",
+    ),
 ) -> None:
     """Print the most relevant code for QUESTION within --max-tokens."""
     with errors():
@@ -55,17 +60,24 @@ def context(
                 include_imports=not no_imports, include_scores=scores,
                 **given(expand_depth=depth, exclude_tests=exclude_tests, encoding=encoding),
             )
-        print_text(result.text)
-        for w in result.warnings:
-            warn(w)
-        if result.nearest:
-            err_console.print("Nearest candidates:")
-            for n in result.nearest:
-                err_console.print(f"  {n['id']} ({n['kind']}, score {n['score']})", highlight=False, markup=False)
+        if as_json:
+            print_json(result.to_dict())  # warnings and nearest candidates are in it
+        else:
+            _print_text(result)
         if verbose:
             _print_stats(result)
         if copy:
             _copy_to_clipboard(result.text)
+
+
+def _print_text(result) -> None:
+    print_text(result.text)
+    for w in result.warnings:
+        warn(w)
+    if result.nearest:
+        err_console.print("Nearest candidates:")
+        for n in result.nearest:
+            err_console.print(f"  {n['id']} ({n['kind']}, score {n['score']})", highlight=False, markup=False)
 
 
 def _print_stats(result) -> None:

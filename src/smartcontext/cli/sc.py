@@ -67,7 +67,8 @@ def status(vault: Path = VaultArg, as_json: bool = JsonOpt) -> None:
     """Whether the plugin is set up, which model its vectors use, and how search will answer."""
     from ..smart_connections.tools import render_status, sc_status
 
-    st = sc_status(vault)
+    with errors():
+        st = sc_status(vault)
     if as_json:
         print_json(st.to_dict())
     else:

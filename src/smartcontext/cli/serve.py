@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ..config import DEFAULT_REFRESH_INTERVAL
 from .app import PathArg, app, open_workspace
 from .output import EXIT_INTERRUPTED, errors, print_json, warn
 
@@ -30,7 +31,7 @@ def mcp(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind for --transport http."),
     port: int = typer.Option(8765, "--port", help="Port for --transport http.", min=1, max=65535),
     refresh: float = typer.Option(
-        5.0, "--refresh-interval",
+        DEFAULT_REFRESH_INTERVAL, "--refresh-interval",
         help="Seconds between checks for changed files before a question (longer on huge "
         "folders); negative: never.",
     ),

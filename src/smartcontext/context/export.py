@@ -189,13 +189,17 @@ def json_document(
     """The selection as data: files in rank order, each with its items in source order.
 
     Each item is ``SelectedItem.to_dict`` (its one shape everywhere) plus, when shown in
-    full, its ``code``, else its ``doc`` line, exactly as MU and Markdown show them.
+    full, its ``code``, else its ``doc`` line, exactly as MU and Markdown show them. Like
+    them, an item carries its ``score`` only with ``include_scores``, and never for an
+    item brought in as structure only (``context_only``).
     """
     files = []
     for path, items in _group(selection).items():
         entries = []
         for s in items:
             entry = s.to_dict(include_text=False)
+            if not include_scores or s.context_only:
+                del entry["score"]
             if s.mode in ("full", "head"):
                 entry["code"] = "\n".join(body_lines(s, file_lines))
             elif s.item.doc_summary:

@@ -8,9 +8,8 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..model import Item
 from ..retrieval.entities import ExtractedEntity
-from ..retrieval.scoring import ScoredItem  # ranking's output; re-exported for the public API
 
-__all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "ScoredItem", "SelectedItem"]
+__all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "SelectedItem"]
 
 MAX_BUDGET = 2_000_000
 FORMATS = ("mu", "json", "markdown")

@@ -8,16 +8,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import ItemKind, kind_traits
+from ..notes.match import normalise_folder, path_matches
 from ..retrieval import graph, scoring
 from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
+from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.vector import VectorIndex
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
 from .budgeter import plan_budget
 from .export import EXPORTERS
-from .models import FORMATS, ContextResult, ExtractionConfig, ScoredItem, SelectedItem
+from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
 
 MAX_QUESTION_CHARS = 200_000
 CANDIDATES_PER_SIGNAL = 200
@@ -137,7 +139,7 @@ class SmartContextExtractor:
         cfg = self.config
         kinds = set(cfg.kinds) if cfg.kinds else None
         skip_plain_text = cat.has_code
-        prefixes = [p.strip("/") for p in cfg.paths] if cfg.paths else None
+        prefixes = [normalise_folder(p) for p in cfg.paths] if cfg.paths else None
 
         def ok(rowid: int) -> bool:
             e = cat.entries.get(rowid)
@@ -150,9 +152,7 @@ class SmartContextExtractor:
             if kinds is None and skip_plain_text and e.kind == ItemKind.TEXT:
                 # reST/.txt windows crowd out code in a repository; ask with kinds=["text"]
                 return False
-            if prefixes is not None and not any(
-                e.path == p or e.path.startswith(p + "/") for p in prefixes
-            ):
+            if prefixes is not None and not path_matches(e.path, prefixes):
                 return False
             return True
 

@@ -31,6 +31,7 @@ _named: dict[str, NamedFactory] = {}
 _schemes: dict[str, SchemeFactory] = {}
 _lock = threading.RLock()
 _plugins_loaded = False
+_plugins_loading = False
 
 DEFAULT_SPEC = "local:minilm"
 
@@ -48,14 +49,20 @@ def _add(spec_or_scheme: str, factory: Callable[..., Embedder], scheme: bool = F
 
 
 def _load_plugins() -> None:
-    global _plugins_loaded
+    global _plugins_loaded, _plugins_loading
     with _lock:
-        if _plugins_loaded:
+        # A hook implementation may call register_* (same thread, re-entering the RLock):
+        # that inner call must not ask the hook again.
+        if _plugins_loaded or _plugins_loading:
             return
-        _plugins_loaded = True  # set first: a hook implementation may call register_*
-        from ..plugins import plugin_manager
+        _plugins_loading = True
+        try:
+            from ..plugins import plugin_manager
 
-        plugin_manager().hook.register_embedders(register=_add)
+            plugin_manager().hook.register_embedders(register=_add)
+        finally:
+            _plugins_loading = False
+        _plugins_loaded = True  # only now: a failed load is tried again on next use
 
 
 def register_embedder(spec: str, factory: NamedFactory) -> None:

@@ -22,6 +22,8 @@ from .tags import dedupe
 FRONTMATTER_MAX_CHARS = 64_000
 # YAML aliases can make a small document expand exponentially when copied to JSON.
 FRONTMATTER_MAX_NODES = 20_000
+# ...and lists nested thousands deep make every recursive copy, comparison or dump fail.
+FRONTMATTER_MAX_DEPTH = 64
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FM_DELIM = re.compile(r"^---[ \t]*$")
@@ -64,11 +66,42 @@ def load_frontmatter_yaml(raw: str) -> tuple[dict[str, Any] | None, str | None]:
         data = yaml.load(raw, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         return None, f"frontmatter is not valid YAML ({_yaml_problem(exc)})"
+    except RecursionError:
+        return None, "frontmatter is nested too deeply to be metadata"
     if data is None:
         return {}, None
     if not isinstance(data, dict):
         return None, f"frontmatter is a {type(data).__name__}, not a mapping of properties"
+    if not within_nodes(data, FRONTMATTER_MAX_NODES):
+        # An alias bomb ("billion laughs"): tiny as text, exponential once copied, compared
+        # or dumped; or nesting deeper than any metadata. Refused here so no reader or
+        # writer ever walks it.
+        return None, (f"frontmatter expands to more than {FRONTMATTER_MAX_NODES} values "
+                      f"or nests deeper than {FRONTMATTER_MAX_DEPTH} levels")
     return data, None
+
+
+def within_nodes(value: Any, limit: int, max_depth: int = FRONTMATTER_MAX_DEPTH) -> bool:
+    """Whether ``value`` expanded (aliases copied out) holds at most ``limit`` values,
+    nested at most ``max_depth`` deep. Stops counting past the limit, so the check itself
+    is bounded."""
+    budget = limit
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return False
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            children = [*v.keys(), *v.values()]
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            children = list(v)
+        else:
+            continue
+        if children and depth >= max_depth:
+            return False
+        stack.extend((c, depth + 1) for c in children)
+    return True
 
 
 def read_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:

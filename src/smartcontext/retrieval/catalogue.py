@@ -27,14 +27,10 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_FILE.search(path.lower()))
 
 
-# One item's light columns, as the store returns them.
-Entry = CatalogueRow
-
-
 class Catalogue:
     def __init__(self, store: Store):
         self.generation = store.generation()
-        self.entries: dict[int, Entry] = {}
+        self.entries: dict[int, CatalogueRow] = {}
         self.by_id: dict[str, int] = {}
         self.by_name: dict[str, list[int]] = defaultdict(list)  # lower-cased short name
         self.by_fqname: dict[str, list[int]] = defaultdict(list)  # lower-cased
@@ -96,7 +92,7 @@ class Catalogue:
         r = self.note_item(hit)
         return [r] if r is not None else []
 
-    def link_names(self, entry: Entry) -> list[str]:
+    def link_names(self, entry: CatalogueRow) -> list[str]:
         """Names other notes may use to link to this note: stem and path without extension."""
         if not entry.path.lower().endswith((".md", ".markdown")) or self.note_item(entry.path) != entry.rowid:
             return []
@@ -122,7 +118,7 @@ class Catalogue:
                 out = [p for p in cands if len(p) == longest]
         return out
 
-    def parent(self, rowid: int) -> Entry | None:
+    def parent(self, rowid: int) -> CatalogueRow | None:
         e = self.entries.get(rowid)
         if e is None or not e.parent_id:
             return None

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..model import ItemKind
+from ..notes.match import normalise_folder, path_matches
 from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import Store, StoredItem
 from .catalogue import Catalogue
@@ -98,7 +99,7 @@ def search(
         raise InvalidArgument("the query is empty")
     info: dict[str, Any] = {"mode": mode, "signals": []}
     pool = max(limit * 10, 100)
-    prefixes = [p.strip("/") for p in paths] if paths else None
+    prefixes = [normalise_folder(p) for p in paths] if paths else None
     kind_set = set(kinds) if kinds else None
     want_tags = {normalise_tag(t) for t in tags} if tags else None
     allowed: set[int] | None = None
@@ -111,7 +112,7 @@ def search(
         # with the few of the global top hits that happen to pass the filter.
         in_scope = {
             r for p, rows in cat.by_path.items()
-            if not prefixes or any(p == x or p.startswith(x + "/") for x in prefixes)
+            if not prefixes or path_matches(p, prefixes)
             for r in rows
             if not kind_set or cat.entries[r].kind in kind_set
         }
@@ -164,7 +165,7 @@ def search(
         e = cat.entries.get(r)
         if e is None:
             continue
-        if prefixes and not any(e.path == p or e.path.startswith(p + "/") for p in prefixes):
+        if prefixes and not path_matches(e.path, prefixes):
             continue
         if kind_set and e.kind not in kind_set:
             continue

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..safeio import read_regular
 from ..retrieval.matrix import VectorMatrix
 from .ajson import BLOCK, SOURCE, FileParse, Record, parse_ajson
 from .store import ParseStore
@@ -432,7 +433,7 @@ class VectorCache:
                 self._take(name, mtime_ns, size, hit[3])
                 continue
             try:
-                data = (self.multi_dir / name).read_bytes()
+                data = read_regular(self.multi_dir / name)
             except (FileNotFoundError, IsADirectoryError):
                 continue
             except OSError:

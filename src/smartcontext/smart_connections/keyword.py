@@ -74,7 +74,7 @@ class WorkspaceKeywords:
         ws = workspace_for(self.vault)
         if force or time.monotonic() - self._refreshed >= self.refresh_interval:
             if ws.has_index:
-                ws.index(embeddings=False)
+                ws.index(embeddings=ws.keeps_vectors)
             else:
                 ws.ensure_index()
             # From the end: a first build can take longer than the interval itself.

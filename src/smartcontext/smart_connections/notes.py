@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safeio import read_regular
 from ..errors import SmartContextError
 from ..notes import normalise_tag, scan_note, split_frontmatter
 from ..notes.syntax import heading_text
@@ -27,7 +28,7 @@ TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".canvas")
 
 
 @dataclass(frozen=True)
-class NoteFacts:
+class NoteStamp:
     """What one note file says about itself, as of (mtime_ns, size); tags normalised."""
 
     mtime_ns: int
@@ -42,7 +43,7 @@ class VaultNotes:
         self.root = Path(root).resolve()
         self.clock = clock
         self.resolve_ttl = resolve_ttl
-        self._facts: dict[str, tuple[NoteFacts, float]] = {}
+        self._facts: dict[str, tuple[NoteStamp, float]] = {}
         self._resolved: dict[str, tuple[Path, float]] = {}
         self.reads = 0
 
@@ -73,7 +74,7 @@ class VaultNotes:
     def read_text(self, rel: str) -> str | None:
         """The note's text, or None when it is missing, unreadable or outside the vault."""
         try:
-            data = self.resolve(rel).read_bytes()
+            data = read_regular(self.resolve(rel))
         except (SmartContextError, OSError):
             return None
         self.reads += 1
@@ -85,7 +86,7 @@ class VaultNotes:
         except (SmartContextError, OSError):
             return None
 
-    def facts(self, rel: str, max_age: float = 0.0) -> NoteFacts | None:
+    def facts(self, rel: str, max_age: float = 0.0) -> NoteStamp | None:
         """The note's tags; re-read only when the file changed.
 
         ``max_age``: trust facts checked against disk less than this many seconds ago
@@ -107,7 +108,7 @@ class VaultNotes:
         if text is None:
             return None
         tags = frozenset(normalise_tag(t) for t in scan_note(text).tags())
-        facts = NoteFacts(st.st_mtime_ns, st.st_size, tags)
+        facts = NoteStamp(st.st_mtime_ns, st.st_size, tags)
         self._facts[rel] = (facts, now)
         return facts
 

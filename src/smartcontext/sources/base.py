@@ -58,6 +58,8 @@ class BaseSource:
 
     name: str = ""
     skip_generated: bool = False
+    # True for a source the ``[index] text_files`` setting turns off (plain text files).
+    optional: bool = False
     extensions: frozenset[str] = frozenset()
     language: str = "text"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pathspec
 
-from .text import TEXT_SOURCE
+from .registry import get_source
 
 # Folders that never hold a project's own sources.
 PRUNED_DIRS = {
@@ -140,7 +141,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
             if kind is None:
                 continue
             source, language = kind
-            if source == TEXT_SOURCE and not options.index_text_files:
+            if not options.index_text_files and getattr(get_source(source), "optional", False):
                 continue
             if rules.ignored(rel, False):
                 result.skipped["ignored"] += 1
@@ -148,12 +149,9 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
             if include is not None and not include.match_file(rel):
                 result.skipped["not included"] += 1
                 continue
-            if abs_path.is_symlink():
-                try:
-                    abs_path.resolve().relative_to(root)
-                except (ValueError, OSError):
-                    result.skipped["symlink"] += 1
-                    continue
+            if not symlink_allowed(abs_path, root):
+                result.skipped["symlink"] += 1
+                continue
             lower = name.lower()
             if lower in GENERATED_NAMES or lower.endswith(GENERATED_SUFFIXES):
                 result.skipped["generated"] += 1
@@ -163,6 +161,10 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
             except OSError:
                 result.skipped["unreadable"] += 1
                 continue
+            if not stat.S_ISREG(st.st_mode):
+                # A FIFO, socket or device: opening it could block forever.
+                result.skipped["not a regular file"] += 1
+                continue
             if st.st_size > options.max_file_bytes:
                 result.skipped["too large"] += 1
                 continue
@@ -170,6 +172,19 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
                 DiscoveredFile(rel, abs_path, source, language, st.st_mtime_ns, st.st_size)
             )
     return result
+
+
+def symlink_allowed(path: Path, root: Path) -> bool:
+    """Whether ``path`` may be read: not a symlink, or one whose target is inside ``root``
+    and not in a hidden file or folder (``.obsidian/x.json``, ``.env``). The same rule as
+    the vault tools' ``read_file``, so no hidden content is indexed or served."""
+    if not path.is_symlink():
+        return True
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return False
+    return not any(part.startswith(".") for part in rel.parts)
 
 
 def looks_binary(data: bytes) -> bool:

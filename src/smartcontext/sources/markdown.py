@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Edge, Item, ParsedFile
+from ..model import Edge, Item, ItemKind, ParsedFile
 from ..notes.frontmatter import frontmatter_aliases
 from ..notes.links import frontmatter_links
 from ..notes.scan import NoteScan, scan_note
@@ -115,7 +115,7 @@ def parse_markdown(path: str, text: str) -> ParsedFile:
                 Item(
                     id=item_id,
                     path=path,
-                    kind="section",
+                    kind=ItemKind.SECTION,
                     name=name,
                     qualname="/".join(block.heading_path),
                     start_line=start + 1,

@@ -33,6 +33,7 @@ def text_windows(path: str, text: str) -> ParsedFile:
 
 class TextSource(BaseSource):
     name = TEXT_SOURCE
+    optional = True  # off with ``text_files = false``
     extensions = frozenset({".rst", ".txt", ".adoc"})
     language = "text"
 

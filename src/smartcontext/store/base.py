@@ -97,6 +97,11 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    def check(self, full: bool = False) -> str | None:
+        """None when the index is sound, else a short description of the damage (damage
+        met by earlier queries; ``full`` also scans the whole index)."""
+        ...
+
     # -- transactions ------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:
         """One atomic write; inside :meth:`batch` it joins the batch."""

@@ -14,6 +14,7 @@ applied or not at all. Add new migrations at the end; never edit one that shippe
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -36,9 +37,16 @@ CREATE TABLE IF NOT EXISTS _migrations (
 def run_script(db: sqlite3.Connection, script: str) -> None:
     """Run several statements inside the caller's transaction (``executescript`` would
     COMMIT first and break it)."""
-    for statement in script.split(";\n"):
-        if statement.strip():
+    # Statements end where SQLite says a statement is complete, so a ";" inside a string
+    # literal, a comment or a trigger body does not cut one in two.
+    statement = ""
+    for piece in re.split(r"(?<=;)", script):
+        statement += piece
+        if sqlite3.complete_statement(statement):
             db.execute(statement)
+            statement = ""
+    if statement.strip():
+        db.execute(statement)  # the last statement may leave out its ";"
 
 
 @dataclass

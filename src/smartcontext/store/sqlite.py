@@ -10,6 +10,7 @@ content hash.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -24,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IndexCorrupt
+from ..errors import IndexCorrupt, IndexDamaged, IndexUnwritable
 from ..model import Edge, Item, kind_traits
-from ..words import fts_text, split_identifier  # noqa: F401  (old import path)
+from ..words import fts_text
 from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
@@ -100,10 +101,9 @@ class SQLiteStore:
             migrate(self.db)
             self.db.execute("PRAGMA quick_check(1)").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise IndexCorrupt(
-                f"the index {self.path} cannot be read ({exc}); rebuild it with "
-                f"`smartcontext index --rebuild`"
-            ) from exc
+            if hasattr(self, "db"):
+                self.db.close()
+            raise translate_error(exc, self.path) from exc
         if legacy:
             notice = (
                 f"the index {self.path} was written in an older format; it was reset and is "
@@ -115,6 +115,24 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self.db.close()
+
+    def check(self, full: bool = False) -> str | None:
+        """None when the index is sound, else the first problem found: damage an earlier
+        query met (remembered beside the file, since a damaged file cannot record it),
+        and with ``full`` what ``PRAGMA quick_check`` finds (opening runs it already)."""
+        try:
+            return _damage_marker(self.path).read_text(encoding="utf-8") or "damaged pages"
+        except OSError:
+            pass
+        if not full:
+            return None
+        with self._lock:
+            try:
+                rows = self.db.execute("PRAGMA quick_check(1)").fetchall()
+            except sqlite3.DatabaseError as exc:
+                return str(exc)
+        problem = rows[0][0] if rows else "no answer"
+        return None if problem == "ok" else problem
 
     # -- transactions -------------------------------------------------------------
 
@@ -187,8 +205,15 @@ class SQLiteStore:
             free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
             if not pages or free * 20 < pages:
                 return False
-            self.db.execute("VACUUM")
-            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                self.db.execute("VACUUM")
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError as exc:
+                # VACUUM fails while another statement is open on the shared connection
+                # (a reader mid-iteration); compaction is only an optimisation, so the
+                # next run that changes files tries again.
+                log.debug("compact skipped: %s", exc)
+                return False
             return True
 
     # -- files -------------------------------------------------------------------
@@ -330,22 +355,26 @@ class SQLiteStore:
         """Decoded text and details of these (file id, file hash) pairs, through a small
         LRU cache (the hash is part of the key because a file id can be reused)."""
         out: dict[int, FileData] = {}
-        todo: list[int] = []
+        todo: dict[int, str] = {}
         with self._files_lock:
             for key in set(keys):
                 hit = self._files.get(key)
                 if hit is None:
-                    todo.append(key[0])
+                    todo[key[0]] = key[1]
                 else:
                     self._files.move_to_end(key)
                     out[key[0]] = hit
         fresh: dict[tuple[int, str], FileData] = {}
-        for chunk in _chunks(todo, _CHUNK):
+        for chunk in _chunks(list(todo), _CHUNK):
             marks = ",".join("?" * len(chunk))
             for file_id, file_hash, blob in self.db.execute(
                 f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk
             ):
-                out[file_id] = fresh[(file_id, file_hash)] = FileData.unpack(blob)
+                data = fresh[(file_id, file_hash)] = FileData.unpack(blob)
+                if file_hash == todo[file_id]:
+                    # Another process may have replaced the file between the item query and
+                    # this one: its new text does not match the rows read before.
+                    out[file_id] = data
         with self._files_lock:
             self._files.update(fresh)
             while len(self._files) > _TEXT_CACHE_FILES:
@@ -362,7 +391,9 @@ class SQLiteStore:
         out = []
         for (rowid, id_, path, kind, name, qualname, fqname, fq_mode, module, start, end,
              parent, lang, tokens, sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
-            data = files[file_id]
+            data = files.get(file_id)
+            if data is None:
+                continue  # its file changed under this read (another process indexing): left out
             sig, doc, meta = data.details(d_at, d_len)
             item = Item(
                 id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
@@ -724,5 +755,53 @@ def _chunks(seq: list, size: int) -> Iterator[list]:
         yield seq[i : i + size]
 
 
-# The name tests and older code import; new code uses ``store.open_store``.
-Store = SQLiteStore
+_UNWRITABLE = ("readonly", "read-only", "unable to open", "permission denied")
+
+
+def translate_error(exc: sqlite3.Error, path: Path) -> Exception:
+    """The typed error a user can act on for an SQLite failure, or ``exc`` itself."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError):
+        if any(word in text.lower() for word in _UNWRITABLE):
+            return IndexUnwritable(
+                f"the index {path} cannot be written ({text}): its folder is read-only for this "
+                f"user; make {path.parent} writable, or index a writable copy of the folder"
+            )
+        return exc
+    if type(exc) is sqlite3.DatabaseError:  # malformed pages, "file is not a database"
+        return IndexDamaged(
+            f"the index {path} is damaged ({text}); run `smartcontext index` on the folder to rebuild "
+            f"it (or `smartcontext index --rebuild`)"
+        )
+    return exc
+
+
+def _damage_marker(path: Path) -> Path:
+    return path.with_name(path.name + ".damaged")
+
+
+def _guarded(method):
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            typed = translate_error(exc, self.path)
+            if typed is exc:
+                raise
+            if isinstance(typed, IndexDamaged):
+                try:  # so the next `index` knows to rebuild, even if its own reads look fine
+                    _damage_marker(self.path).write_text(str(exc), encoding="utf-8")
+                except OSError:
+                    pass
+            raise typed from exc
+
+    return call
+
+
+# Every query method answers typed errors: a damaged page or a read-only folder found
+# mid-query is one sentence for the user, never an sqlite3 traceback.
+for _name, _method in list(vars(SQLiteStore).items()):
+    if (callable(_method) and not _name.startswith("_")
+            and _name not in ("transaction", "batch", "close", "check")):
+        setattr(SQLiteStore, _name, _guarded(_method))

@@ -1,9 +1,11 @@
 """The tools layer: every tool the MCP server, the CLI and the HTTP API offer.
 
 ``spec``      ToolSpec (name, description, argument schema, handler) and ToolContext
-``validate``  the one argument check (JSON Schema, with lenient conversions)
 ``registry``  ToolRegistry, provider registration (the ``register_tools`` plugin hook)
 ``workspace``, ``vault``, ``smart_connections``: the built-in tool sets (``builtin``)
+
+The one argument check (JSON Schema, with lenient conversions) is ``smartcontext.validate``,
+below both this package and ``vault``, which use it.
 """
 
 from .registry import (
@@ -15,7 +17,7 @@ from .registry import (
     spec_tools,
 )
 from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec
-from .validate import ToolError, check_arguments, scalar_from_text
+from ..validate import ToolError, check_arguments, scalar_from_text
 
 __all__ = [
     "DEFAULT_REFRESH_INTERVAL",

@@ -4,10 +4,18 @@ extraction, adding a message and the recent events.
 MCP tool names may not hold dots in many clients, so ``smart_context.set_filter`` is the
 tool ``smart_context_set_filter`` (same arguments, same answer). Every answer also lists
 the ``events`` the call emitted, so clients that cannot subscribe still see them.
+
+Locking: the tools that change the chat state (filter, mode, topics, messages) run one at
+a time under the server's chat lock, so each answer lists only its own events. The index
+is shared as the other tools share it: ``chat_history`` brings the chat file into the
+index under the index write lock (only when the file changed), then reads under the
+shared read lock; ``chat_add_message`` appends and re-indexes the chat file under the
+write lock, and extracts topics after releasing it (an LLM call never holds up readers).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +49,15 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
 
     def history(args: dict[str, Any]) -> dict[str, Any]:
         chat = chats().chat(args.get("chat_id"))
-        result = chat.history(args.get("message"), mode=args.get("mode"), max_tokens=args.get("max_tokens"),
-                              share=args.get("share"))
+        pending = args.get("message")
+        if chat.history_mode(pending, args.get("mode")) == "auto":  # the only mode that reads the index
+            ctx.ready_workspace()
+            if chat.index_stale():
+                with ctx.index_lock.writer:
+                    chat.sync_index()
+        with ctx.reading():
+            result = chat.history(pending, mode=args.get("mode"), max_tokens=args.get("max_tokens"),
+                                  share=args.get("share"), sync=False)
         return result.to_dict(include_messages=args.get("include_messages", True))
 
     def extract(args: dict[str, Any]) -> dict[str, Any]:
@@ -51,11 +66,12 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
     def add_message(args: dict[str, Any]) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             chat = chats().chat(args["chat_id"])
-            msg = chat.add_message(args["role"], args["content"], id=args.get("id"),
-                                   extract=args.get("extract"), background=False)
+            with ctx.index_lock.writer:  # the chat file is indexed: no reader sees it half-updated
+                msg = chat.add_message(args["role"], args["content"], id=args.get("id"), extract=False)
+                ctx.files_changed([chat.rel_path])
             out: dict[str, Any] = {"message": msg.to_dict(), "chat_id": chat.chat_id}
-            if chat.last_extraction is not None and (args.get("extract") or args["role"] == "assistant"):
-                out["extraction"] = chat.last_extraction.to_dict()
+            if chat.extracts_after(args["role"], args.get("extract")):
+                out["extraction"] = chat.extract_topics().to_dict()
             return out
 
         return with_events(run)
@@ -66,7 +82,9 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
 
     obj = lambda props, required=(): {"type": "object", "properties": props,  # noqa: E731
                                       "required": list(required), "additionalProperties": False}
-    lock = ctx.index_lock  # the automatic history reads and updates the index
+    # One chat-state change at a time (events are collected per call); never taken by a
+    # thread that holds the index lock, so the two cannot deadlock.
+    lock = ctx.shared("chat_lock", threading.RLock)
     return [
         ToolSpec("smart_context_set_filter",
                  "Select chat topics (labels from smart_context_get_topics): the history sent to the model "
@@ -95,7 +113,7 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
                       "share": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
                                 "description": "Budget as a share of the history's tokens (default 0.25)."},
                       "include_messages": {"type": "boolean", "default": True}}),
-                 history, provider="chat", lock=lock),
+                 history, provider="chat"),
         ToolSpec("chat_extract_topics",
                  "Regenerate a chat's topics now (LLM of the 'fast' category when configured, else the local "
                  "method) and write them to the chat file. Says which method produced them.",

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SmartContextError
 from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec
-from .validate import ToolError, check_arguments
+from ..validate import ToolError, check_arguments
 
 Provider = Callable[[ToolContext], list[ToolSpec]]
 
@@ -37,6 +37,7 @@ MAX_ARGUMENTS_CHARS = 2_000_000
 
 _providers: dict[str, Provider] = {}
 _plugins_loaded = False
+_plugins_loading = False
 _lock = threading.RLock()
 
 
@@ -49,14 +50,20 @@ def _add(provider: Provider, name: str | None = None) -> Provider:
 
 
 def _load_plugins() -> None:
-    global _plugins_loaded
+    global _plugins_loaded, _plugins_loading
     with _lock:
-        if _plugins_loaded:
+        # A hook implementation may call register_provider (same thread, re-entering the RLock):
+        # that inner call must not ask the hook again.
+        if _plugins_loaded or _plugins_loading:
             return
-        _plugins_loaded = True  # set first: a hook implementation may call register_provider
-        from ..plugins import plugin_manager
+        _plugins_loading = True
+        try:
+            from ..plugins import plugin_manager
 
-        plugin_manager().hook.register_tools(register=_add)
+            plugin_manager().hook.register_tools(register=_add)
+        finally:
+            _plugins_loading = False
+        _plugins_loaded = True  # only now: a failed load is tried again on next use
 
 
 def register_provider(provider: Provider, name: str | None = None) -> Provider:

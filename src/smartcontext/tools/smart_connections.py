@@ -28,13 +28,20 @@ def smart_connections_tools(ctx: ToolContext) -> list[ToolSpec]:
                     hit.pop(key, None)
         return data
 
-    # Keyword fallback over the server's own workspace (one index, one refresh schedule);
-    # both tools pass it, so they share one reader.
+    # Keyword fallback over the server's own workspace (one index, one refresh schedule).
+    # The workspace is refreshed first (that may write), then read under the shared read
+    # lock, so an index batch never shows half-written rows to the fallback.
     def semantic_search(args: dict[str, Any]) -> dict[str, Any]:
-        return compact("semantic_search", semantic_search_tool(ctx.root, workspace=ctx.ready_workspace, **args))
+        ws = ctx.ready_workspace()
+        with ctx.reading():
+            answer = semantic_search_tool(ctx.root, workspace=lambda: ws, **args)
+        return compact("semantic_search", answer)
 
     def similar_notes(args: dict[str, Any]) -> dict[str, Any]:
-        return compact("similar_notes", similar_notes_tool(ctx.root, workspace=ctx.ready_workspace, **args))
+        ws = ctx.ready_workspace()
+        with ctx.reading():
+            answer = similar_notes_tool(ctx.root, workspace=lambda: ws, **args)
+        return compact("similar_notes", answer)
 
     limit = {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Max results."}
     min_score = {"type": "number", "minimum": -1, "maximum": 1, "default": 0.3, "description": "Minimum similarity."}

@@ -17,16 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
-from .validate import compile_schema
+from ..config import DEFAULT_REFRESH_INTERVAL
+from ..validate import compile_schema
+from .rwlock import ReadWriteLock
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
-# Seconds an index may be stale before a retrieval tool re-checks the folder for changes.
-DEFAULT_REFRESH_INTERVAL = 5.0
-# ...and, when a check took longer than CHEAP_REFRESH seconds, at least REFRESH_COST_FACTOR
+# Between re-checks a tool waits refresh_interval seconds (config.DEFAULT_REFRESH_INTERVAL)
+# and, when a check took longer than CHEAP_REFRESH seconds, at least REFRESH_COST_FACTOR
 # times its duration, so on a huge folder checks take a small share of the server's time.
 CHEAP_REFRESH = 0.25
 REFRESH_COST_FACTOR = 20
@@ -83,13 +84,20 @@ class ToolContext:
         self.workspace = Workspace.open(root)
         self.root = self.workspace.root
         self.refresh_interval = refresh_interval
-        # Held while the index is built or refreshed and while a tool reads it, so a
-        # question never sees a half-updated index.
-        self.index_lock = threading.RLock()
+        # Readers (context, search...) share it; building or refreshing the index takes it
+        # alone, so a question never sees a half-updated index and never waits for
+        # another question.
+        self.index_lock = ReadWriteLock()
+        # Writes to the vault's files: one at a time, while read-only vault tools share it.
+        self.vault_lock = ReadWriteLock()
+        self._refreshing = threading.Lock()
+        self._indexed = False
         self._last_refresh = float("-inf")
         self._refresh_seconds = 0.0
         self._cache: dict[str, Any] = {}
         self._cache_lock = threading.Lock()
+        # Set when the server stops: a background build ends after the file it is storing.
+        self.stopping = threading.Event()
 
     def shared(self, key: str, make: Callable[[], Any]) -> Any:
         """One instance per key for the server's life (vault tools, readers...)."""
@@ -102,18 +110,36 @@ class ToolContext:
         """The workspace with an index: built on first need (no embeddings, fast), and
         re-checked for changed files at most every ``refresh_interval`` seconds."""
         ws = self.workspace
-        with self.index_lock:
+        if not self._indexed:
+            with self.index_lock.writer:
+                if not self._indexed:
+                    if not ws.has_index:
+                        ws.index(embeddings=False, stop=self.stopping)
+                    self._last_refresh = time.monotonic()
+                    self._indexed = True
+            return ws
+        if self.refresh_interval < 0 or time.monotonic() - self._last_refresh < self._refresh_wait():
+            return ws
+        # One thread checks the folder; the others answer from the current index meanwhile.
+        # The check only reads (a walk and a comparison of stamps): readers go on, and the
+        # index is locked for writing only when files did change.
+        if not self._refreshing.acquire(blocking=False):
+            return ws
+        try:
             now = time.monotonic()
-            if not ws.has_index:
-                ws.index(embeddings=False)
-                self._last_refresh = now
-            elif self.refresh_interval >= 0 and now - self._last_refresh >= self._refresh_wait():
-                # Same rule as Workspace.update_files: vectors only for an index that has them.
-                embed = ws.config.embeddings.enabled and bool(ws.store.vector_models())
-                ws.index(embeddings=embed)
+            if now - self._last_refresh >= self._refresh_wait():
+                if ws.pending_changes():
+                    with self.index_lock.writer:
+                        ws.index(embeddings=ws.keeps_vectors, stop=self.stopping)
                 self._last_refresh = time.monotonic()
                 self._refresh_seconds = self._last_refresh - now
+        finally:
+            self._refreshing.release()
         return ws
+
+    def reading(self):
+        """Hold while a tool reads the index (shared with other readers)."""
+        return self.index_lock.reader
 
     def _refresh_wait(self) -> float:
         if self._refresh_seconds <= CHEAP_REFRESH:
@@ -124,7 +150,7 @@ class ToolContext:
         """Re-index files a tool wrote. Without an index yet there is nothing to update:
         the first build will read them (and updating first would leave an index holding
         only these files)."""
-        with self.index_lock:
+        with self.index_lock.writer:
             if self.workspace.has_index:
                 self.workspace.update_files(paths)
 
@@ -142,10 +168,12 @@ class ToolContext:
         return thread
 
     def close(self, wait: float = 2.0) -> None:
-        # A background build may still hold the index; closing under it would fail its
+        # A background build may still hold the index: it is asked to stop (it ends after
+        # the file it is storing, and stops its workers); closing under it would fail its
         # writes, and the index stays consistent without a close (one transaction per file).
-        if self.index_lock.acquire(timeout=wait):
+        self.stopping.set()
+        if self.index_lock.acquire_write(timeout=wait):
             try:
                 self.workspace.close()
             finally:
-                self.index_lock.release()
+                self.index_lock.release_write()

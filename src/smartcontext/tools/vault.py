@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from .registry import spec_tools
@@ -31,8 +30,9 @@ class _IndexForVault:
         self._ctx.files_changed(paths)
 
     def search(self, query: str, **options: Any):
-        with self._ctx.index_lock:
-            return self._ctx.ready_workspace().search(query, **options)
+        ws = self._ctx.ready_workspace()
+        with self._ctx.reading():
+            return ws.search(query, **options)
 
 
 def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
@@ -40,5 +40,9 @@ def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
     from ..vault import TOOL_SPECS, VaultTools
 
     tools = ctx.shared("vault", lambda: VaultTools(ctx.root, workspace=_IndexForVault(ctx)))
-    return spec_tools(TOOL_SPECS, tools.call_checked, "vault", VAULT_WRITE_TOOLS, VAULT_DESTRUCTIVE_TOOLS,
-                      lock=threading.RLock())
+    specs = spec_tools(TOOL_SPECS, tools.call_checked, "vault", VAULT_WRITE_TOOLS, VAULT_DESTRUCTIVE_TOOLS)
+    # Reads run side by side; a write waits for them and runs alone (across processes the
+    # vault's file lock serialises writers too).
+    for spec in specs:
+        spec.lock = ctx.vault_lock.reader if spec.read_only else ctx.vault_lock.writer
+    return specs

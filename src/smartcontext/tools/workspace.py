@@ -24,21 +24,23 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
         # Options left out fall back to the folder's smartcontext.toml [context] defaults.
         options = {key: args[name] for name, key in (("exclude_tests", "exclude_tests"), ("depth", "expand_depth"))
                    if name in args}
-        result = ws.context(
-            args["question"], max_tokens=args.get("max_tokens"), format=args.get("format", "mu"),
-            paths=args.get("paths") or None, **options,
-        )
+        with ctx.reading():
+            result = ws.context(
+                args["question"], max_tokens=args.get("max_tokens"), format=args.get("format", "mu"),
+                paths=args.get("paths") or None, **options,
+            )
         # 'text' already holds every selected item; the item list (without text) only on request.
         return result.to_dict(include_text=False, details=bool(args.get("include_items")),
                               max_files=CONTEXT_FILES_SHOWN)
 
     def search(args: dict[str, Any]) -> dict[str, Any]:
         ws = ctx.ready_workspace()
-        hits, info = ws.search_with_info(
-            args["query"], limit=args.get("limit", 10), mode=args.get("mode", "hybrid"),
-            paths=args.get("paths") or None, tags=args.get("tags") or None,
-            kinds=args.get("kinds") or None, min_score=args.get("min_score", 0.0),
-        )
+        with ctx.reading():
+            hits, info = ws.search_with_info(
+                args["query"], limit=args.get("limit", 10), mode=args.get("mode", "hybrid"),
+                paths=args.get("paths") or None, tags=args.get("tags") or None,
+                kinds=args.get("kinds") or None, min_score=args.get("min_score", 0.0),
+            )
         return search_answer(hits, info)
 
     def status(args: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +74,7 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
                 "required": ["question"],
                 "additionalProperties": False,
             },
-            context, provider="workspace", lock=ctx.index_lock,
+            context, provider="workspace",
         ),
         ToolSpec(
             "search",
@@ -98,7 +100,7 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
                 "required": ["query"],
                 "additionalProperties": False,
             },
-            search, provider="workspace", lock=ctx.index_lock,
+            search, provider="workspace",
         ),
         ToolSpec(
             "status",

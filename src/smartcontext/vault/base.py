@@ -13,9 +13,10 @@ from typing import Any
 
 from ..errors import SmartContextError, WorkspaceNotFound
 from ..notes import LinkResolver, NoteFacts, read_note
-from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault
+from ..safeio import read_regular
+from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault, write_lock
 from .responses import err
-from ..tools.validate import ToolError, check_arguments, compile_schema
+from ..validate import ToolError, check_arguments, compile_schema
 from .schema import SPECS_BY_NAME
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -122,6 +123,7 @@ class VaultBase:
             p = Path(preferences_file).expanduser()
             self.preferences_file = p if p.is_absolute() else self.root / p
         self.log_file = state / "interactions.jsonl"
+        self.lock_file = state / "write.lock"
         self._notes: dict[str, _Cached] = {}
         self._resolver: tuple[tuple[str, ...], LinkResolver] | None = None
 
@@ -153,6 +155,10 @@ class VaultBase:
                     return found
         raise FileNotFoundError(f"File not found: {rel}")
 
+    def _write_lock(self):
+        """The vault's write lock (all processes): hold it around every read-modify-write."""
+        return write_lock(self.lock_file)
+
     # -- notes
 
     def _walk(self) -> list[VaultFile]:
@@ -182,7 +188,7 @@ class VaultBase:
         if stamp[1] > MAX_READ_BYTES:
             return None
         try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
+            text = read_regular(path, MAX_READ_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None
         facts = read_note(rel, text)

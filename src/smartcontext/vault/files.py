@@ -14,6 +14,7 @@ from .base import (
     tool,
     with_default_suffix,
 )
+from ..safeio import read_regular
 from .paths import atomic_write, move_no_clobber
 from .responses import err, ok
 
@@ -26,7 +27,7 @@ class FileTools(VaultBase):
         try:
             if file_path.stat().st_size > MAX_READ_BYTES:
                 return err(f"{rel} is larger than {MAX_READ_BYTES // 1_000_000} MB; read_file reads text notes")
-            data = file_path.read_bytes()
+            data = read_regular(file_path)
         except OSError as exc:
             return err(f"Reading file failed: {exc.strerror or exc}")
         if b"\x00" in data[:8192]:
@@ -58,13 +59,14 @@ class FileTools(VaultBase):
         rel = self._rel(target)
         if target.is_dir():
             return err(f"{rel} is a folder")
-        existed = target.exists()
-        if existed and not overwrite:
-            return err(f"File already exists: {rel}. Set overwrite=true to replace it.")
-        try:
-            atomic_write(target, content.encode("utf-8"), overwrite=overwrite)
-        except FileExistsError:
-            return err(f"File already exists: {rel}. Set overwrite=true to replace it.")
+        with self._write_lock():
+            existed = target.exists()
+            if existed and not overwrite:
+                return err(f"File already exists: {rel}. Set overwrite=true to replace it.")
+            try:
+                atomic_write(target, content.encode("utf-8"), overwrite=overwrite)
+            except FileExistsError:
+                return err(f"File already exists: {rel}. Set overwrite=true to replace it.")
         verb = "Overwrote" if existed else "Created"
         return ok(f"{verb} {rel}", path=rel, **self._notify([rel]))
 
@@ -95,15 +97,16 @@ class FileTools(VaultBase):
         target = self._existing_file(path)
         rel = self._rel(target)
         self._writable(rel)
-        data = target.read_bytes()
-        if b"\x00" in data[:8192]:
-            return err(f"{rel} is not a text file")
-        newline = b"\r\n" if b"\r\n" in data else b"\n"
-        addition = content.encode("utf-8")
-        if newline == b"\r\n":
-            addition = addition.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
-        separator = newline if data and not data.endswith(b"\n") else b""
-        atomic_write(target, data + separator + addition, overwrite=True)
+        with self._write_lock():  # read, add, write back: no concurrent append is lost
+            data = read_regular(target)
+            if b"\x00" in data[:8192]:
+                return err(f"{rel} is not a text file")
+            newline = b"\r\n" if b"\r\n" in data else b"\n"
+            addition = content.encode("utf-8")
+            if newline == b"\r\n":
+                addition = addition.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+            separator = newline if data and not data.endswith(b"\n") else b""
+            atomic_write(target, data + separator + addition, overwrite=True)
         return ok(f"Appended to {rel}", path=rel, **self._notify([rel]))
 
     # -- helpers
@@ -140,7 +143,8 @@ class FileTools(VaultBase):
                 raise InvalidArgument(f"{src_rel} is already at {dest_rel}")
             if dest.exists() and not (dest.is_file() and _same_file(src, dest)):
                 raise FileExistsError(f"Destination already exists: {dest_rel}")
-            move_no_clobber(src, dest)
+            with self._write_lock():
+                move_no_clobber(src, dest)
         except FileExistsError as exc:
             report.update(success=False, error=str(exc) if "Destination" in str(exc)
                           else f"Destination already exists: {report['destination']}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import posixpath
 
+from ..notes.links import normalise_target
+from ..notes.match import normalise_folder
 from .base import MARKDOWN_SUFFIXES, VaultBase, tool
 from .paths import walk_vault
 from .responses import err, ok
@@ -51,7 +53,7 @@ class LinkTools(VaultBase):
         return ok(results=results, path=target)
 
     @tool
-    def find_outlinks(self, path: str) -> str:
+    def find_outlinks(self, path: str, limit: int = 100) -> str:
         note = self._existing_file(path, by_name=True)
         rel = self._rel(note)
         facts = self._facts(rel)
@@ -70,12 +72,17 @@ class LinkTools(VaultBase):
                 found.add(hit or link.target)
         if not found:
             return ok(f"No outlinks found in {rel}", results=[], path=rel)
-        return ok(results=sorted(found), unresolved=sorted(unresolved), path=rel)
+        results, missing = sorted(found), sorted(unresolved)
+        if len(results) > limit or len(missing) > limit:
+            return ok(f"Showing {min(limit, len(results))} of {len(results)} outlinks of {rel}; raise limit to see more",
+                      results=results[:limit], unresolved=missing[:limit], total=len(results),
+                      unresolved_total=len(missing), path=rel)
+        return ok(results=results, unresolved=missing, path=rel)
 
     @tool
     def search_by_folder(self, folder: str, recursive: bool = True, limit: int = 100) -> str:
-        text = folder.strip().replace("\\", "/").strip("/")
-        target = self._resolve(text, allow_root=True) if text not in ("", ".") else self.root
+        text = normalise_folder(folder)
+        target = self._resolve(text, allow_root=True) if text else self.root
         shown = self._rel(target) if target != self.root else "/"
         if not target.is_dir():
             if target.exists():
@@ -96,7 +103,4 @@ class LinkTools(VaultBase):
 
 def _bare(target: str) -> str:
     """A link target reduced to how Obsidian compares unresolved names."""
-    target = target.strip().replace("\\", "/")
-    if target.lower().endswith(".md"):
-        target = target[:-3]
-    return posixpath.normpath(target).lstrip("./").lower()
+    return posixpath.normpath(normalise_target(target)).lstrip("./").lower()

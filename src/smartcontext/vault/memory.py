@@ -34,6 +34,10 @@ class MemoryTools(VaultBase):
             return err("preference cannot be empty")
         if len(text) > PREFERENCE_MAX_CHARS:
             return err(f"preference is longer than {PREFERENCE_MAX_CHARS} characters; save a shorter one")
+        with self._write_lock():
+            return self._save_preference(text)
+
+    def _save_preference(self, text: str) -> str:
         lines = self._preference_lines()
         if any(p.lower() == text.lower() for _, p in _items(lines)):
             return ok(f"Preference already saved: {text}")
@@ -54,6 +58,10 @@ class MemoryTools(VaultBase):
 
     @tool
     def remove_preference(self, line_number: int) -> str:
+        with self._write_lock():
+            return self._remove_preference(line_number)
+
+    def _remove_preference(self, line_number: int) -> str:
         lines = self._preference_lines()
         items = _items(lines)
         if not items:

@@ -14,7 +14,9 @@ import errno
 import os
 import shutil
 import tempfile
-from contextlib import suppress
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -175,3 +177,41 @@ def _link_no_clobber(source: Path, destination: Path) -> None:
         if exc.errno != errno.EXDEV:
             raise
         shutil.move(str(source), str(destination))
+
+
+# One lock per lock file for the threads of this process (flock alone would also do it,
+# since every call opens its own descriptor, but this skips a system call per waiter).
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def write_lock(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_file`` (created if needed) for a read-modify-write.
+
+    Every writer of a vault, in any process (two MCP servers, a CLI loop, the web app),
+    takes the same lock around "read the note, change it, write it back", so no write is
+    lost to a concurrent one. Uses ``fcntl.flock``, released by the kernel when the
+    process dies; where there is no ``fcntl`` (Windows) or the lock file cannot be
+    created (read-only folder, where the write fails anyway) only threads are serialised.
+    """
+    key = os.fspath(lock_file)
+    with _THREAD_LOCKS_GUARD:
+        thread_lock = _THREAD_LOCKS.setdefault(key, threading.Lock())
+    with thread_lock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        try:
+            Path(lock_file).parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock

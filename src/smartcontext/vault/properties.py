@@ -10,6 +10,7 @@ from ..errors import InvalidArgument
 from ..notes.frontmatter import frontmatter_aliases, frontmatter_tags
 from .base import MARKDOWN_SUFFIXES, VaultBase, file_created, local_date, tool
 from .frontmatter import edit_frontmatter
+from ..safeio import read_regular
 from .paths import atomic_write
 from .responses import err, ok
 
@@ -76,11 +77,14 @@ class PropertyTools(VaultBase):
         if note.suffix.lower() not in MARKDOWN_SUFFIXES:
             return err(f"{rel} is not a markdown note; only notes have frontmatter")
         self._resolve(rel)  # a hidden target behind a symlink is refused here too
-        try:
-            text = note.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            return err(f"{rel} is not UTF-8 text; it was left unchanged")
-        new_text, frontmatter, missing = edit_frontmatter(text, updates, remove, append)
+        with self._write_lock():  # read, edit, write back: no concurrent edit is lost
+            try:
+                text = read_regular(note).decode("utf-8")
+            except UnicodeDecodeError:
+                return err(f"{rel} is not UTF-8 text; it was left unchanged")
+            new_text, frontmatter, missing = edit_frontmatter(text, updates, remove, append)
+            if new_text != text:
+                atomic_write(note, new_text.encode("utf-8"), overwrite=True)
         parts = []
         if updates:
             parts.append("set " + ", ".join(updates))
@@ -93,7 +97,6 @@ class PropertyTools(VaultBase):
             parts.append("not present: " + ", ".join(missing))
         if new_text == text:
             return ok(f"Frontmatter of {rel} unchanged ({'; '.join(parts)})", path=rel, frontmatter=frontmatter)
-        atomic_write(note, new_text.encode("utf-8"), overwrite=True)
         return ok(f"Updated frontmatter of {rel}: {'; '.join(parts)}", path=rel, frontmatter=frontmatter,
                   **self._notify([rel]))
 

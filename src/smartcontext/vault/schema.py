@@ -104,7 +104,7 @@ TOOL_SPECS: list[dict[str, Any]] = [
         "find_outlinks",
         "List what a note links to: vault paths for links that resolve, the link text for those that do not "
         "(also listed in 'unresolved').",
-        {"path": {**_STR, "description": "The note's path (or name)."}},
+        {"path": {**_STR, "description": "The note's path (or name)."}, "limit": _LIMIT},
         ["path"],
     ),
     _spec(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..notes.match import normalise_folder
 from .base import VaultBase, tool
 from .responses import err, ok
 
@@ -40,8 +41,9 @@ class SearchTools(VaultBase):
         if search is None:
             return err(NO_INDEX)
         prefix = ""
-        if folder is not None and folder.strip().strip("/") not in ("", "."):
-            target = self._resolve(folder.strip().strip("/"))
+        text = normalise_folder(folder) if folder is not None else ""
+        if text:
+            target = self._resolve(text)
             if not target.is_dir():
                 return err(f"Folder not found: {folder}")
             prefix = self._rel(target) + "/"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tools.validate import ToolError, check_arguments
+from ..validate import ToolError, check_arguments
 from .base import tool_validator
 from .files import FileTools
 from .links import LinkTools

@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from ..errors import SmartContextError
+from .errors import SmartContextError
 
 # jsonschema quotes the offending value in its messages; a huge string must not echo back.
 MAX_MESSAGE_CHARS = 300

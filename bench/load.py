@@ -1,0 +1,232 @@
+"""Load: concurrent MCP clients over streamable HTTP on the Obsidian hub vault.
+
+Starts ``smartcontext serve mcp VAULT --transport http`` on 127.0.0.1 (loopback only),
+builds the index once, then measures:
+
+1. read-only calls (search, context, read_file, search_vault) from one client, then from
+   ``--clients`` clients at once: latency p50/p95 and calls per second;
+2. a mixed run: the same clients, each also appending numbered lines to one shared note
+   and saving preferences; afterwards every append and preference must be in the files.
+
+Every loop is bounded in count (``--calls`` per client) and in time (``--seconds``); the
+server is stopped at the end, whatever happens.
+
+    python bench/load.py                 # 20 clients, table to bench/results/load.md
+    python bench/load.py --quick         # 5 clients, fewer calls
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ARCHIVE = ROOT.parent / "shared" / "datasets" / "obsidian-hub-vault.tar.gz"
+WORK = HERE / ".work" / "load"
+RESULTS = HERE / "results" / "load.md"
+QUERIES = ["plugin settings", "daily notes template", "dataview query", "graph view", "sync vault",
+           "canvas", "theme css snippet", "backlinks", "kanban board", "markdown tables", "hotkeys",
+           "community plugins list", "publish site", "zettelkasten", "tags and folders"]
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prepare(archive: Path) -> Path:
+    vault = WORK / "vault"
+    if WORK.exists():
+        shutil.rmtree(WORK)
+    vault.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(vault, filter="data")
+    entries = [p for p in vault.iterdir()]
+    if len(entries) == 1 and entries[0].is_dir():  # the archive holds one top folder
+        vault = entries[0]
+    (vault / "load-log.md").write_text("# Load log\n")
+    return vault
+
+
+def start_server(vault: Path) -> tuple[subprocess.Popen, str]:
+    import httpx
+
+    port = free_port()
+    env = dict(os.environ, SMARTCONTEXT_EMBEDDING_MODEL="none", PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "smartcontext", "serve", "mcp", str(vault), "--transport", "http",
+         "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("the server exited")
+        try:
+            httpx.get(url, timeout=1.0)
+            return proc, url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the server did not start within 60 s")
+
+
+def read_call(rng: random.Random, notes: list[str]) -> tuple[str, dict]:
+    kind = rng.choice(["search", "search", "context", "read_file", "search_vault"])
+    if kind == "search":
+        return "search", {"query": rng.choice(QUERIES), "mode": "keyword", "limit": 10}
+    if kind == "context":
+        return "context", {"question": rng.choice(QUERIES), "max_tokens": 2000}
+    if kind == "read_file":
+        return "read_file", {"path": rng.choice(notes)}
+    return "search_vault", {"query": rng.choice(QUERIES), "limit": 10}
+
+
+async def client_run(url: str, who: int, calls: int, deadline: float, notes: list[str], mixed: bool,
+                     latencies: list[float], errors: list[str], written: dict[str, list[str]]) -> None:
+    from mcp import Client
+
+    rng = random.Random(who)
+    async with Client(url) as client:
+        for i in range(calls):
+            if time.monotonic() > deadline:
+                break
+            if mixed and i % 3 == 2:
+                if i % 2:
+                    line = f"client {who} line {i}"
+                    name, args = "append_to_file", {"path": "load-log.md", "content": line}
+                    written["appends"].append(line)
+                else:
+                    line = f"load preference {who}-{i}"
+                    name, args = "save_preference", {"preference": line}
+                    written["preferences"].append(line)
+            else:
+                name, args = read_call(rng, notes)
+            t0 = time.perf_counter()
+            try:
+                result = await client.call_tool(name, args)
+                data = json.loads(result.content[0].text)
+                if not data.get("success"):
+                    errors.append(f"{name}: {data.get('error')}")
+            except Exception as exc:  # counted, the run goes on
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            latencies.append(time.perf_counter() - t0)
+
+
+async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[str], mixed: bool) -> dict:
+    latencies: list[float] = []
+    errors: list[str] = []
+    written: dict[str, list[str]] = {"appends": [], "preferences": []}
+    deadline = time.monotonic() + seconds
+    t0 = time.perf_counter()
+    await asyncio.wait_for(
+        asyncio.gather(*(client_run(url, w, calls, deadline, notes, mixed, latencies, errors, written)
+                         for w in range(clients))),
+        timeout=seconds + 60,
+    )
+    wall = time.perf_counter() - t0
+    return {"clients": clients, "calls": len(latencies), "errors": errors, "written": written,
+            "p50": quantile(latencies, 0.5) * 1000, "p95": quantile(latencies, 0.95) * 1000,
+            "rate": len(latencies) / wall if wall else 0.0, "seconds": wall}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--archive", type=Path, default=ARCHIVE)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=30, help="calls per client in each phase")
+    parser.add_argument("--seconds", type=float, default=120, help="time limit of each phase")
+    parser.add_argument("--quick", action="store_true", help="5 clients, 10 calls each")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    if args.quick:
+        args.clients, args.calls, args.seconds = 5, 10, 60
+
+    vault = prepare(args.archive)
+    notes = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md")
+                   if not any(part.startswith(".") for part in p.relative_to(vault).parts))
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
+                   env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), check=True, capture_output=True)
+    index_seconds = time.perf_counter() - t0
+    proc, url = start_server(vault)
+    try:
+        asyncio.run(phase(url, 1, 5, 30, notes, False))  # warm: catalogue, encoders
+        single = asyncio.run(phase(url, 1, args.calls * 2, args.seconds, notes, False))
+        many = asyncio.run(phase(url, args.clients, args.calls, args.seconds, notes, False))
+        mixed = asyncio.run(phase(url, args.clients, args.calls, args.seconds, notes, True))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    log_lines = set((vault / "load-log.md").read_text().splitlines())
+    lost_appends = [x for x in mixed["written"]["appends"] if x not in log_lines]
+    prefs_file = vault / ".smartcontext" / "preferences.md"
+    prefs = prefs_file.read_text() if prefs_file.exists() else ""
+    lost_prefs = [x for x in mixed["written"]["preferences"] if f"- {x}" not in prefs]
+    ratio = many["p95"] / single["p95"] if single["p95"] else float("nan")
+
+    rows = [
+        ("read-only, 1 client", single),
+        (f"read-only, {args.clients} clients", many),
+        (f"mixed read/write, {args.clients} clients", mixed),
+    ]
+    table = ["| run | calls | errors | p50 ms | p95 ms | calls/s |", "|---|---:|---:|---:|---:|---:|"]
+    for label, r in rows:
+        table.append(f"| {label} | {r['calls']} | {len(r['errors'])} | {r['p50']:.0f} | {r['p95']:.0f} | {r['rate']:.1f} |")
+    summary = [
+        f"- p95 with {args.clients} clients / p95 with 1 client: **{ratio:.2f}x** (goal: within 3x)",
+        f"- mixed run: {len(mixed['written']['appends'])} appends, {len(lost_appends)} lost; "
+        f"{len(mixed['written']['preferences'])} preferences, {len(lost_prefs)} lost",
+        f"- index build before the runs: {index_seconds:.1f} s; {len(notes)} notes",
+    ]
+    cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (
+        f" --clients {args.clients} --calls {args.calls}" if not args.quick else "")
+    text = "\n".join([
+        "# Load: concurrent MCP clients over streamable HTTP (hub vault)", "",
+        f"Command: `{cmd}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1. "
+        "Reads: keyword search, context (2000 tokens), read_file, search_vault; the mixed run makes every "
+        "third call a write (append_to_file on one shared note, save_preference).", "",
+        *table, "", *summary, "",
+    ])
+    errors = many["errors"] + mixed["errors"] + single["errors"]
+    if errors:
+        text += "\nFirst errors:\n" + "\n".join(f"- {e}" for e in errors[:5]) + "\n"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+    if errors or lost_appends or lost_prefs:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Installed plugins load one by one: a broken one is skipped with a warning naming it."""
+
+from __future__ import annotations
+
+import sys
+
+import pluggy
+import pytest
+
+from smartcontext.plugins import PROJECT, Hooks, hookimpl, load_entry_points
+from smartcontext.tools import registry
+
+
+def _install(tmp_path, monkeypatch, entry_points: str, modules: dict[str, str]):
+    """A distribution on sys.path whose entry points name ``modules``."""
+    dist = tmp_path / "fake_plugins-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugins\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[{PROJECT}]\n{entry_points}")
+    for name, code in modules.items():
+        (tmp_path / f"{name}.py").write_text(code)
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_a_broken_entry_point_is_skipped_and_the_others_load(tmp_path, monkeypatch):
+    _install(tmp_path, monkeypatch,
+             "missing = sc_no_such_plugin_module\n"
+             "misfit = sc_misfit_plugin\n"
+             "good = sc_good_plugin\n",
+             {"sc_misfit_plugin": ("from smartcontext.plugins import hookimpl\n"
+                                   "@hookimpl\ndef register_tools(register, unknown_argument):\n    pass\n"),
+              "sc_good_plugin": ("from smartcontext.plugins import hookimpl\n"
+                                 "@hookimpl\ndef register_tools(register):\n    register(lambda ctx: [], 'good')\n")})
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(Hooks)
+    with pytest.warns(RuntimeWarning) as caught:
+        loaded = load_entry_points(pm)
+    assert loaded == ["good"]
+    messages = [str(w.message) for w in caught]
+    assert any("'missing'" in m and "ModuleNotFoundError" in m for m in messages)
+    assert any("'misfit'" in m and "sc_misfit_plugin" in m for m in messages)
+    seen = []
+    pm.hook.register_tools(register=lambda provider, name: seen.append(name))
+    assert seen == ["good"]
+
+
+class _FailingPlugin:
+    @hookimpl
+    def register_tools(self, register):
+        raise RuntimeError("plugin setup failed")
+
+
+def test_tool_plugins_are_marked_loaded_only_after_a_successful_load(monkeypatch):
+    from smartcontext.plugins import plugin_manager
+
+    monkeypatch.setattr(registry, "_providers", {})
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    pm = plugin_manager()
+    plugin = _FailingPlugin()
+    pm.register(plugin, name="failing-test")
+    try:
+        with pytest.raises(RuntimeError, match="plugin setup failed"):
+            registry.registered_providers()
+        assert registry._plugins_loaded is False
+    finally:
+        pm.unregister(plugin)
+    names = [name for name, _ in registry.registered_providers()]  # asked again, now whole
+    assert names == ["workspace", "vault", "smart_connections", "chat"]
+    assert registry._plugins_loaded is True
+
+
+def test_embedder_plugins_are_marked_loaded_only_after_a_successful_load(monkeypatch):
+    from smartcontext.embeddings import registry as embedders
+    from smartcontext.plugins import plugin_manager
+
+    class Failing:
+        @hookimpl
+        def register_embedders(self, register):
+            raise RuntimeError("embedder plugin failed")
+
+    monkeypatch.setattr(embedders, "_named", {})
+    monkeypatch.setattr(embedders, "_schemes", {})
+    monkeypatch.setattr(embedders, "_plugins_loaded", False)
+    pm = plugin_manager()
+    plugin = Failing()
+    pm.register(plugin, name="failing-embedder-test")
+    try:
+        with pytest.raises(RuntimeError, match="embedder plugin failed"):
+            embedders._load_plugins()
+        assert embedders._plugins_loaded is False
+    finally:
+        pm.unregister(plugin)
+    embedders._load_plugins()
+    assert embedders._plugins_loaded is True and "onnx" in embedders._schemes
