@@ -104,9 +104,12 @@ class _Processed:
     parsed: ParsedFile | None = None
     module: str = ""
     rows: list[tuple[Item, str, int, str]] = field(default_factory=list)
+    prepared: Any = None  # the store's prepare_file of the items
 
 
-def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
+def _process(
+    file: DiscoveredFile, known_hash: str | None, prepare: Callable[[list[Item]], Any] | None = None
+) -> _Processed:
     """Read, hash and parse one file; runs in worker processes, so it only returns data."""
     try:
         data = read_regular(file.abs_path)  # a FIFO put there since discovery: no hang
@@ -130,7 +133,8 @@ def _process(file: DiscoveredFile, known_hash: str | None) -> _Processed:
         parsed = text_windows(file.path, text)
         parsed.warnings[:0] = warnings
         module, rows = _rows(_PLAIN, file.path, parsed.items, text)
-    return _Processed(file, digest, "parsed", parsed, module, rows)
+    prepared = prepare(parsed.items) if prepare is not None else None
+    return _Processed(file, digest, "parsed", parsed, module, rows, prepared)
 
 
 # The defaults every source inherits: what a file falls back to when its source breaks.
@@ -176,8 +180,10 @@ def _warm_up_for_workers(todo) -> None:
                             type(exc).__name__, exc)
 
 
-def _process_chunk(chunk: list[tuple[DiscoveredFile, str | None]]) -> list[_Processed]:
-    return [_process(f, h) for f, h in chunk]
+def _process_chunk(
+    chunk: list[tuple[DiscoveredFile, str | None]], prepare: Callable[[list[Item]], Any] | None
+) -> list[_Processed]:
+    return [_process(f, h, prepare) for f, h in chunk]
 
 
 # Seconds between a worker's checks that the process that started it is still alive.
@@ -358,7 +364,8 @@ class Indexer:
         a tenth of a second even while a chunk is still being parsed."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
-        futures = [pool.submit(_process_chunk, todo[i : i + chunk]) for i in range(0, len(todo), chunk)]
+        prepare = self.store.prepare_file
+        futures = [pool.submit(_process_chunk, todo[i : i + chunk], prepare) for i in range(0, len(todo), chunk)]
         for future in futures:
             while True:
                 self._check_stop()
@@ -411,7 +418,7 @@ class Indexer:
                 path=f.path, mtime_ns=f.mtime_ns, size=f.size, hash=res.hash,
                 language=res.parsed.language or f.language, source=f.source,
                 module=res.module, warnings=res.parsed.warnings, items=res.rows,
-                edges=res.parsed.edges,
+                edges=res.parsed.edges, prepared=res.prepared,
             )
             stats.files_indexed += 1
             stats.warnings.extend(res.parsed.warnings)

@@ -8,10 +8,10 @@ FTS5 query syntax, connections or locks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -91,6 +91,11 @@ class Store(Protocol):
     location: str
     """Where the index lives (a file path or a database URL), for messages."""
 
+    prepare_file: Callable[[Sequence[Item]], Any] | None
+    """A pure, picklable function of one file's items that the indexer runs in its worker
+    processes, so the writing process only writes; its result comes back to
+    :meth:`replace_file` as ``prepared``. None when the backend needs no preparation."""
+
     notices: list[str]
     """Things the user should hear about opening this index (e.g. an old format that
     was reset and will be rebuilt)."""
@@ -134,8 +139,10 @@ class Store(Protocol):
     def replace_file(
         self, *, path: str, mtime_ns: int, size: int, hash: str, language: str, source: str,
         module: str, warnings: Sequence[str], items: Sequence[ItemRow], edges: Sequence[Edge],
+        prepared: Any = None,
     ) -> None:
-        """Replace everything known about ``path`` (items, edges, full text) atomically."""
+        """Replace everything known about ``path`` (items, edges, full text) atomically.
+        ``prepared`` is ``prepare_file`` of the same items when the caller ran it."""
         ...
 
     # -- items ---------------------------------------------------------------------
