@@ -87,20 +87,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "incremental.md")
+    ap.add_argument("--dataset", type=Path, default=DATASET, help="SWE-bench Lite dev.json")
+    ap.add_argument("--repos", type=Path, default=REPOS, help="trees extracted by bench/code_context.py")
     args = ap.parse_args(argv)
-    if not DATASET.exists() or not REPOS.exists():
-        print(f"skipped: needs {DATASET} and trees in {REPOS} (run bench/code_context.py first)")
-        return 0
-    data = json.loads(DATASET.read_text())
+    # A missing input is an error, never a "skipped" that exits 0 and reads as a pass.
+    if not args.dataset.is_file():
+        raise SystemExit(f"error: dataset not found: {args.dataset} (pass --dataset PATH)")
+    if not args.repos.is_dir():
+        raise SystemExit(f"error: no trees in {args.repos}: run bench/code_context.py first (or pass --repos DIR)")
+    data = json.loads(args.dataset.read_text())
     wanted = ["psf/requests", "pytest-dev/pytest"] if args.quick else [
         "psf/requests", "pytest-dev/pytest", "sphinx-doc/sphinx", "astropy/astropy"]
     rows = []
     for repo in wanted:
         insts = [d for d in data if d["repo"] == repo]
-        tree = REPOS / insts[0]["instance_id"]
+        tree = args.repos / insts[0]["instance_id"]
         if not tree.exists():
-            print(f"skipped {repo}: no tree at {tree}")
-            continue
+            raise SystemExit(f"error: no tree for {repo} at {tree}: run bench/code_context.py first")
         questions = [d["problem_statement"] for d in insts] * max(1, 20 // len(insts))
         row = bench_tree(tree, questions[:20])
         print(json.dumps(row), flush=True)

@@ -4,8 +4,8 @@
     python bench/smart_connections.py --quick    # 500 generated notes, fewer repetitions
 
 Two vaults:
-- the real plugin output in ../shared/datasets/smart-connections-vault.tar.gz (skipped
-  with a note when absent), answered in keyword-rerank mode since no package ships
+- the real plugin output in ../shared/datasets/smart-connections-vault.tar.gz (an error
+  when absent; ``--no-real`` leaves it out), answered in keyword-rerank mode since no package ships
   bge-micro-v2;
 - a generated ``.smart-env`` of N notes shaped like the real one (one entry per note,
   4 embedded heading blocks, 8 short paragraph blocks without vectors, an older
@@ -319,22 +319,27 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="500 generated notes, fewer repetitions")
     ap.add_argument("--notes", type=int, default=None, help="generated notes (default 4000; 500 with --quick)")
     ap.add_argument("--runs", type=int, default=None, help="repetitions per timing (default 5; 2 with --quick)")
+    ap.add_argument("--dataset", type=Path, default=DATASET, help="the real vault's .tar.gz")
+    ap.add_argument("--no-real", action="store_true", help="measure the generated vault only")
     args = ap.parse_args()
+    if not args.no_real and not args.dataset.is_file():
+        # Loud, not a note: a run without the real vault must be asked for (--no-real).
+        raise SystemExit(f"error: dataset not found: {args.dataset} (pass --dataset PATH, or --no-real)")
     n_notes = args.notes or (500 if args.quick else 4000)
     runs = args.runs or (2 if args.quick else 5)
 
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="sc-bench-") as tmp:
         tmp = Path(tmp)
-        if DATASET.is_file():
+        if not args.no_real:
             real = tmp / "real"
-            with tarfile.open(DATASET) as tar:
+            with tarfile.open(args.dataset) as tar:
                 tar.extractall(real, filter="data")
             ajson_mb = sum(f.stat().st_size for f in (real / ".smart-env" / "multi").iterdir()) / 1e6
             results["real"] = {"ajson_mb": ajson_mb, **bench_load(real / ".smart-env" / "multi", "TaylorAI/bge-micro-v2", runs)}
             results["real"].update(bench_search(real, runs))
         else:
-            print(f"(real vault skipped: {DATASET} not found)", file=sys.stderr)
+            print("(real vault left out: --no-real)", file=sys.stderr)
         gen = tmp / "gen"
         t = time.perf_counter()
         info = generate_vault(gen, n_notes)

@@ -122,7 +122,7 @@ def run_worker(name: str, job: dict, args: argparse.Namespace, label: str) -> di
 def run_hub(args: argparse.Namespace) -> dict[str, Any]:
     archive = args.datasets / hub.ARCHIVE_NAME
     if not archive.exists():
-        return {"skipped": f"{archive} is absent (the benchmark needs ../shared/datasets)"}
+        raise SystemExit(f"error: dataset not found: {archive} (pass --datasets DIR)")
     pristine = args.work / "hub-src"
     hub.unpack(archive, pristine)
     prep = hub.prepare(pristine, args.sample, args.queries, args.seed)
@@ -174,7 +174,7 @@ def run_hub(args: argparse.Namespace) -> dict[str, Any]:
 def run_locomo(args: argparse.Namespace) -> dict[str, Any]:
     dataset = args.datasets / "locomo" / "dev.json"
     if not dataset.exists():
-        return {"skipped": f"{dataset} is absent (the benchmark needs ../shared/datasets)"}
+        raise SystemExit(f"error: dataset not found: {dataset} (pass --datasets DIR)")
     return run_worker("locomo", {
         "dataset": str(dataset), "root": str(args.work / "locomo"), "conversations": args.conversations,
     }, args, "locomo")
@@ -476,6 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise SystemExit(f"unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
+    # Every dataset a chosen part needs, checked before hours of work start.
+    needed = {"hub": args.datasets / hub.ARCHIVE_NAME, "locomo": args.datasets / "locomo" / "dev.json"}
+    missing = [str(needed[part]) for part in parts if not needed[part].exists()]
+    if missing:
+        raise SystemExit(f"error: dataset not found: {', '.join(missing)} (pass --datasets DIR, or --parts)")
     args.work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     report: dict[str, Any] = {

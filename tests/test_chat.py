@@ -194,3 +194,14 @@ def test_vault_toml_plugin_table_configures_chat(tmp_path):
 
     with pytest.raises(ConfigError, match="similarity_threshold must be a number"):
         Workspace.open(tmp_path)
+
+
+def test_misspelt_top_level_chat_key_is_named_with_the_nearest(tmp_path):
+    from smartcontext.errors import ConfigError
+
+    (tmp_path / ".vault.toml").write_text("[plugins.smart_context]\nenabld = true\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'enabld' in \[plugins\.smart_context\]; did you mean 'enabled'\?"):
+        Workspace.open(tmp_path)
+    (tmp_path / ".vault.toml").write_text("[plugins.smart_context.chatt]\nenabled = true\n")
+    with pytest.raises(ConfigError, match=r"unknown section \[plugins\.smart_context\.chatt\]; did you mean 'chat'\?"):
+        Workspace.open(tmp_path)

@@ -39,7 +39,7 @@ def test_every_command_has_a_generated_block():
 def test_reference_lists_arguments_options_and_config_defaults():
     md = reference("context")
     assert md.startswith("```text\nsmartcontext context [OPTIONS] QUESTION [PATH]\n```")
-    assert "| `QUESTION` | The question, in plain language. Required |" in md
+    assert "| `QUESTION` | The question, in plain language; - reads it from stdin. Required |" in md
     assert f"Default: from config, {ContextDefaults().max_tokens}" in md
     assert "| `--exclude-tests / --include-tests` |" in md
     assert "`--transport stdio\\|http`" in reference("serve mcp")  # a pipe cannot end a table cell

@@ -72,9 +72,18 @@ def make_folder(root: Path, smart_connections: bool = False) -> Path:
 
 
 def payload(result: Any) -> dict[str, Any]:
-    """The JSON answer of a tool call; its isError flag must agree with ``success``."""
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    data = json.loads(result.content[0].text)
+    """The JSON answer of a tool call; its isError flag must agree with ``success``.
+
+    A context answer comes as two blocks: the context text as is, then the rest as JSON
+    (also the structured content); it is put back together under ``text`` here."""
+    assert all(block.type == "text" for block in result.content)
+    if len(result.content) == 2:
+        data = json.loads(result.content[1].text)
+        assert result.structured_content == data and "text" not in data
+        data["text"] = result.content[0].text
+    else:
+        assert len(result.content) == 1
+        data = json.loads(result.content[0].text)
     assert isinstance(data, dict) and isinstance(data["success"], bool)
     assert result.is_error is (not data["success"])
     return data
@@ -129,8 +138,12 @@ async def check_tools_listed(session: Any) -> None:
 
 
 async def check_context_and_search(session: Any) -> None:
-    data = payload(await session.call_tool(
-        "context", {"question": "How does AuthService handle login?", "max_tokens": 1500}))
+    answer = await session.call_tool(
+        "context", {"question": "How does AuthService handle login?", "max_tokens": 1500})
+    # The context is its own text block, read as is: no JSON escaping on top of the budget.
+    assert len(answer.content) == 2 and answer.content[0].text.startswith("! ")
+    assert "\\n" not in answer.content[0].text and "\n" in answer.content[0].text
+    data = payload(answer)
     assert data["success"], data
     assert "def login(self, name, password)" in data["text"]
     assert data["files"][0] == "shop/auth.py"

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
 CONFIG_FILE = "smartcontext.toml"
 # Seconds an index may be stale before a server's retrieval tool re-checks the folder for
@@ -118,16 +118,21 @@ class Config:
     def load(cls, root: Path) -> "Config":
         path = root / CONFIG_FILE
         table: dict[str, Any] | None = None
+        prefix = ""
         if path.is_file():
             table = _read_toml(path)
         else:
             vault = root / VAULT_CONFIG_FILE
             if vault.is_file():
                 table = _read_toml(vault).get("plugins", {}).get("smart_context")
-                path = vault
+                path, prefix = vault, "plugins.smart_context."
         cfg = cls()
         if table:
-            cfg = cls.from_dict(table)
+            try:
+                cfg = cls.from_dict(table, prefix)
+            except ConfigError as exc:
+                # Which file: a vault may have both smartcontext.toml and .vault.toml.
+                raise ConfigError(f"{path}: {exc}") from None
             cfg.source = str(path)
         env_model = os.environ.get("SMARTCONTEXT_EMBEDDING_MODEL")
         if env_model:
@@ -135,27 +140,36 @@ class Config:
         return cfg
 
     @classmethod
-    def from_dict(cls, table: dict[str, Any]) -> "Config":
+    def from_dict(cls, table: dict[str, Any], prefix: str = "") -> "Config":
+        """``prefix`` names where the tables sit in the file (``plugins.smart_context.``
+        in .vault.toml), so errors name the section as the user wrote it. The chat keys
+        (``CHAT_TOP_LEVEL_KEYS``) may also sit at the top level, as the seed writes them."""
         known = {"index", "embeddings", "context", "llm", "chat"}
-        unknown = set(table) - known - set(CHAT_TOP_LEVEL_KEYS)
-        if unknown:
+        for name in sorted(set(table) - known - set(CHAT_TOP_LEVEL_KEYS)):
+            if not isinstance(table[name], dict):
+                where = f"[{prefix[:-1]}]" if prefix else "the top level"
+                raise ConfigError(
+                    f"unknown key {name!r} in {where}{did_you_mean(name, CHAT_TOP_LEVEL_KEYS)}; "
+                    f"known: {', '.join(CHAT_TOP_LEVEL_KEYS)} and the sections "
+                    f"{', '.join(f'[{prefix}{k}]' for k in sorted(known))}"
+                )
             raise ConfigError(
-                f"unknown section(s) {', '.join(sorted(unknown))} in configuration; "
-                f"known: {', '.join(sorted(known | set(CHAT_TOP_LEVEL_KEYS)))}"
+                f"unknown section [{prefix}{name}]{did_you_mean(name, known)}; "
+                f"known: {', '.join(f'[{prefix}{k}]' for k in sorted(known))}"
             )
         chat_table = table.get("chat", {})
         if not isinstance(chat_table, dict):
-            raise ConfigError("[chat] must be a table")
+            raise ConfigError(f"[{prefix}chat] must be a table")
         chat_table = {**{k: table[k] for k in CHAT_TOP_LEVEL_KEYS if k in table}, **chat_table}
         llm = table.get("llm", {})
         if not isinstance(llm, dict) or not all(isinstance(v, str) for v in llm.values()):
-            raise ConfigError("[llm] maps categories to model names, e.g. fast = \"openai/gpt-4o-mini\"")
+            raise ConfigError(f"[{prefix}llm] maps categories to model names, e.g. fast = \"openai/gpt-4o-mini\"")
         return cls(
-            index=_build(IndexConfig, table.get("index", {}), "index"),
-            embeddings=_build(EmbeddingConfig, table.get("embeddings", {}), "embeddings"),
-            context=_build(ContextDefaults, table.get("context", {}), "context"),
+            index=_build(IndexConfig, table.get("index", {}), prefix + "index"),
+            embeddings=_build(EmbeddingConfig, table.get("embeddings", {}), prefix + "embeddings"),
+            context=_build(ContextDefaults, table.get("context", {}), prefix + "context"),
             llm=dict(llm),
-            chat=_build(ChatConfig, chat_table, "chat"),
+            chat=_build(ChatConfig, chat_table, prefix + "chat"),
         )
 
 
@@ -173,10 +187,9 @@ def _build(kind: type, values: Any, section: str):
     if not isinstance(values, dict):
         raise ConfigError(f"[{section}] must be a table")
     fields_ = kind.__dataclass_fields__
-    unknown = set(values) - set(fields_)
-    if unknown:
+    for key in sorted(set(values) - set(fields_)):
         raise ConfigError(
-            f"unknown key(s) {', '.join(sorted(unknown))} in [{section}]; "
+            f"unknown key {key!r} in [{section}]{did_you_mean(key, fields_)}; "
             f"known: {', '.join(sorted(fields_))}"
         )
     obj = kind()

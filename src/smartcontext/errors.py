@@ -4,6 +4,10 @@ The CLI prints ``str(error)`` without a traceback and exits non-zero; tools answ
 ``{"success": false, "error": str(error)}``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+
 
 class SmartContextError(Exception):
     """Base class of every error Smart Context raises on purpose."""
@@ -41,6 +45,10 @@ class EmbeddingError(SmartContextError):
     """An embedding model could not be loaded or failed to embed."""
 
 
+class PortUnavailable(SmartContextError):
+    """A server cannot listen on the address it was given (taken, or not allowed)."""
+
+
 class ConfigError(SmartContextError):
     """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""
 
@@ -56,3 +64,18 @@ class LLMError(SmartContextError):
 
 class Interrupted(SmartContextError):
     """A long operation (an index run) was asked to stop; what it finished is kept."""
+
+
+def did_you_mean(value: str, choices: Iterable[str], n: int = 1) -> str:
+    """``"; did you mean 'function'?"`` for the nearest of ``choices``, or ``""``: the tail
+    of an error message about a misspelt kind, folder or configuration key."""
+    import difflib
+
+    choices = [str(c) for c in choices]  # StrEnum members print as their value
+    close = difflib.get_close_matches(value, choices, n=n, cutoff=0.6)
+    if not close:
+        # Case or separators differ more than difflib's ratio forgives ("05 - concepts").
+        folded = {c.casefold(): c for c in choices}
+        close = difflib.get_close_matches(value.casefold(), list(folded), n=n, cutoff=0.6)
+        close = [folded[c] for c in close]
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

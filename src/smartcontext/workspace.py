@@ -23,6 +23,7 @@ from .errors import (
     IndexUnwritable,
     PathOutsideWorkspace,
     WorkspaceNotFound,
+    did_you_mean,
 )
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
@@ -33,6 +34,37 @@ from .store import Store, open_store
 
 INDEX_DIR = ".smartcontext"
 INDEX_FILE = "index.db"
+# What marks a workspace's root when a command starts inside it, as git finds its root:
+# a repository, an Obsidian vault, or a folder indexed before.
+ROOT_MARKERS = (".git", ".obsidian", INDEX_DIR)
+# The index folder ignores itself, so `git status` never lists it.
+INDEX_GITIGNORE = "# Created by smartcontext: the index is local state, never committed.\n*\n"
+
+
+def find_root(start: str | os.PathLike[str] = ".") -> Path:
+    """The workspace that holds ``start``: the nearest folder at or above it holding
+    ``.git``, ``.obsidian`` or ``.smartcontext``; ``start`` itself when none does.
+
+    Like git, the walk stops below any folder listed in ``GIT_CEILING_DIRECTORIES``.
+    """
+    here = Path(start).expanduser().resolve()
+    ceilings = {
+        Path(p).expanduser().resolve()
+        for p in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if p
+    }
+    for folder in (here, *here.parents):
+        if folder in ceilings:
+            break
+        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return here
+
+
+def _make_index_dir(index_dir: Path) -> None:
+    index_dir.mkdir(exist_ok=True)
+    ignore = index_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(INDEX_GITIGNORE, encoding="utf-8")
 
 
 @dataclass
@@ -85,7 +117,7 @@ class Workspace:
         with self._lock:
             if self._store is None:
                 try:
-                    self.index_dir.mkdir(exist_ok=True)
+                    _make_index_dir(self.index_dir)
                 except OSError as exc:
                     raise IndexUnwritable(
                         f"cannot create the index folder {self.index_dir} ({exc.strerror or exc}); "
@@ -134,6 +166,7 @@ class Workspace:
         rebuild: bool = False,
         workers: int | None = None,
         stop: threading.Event | None = None,
+        repair: bool = True,
     ) -> IndexStats:
         """Bring the index up to date with the folder; only changed files are parsed.
 
@@ -141,9 +174,12 @@ class Workspace:
         rebuild:    throw the old index away first (for a corrupt or outdated index).
         stop:       an event that, once set, ends the run early (``Interrupted``); what
                     was stored is kept and the next run finishes the job.
+        repair:     check the index and rebuild it when damaged; without it (the quick
+                    refresh before a question) damage raises ``IndexDamaged``, whose
+                    message sends the user to ``smartcontext index``.
         """
         repaired = None
-        if not rebuild and self.index_path.exists():
+        if repair and not rebuild and self.index_path.exists():
             try:
                 repaired = self.store.check()
             except IndexDamaged as exc:
@@ -154,7 +190,7 @@ class Workspace:
         try:
             stats = self._index(embeddings, progress, workers, stop)
         except IndexDamaged as exc:
-            if repaired is not None:
+            if repaired is not None or not repair:
                 raise
             repaired = str(exc.__cause__ or exc)  # found mid-run: start again from the files
             self._discard_index()
@@ -208,6 +244,15 @@ class Workspace:
         if self.has_index:
             return None
         return self.index(embeddings=False, progress=progress)
+
+    def refresh(self, progress: Progress | None = None) -> IndexStats:
+        """Bring the index up to date before a question: build it when missing (no
+        embeddings, fast), else re-parse only new and changed files (an unchanged file
+        costs a stat), with vectors only when the index already has some."""
+        built = self.ensure_index(progress)
+        if built is not None:
+            return built
+        return self.index(embeddings=self.keeps_vectors, progress=progress, repair=False)
 
     def update_files(self, paths: list[str]) -> IndexStats:
         """Re-index just these files (relative paths) after a write, move or delete."""
@@ -351,7 +396,6 @@ class Workspace:
         """Notes or files most like ``path``, by the mean vector of its items."""
         import numpy as np
 
-        rel = self._relative(path)
         vectors = self.vectors()
         if vectors is None:
             from .errors import InvalidArgument
@@ -359,6 +403,7 @@ class Workspace:
             raise InvalidArgument("similar() needs embeddings: run `smartcontext index` with an embedding model")
         index, _ = vectors
         cat = self.catalogue()
+        rel = self.note_path(path, cat)
         own = [r for r in cat.by_path.get(rel, []) if index.vector_of(r) is not None]
         if not own:
             from .errors import InvalidArgument
@@ -390,6 +435,21 @@ class Workspace:
                 )
             )
         return out
+
+    def note_path(self, name: str, cat: Catalogue | None = None) -> str:
+        """The indexed file ``name`` stands for: a path relative to the workspace, or a
+        bare note name ("Attention") resolved as a wikilink is, as read_file accepts."""
+        from .errors import InvalidArgument
+        from .notes.resolver import LinkResolver
+
+        cat = cat or self.catalogue()
+        rel = self._relative(name)
+        if rel in cat.by_path:
+            return rel
+        linked = LinkResolver(cat.paths).resolve(name.strip())
+        if linked is not None:
+            return linked
+        raise InvalidArgument(f"{name} is not in the index{did_you_mean(rel, cat.paths)}")
 
     def status(self) -> WorkspaceStatus:
         indexed = self.index_path.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -12,11 +13,33 @@ app = typer.Typer(
     help="Smart Context: the best slice of a repository or notes vault for a question, "
     "within a token budget.",
     no_args_is_help=True,
-    add_completion=False,
+    # typer's --install-completion / --show-completion (bash, zsh, fish, PowerShell).
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
-PathArg = typer.Argument(Path("."), help="Workspace folder (a repository or a vault).")
+FOUND_ROOT = "the repository or vault holding the current folder"
+PathArg = typer.Argument(
+    None, help="Workspace folder (a repository or a vault).", show_default=FOUND_ROOT,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"smartcontext {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Optional[bool] = typer.Option(
+        None, "--version", callback=_print_version, is_eager=True, help="Print the version and exit.",
+    ),
+) -> None:
+    """Smart Context: the best slice of a repository or notes vault for a question,
+    within a token budget."""
 LimitOpt = typer.Option(10, "--limit", "-n", help="Number of results.")
 JsonOpt = typer.Option(False, "--json", help="Print as JSON.")
 
@@ -32,10 +55,20 @@ def from_config(section: object, key: str) -> str:
 CONTEXT_DEFAULTS = ContextDefaults()
 
 
-def open_workspace(path: Path):
+def workspace_root(path: Path | None) -> Path:
+    """An explicit PATH as given; without one, the enclosing repository or vault (the
+    nearest folder holding .git, .obsidian or .smartcontext), as git finds its root."""
+    if path is not None:
+        return path
+    from ..workspace import find_root
+
+    return find_root(Path.cwd())
+
+
+def open_workspace(path: Path | None):
     from ..workspace import Workspace
 
-    return Workspace.open(path)
+    return Workspace.open(workspace_root(path))
 
 
 def given(**options: object) -> dict[str, object]:

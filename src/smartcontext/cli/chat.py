@@ -5,6 +5,7 @@ imports and events of the chats in ``.memory/``. Each command is one call into
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -20,7 +21,7 @@ ChatIdArg = typer.Argument(..., help="The chat id: .memory/CHAT_ID.json in the w
 JsonFlag = typer.Option(False, "--json", help="Print as JSON (the MCP tool's answer).")
 
 
-def _chats(path: Path):
+def _chats(path: Optional[Path]):
     return open_workspace(path).chats()
 
 
@@ -39,7 +40,7 @@ def _with_events(sc, run):
 
 
 @chat_app.command("list")
-def list_chats(path: Path = PathArg, as_json: bool = JsonFlag) -> None:
+def list_chats(path: Optional[Path] = PathArg, as_json: bool = JsonFlag) -> None:
     """The chats of the workspace (``.memory/*.json``)."""
     with errors():
         ids = _chats(path).chat_ids()
@@ -53,7 +54,7 @@ def list_chats(path: Path = PathArg, as_json: bool = JsonFlag) -> None:
 @chat_app.command()
 def topics(
     chat_id: str = ChatIdArg,
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     extract: bool = typer.Option(False, "--extract", help="Regenerate the topics first."),
     method: str = typer.Option("auto", "--method", help="With --extract: auto (the [llm] fast model if set, else local), llm or local."),
     as_json: bool = JsonFlag,
@@ -85,7 +86,7 @@ def topics(
 def set_filter(
     chat_id: str = ChatIdArg,
     topic: list[str] = typer.Option([], "--topic", "-t", help="A topic label to select (repeat); none clears the filter."),
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     as_json: bool = JsonFlag,
 ) -> None:
     """Select topics (smart_context.set_filter); without --topic, clear the filter."""
@@ -103,7 +104,7 @@ def set_filter(
 @chat_app.command("mode")
 def similarity_mode(
     enabled: bool = typer.Argument(..., help="on/true to filter by embedding similarity, off/false for the whole history."),
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     as_json: bool = JsonFlag,
 ) -> None:
     """Turn the topic filter's embedding search on or off (smart_context.set_similarity_mode)."""
@@ -121,7 +122,7 @@ def similarity_mode(
 def context(
     chat_id: str = ChatIdArg,
     message: str = typer.Option(None, "--message", "-m", help="The pending user message (the query of the auto mode)."),
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     mode: str = typer.Option(None, "--mode", help="auto, topics, threshold or all (default: topics when a filter is active, else auto with --message, else all)."),
     max_tokens: int = typer.Option(None, "--max-tokens", "-t", help="Token budget of the auto mode."),
     share: float = typer.Option(None, "--share", help="Auto mode budget as a share of the history's tokens (from config, 0.25)."),
@@ -144,7 +145,7 @@ def add(
     chat_id: str = ChatIdArg,
     role: str = typer.Argument(..., help="user, assistant, system or tool."),
     content: str = typer.Argument(..., help="The message text."),
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     message_id: str = typer.Option(None, "--id", help="The message id (default: a new random id)."),
     extract: bool = typer.Option(None, "--extract/--no-extract", help="Extract topics after adding (default: after an assistant message)."),
     as_json: bool = JsonFlag,
@@ -167,7 +168,7 @@ def add(
 @chat_app.command("import")
 def import_(
     source: Path = typer.Argument(..., help="An OpenAI-style messages JSON, or a ChatGPT conversations.json export."),
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     chat_id: str = typer.Option(None, "--chat-id", help="The chat to write (default: the file name; a ChatGPT export uses each conversation's id)."),
     fmt: str = typer.Option("auto", "--format", help="auto, openai, chatgpt or smartcontext."),
     as_json: bool = JsonFlag,
@@ -185,7 +186,7 @@ def import_(
 
 @chat_app.command()
 def events(
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     since: float = typer.Option(0.0, "--since", help="Only events after this time (an earlier event's 'time')."),
     limit: int = typer.Option(50, "--limit", "-n", help="Number of events."),
     as_json: bool = JsonFlag,

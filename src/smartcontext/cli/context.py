@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -22,8 +23,8 @@ CLIPBOARD_TOOLS = (["pbcopy"], ["wl-copy"], ["xclip", "-selection", "clipboard"]
 
 @app.command()
 def context(
-    question: str = typer.Argument(..., help="The question, in plain language."),
-    path: Path = PathArg,
+    question: str = typer.Argument(..., help="The question, in plain language; - reads it from stdin."),
+    path: Optional[Path] = PathArg,
     max_tokens: Optional[int] = typer.Option(
         None, "--max-tokens", "-t", help="Token budget (exact count).",
         show_default=from_config(CONTEXT_DEFAULTS, "max_tokens"),
@@ -51,15 +52,22 @@ def context(
              "stats): the shape of the MCP context tool.",
     ),
 ) -> None:
-    """Print the most relevant code for QUESTION within --max-tokens."""
+    """Print the most relevant code for QUESTION within --max-tokens.
+
+    Files changed since the last run are re-indexed first, so the answer is never stale."""
     with errors():
+        if question == "-":
+            question = sys.stdin.read()
         ws = open_workspace(path)
         with progress(True) as report:
+            refreshed = ws.refresh(report)
             result = ws.context(
                 question, max_tokens=max_tokens, format=format, progress=report,
                 include_imports=not no_imports, include_scores=scores,
                 **given(expand_depth=depth, exclude_tests=exclude_tests, encoding=encoding),
             )
+        if refreshed.files_indexed or refreshed.files_deleted:
+            result.stats["refreshed"] = refreshed.to_dict()
         if as_json:
             print_json(result.to_dict())  # warnings and nearest candidates are in it
         else:
@@ -93,16 +101,30 @@ def _print_stats(result) -> None:
     t.add_row("tokens", f"{result.token_count} / {result.max_tokens} ({result.counts})")
     for k, v in s.get("seconds", {}).items():
         t.add_row(f"time: {k}", f"{v * 1000:.1f} ms")
-    if s.get("built_index"):
-        b = s["built_index"]
-        t.add_row("index built", f"{b['files_indexed']} files, {b['items']} items (no embeddings)")
+    if s.get("refreshed"):
+        b = s["refreshed"]
+        t.add_row("index updated", f"{b['files_indexed']} file(s) parsed, {b['files_deleted']} removed")
     err_console.print(t)
 
 
 def _copy_to_clipboard(text: str) -> None:
+    """Try each installed clipboard tool until one succeeds (xclip fails without an X
+    display while wl-copy may work); success is claimed only on a zero exit."""
+    failures = []
     for cmd in CLIPBOARD_TOOLS:
-        if shutil.which(cmd[0]):
-            subprocess.run(cmd, input=text.encode("utf-8"), check=False)
-            err_console.print("Copied to the clipboard.")
+        if not shutil.which(cmd[0]):
+            continue
+        try:
+            proc = subprocess.run(cmd, input=text.encode("utf-8"), capture_output=True, timeout=10)
+        except (OSError, subprocess.SubprocessError) as exc:
+            failures.append(f"{cmd[0]}: {exc}")
+            continue
+        if proc.returncode == 0:
+            err_console.print(f"Copied to the clipboard ({cmd[0]}).")
             return
-    warn("no clipboard tool found (pbcopy, wl-copy, xclip, xsel or clip); the context was printed only")
+        reason = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        failures.append(f"{cmd[0]} exited {proc.returncode}" + (f": {reason[0]}" if reason else ""))
+    if failures:
+        warn("could not copy to the clipboard (" + "; ".join(failures) + "); the context was printed only")
+    else:
+        warn("no clipboard tool found (pbcopy, wl-copy, xclip, xsel or clip); the context was printed only")

@@ -15,7 +15,7 @@ MAX_WARNINGS_SHOWN = 10
 
 @app.command()
 def index(
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     embeddings: Optional[bool] = typer.Option(
         None, "--embeddings/--no-embeddings", help="Compute vectors.",
         show_default="when a model is configured",
@@ -51,7 +51,7 @@ def index(
 
 
 @app.command()
-def status(path: Path = PathArg, as_json: bool = JsonOpt) -> None:
+def status(path: Optional[Path] = PathArg, as_json: bool = JsonOpt) -> None:
     """Show what the index holds."""
     with errors():
         st = open_workspace(path).status()
@@ -64,5 +64,6 @@ def status(path: Path = PathArg, as_json: bool = JsonOpt) -> None:
         out_console.print(f"Index: {st.index_path}")
         out_console.print(f"Files {st.files}, items {st.items}, edges {st.edges}, vectors {st.vectors}")
         out_console.print("Kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(st.kinds.items())))
-        out_console.print(f"Embedding model: {st.embedding_model or 'none'}; stored: {st.vector_models or 'none'}")
+        stored = ", ".join(f"{m} ({n})" for m, n in sorted(st.vector_models.items())) or "none"
+        out_console.print(f"Embedding model: {st.embedding_model or 'none'}; vectors stored: {stored}")
         out_console.print(f"Last indexed: {st.last_indexed}; files with warnings: {st.warnings}")

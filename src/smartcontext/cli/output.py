@@ -18,10 +18,13 @@ from ..errors import SmartContextError
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # a typed library error, a failed tool call, an unconfigured plugin
+EXIT_NO_MATCH = 1  # a search that found nothing, as rg and grep report it
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
-err_console = Console(stderr=True)
-out_console = Console()
+# soft_wrap: a long line stays one line. Piped output has no terminal width, and rich's
+# fallback of 80 columns would break paths and suggested commands in two.
+err_console = Console(stderr=True, soft_wrap=True)
+out_console = Console(soft_wrap=True)
 
 PHASE_LABELS = {"parse": "Parsing files", "embed": "Embedding items"}
 

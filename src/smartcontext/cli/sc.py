@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
-from .app import JsonOpt, LimitOpt, app
+from .app import FOUND_ROOT, JsonOpt, LimitOpt, app, workspace_root
 from .output import EXIT_ERROR, errors, print_json, print_text
 
 sc_app = typer.Typer(
@@ -15,14 +16,14 @@ sc_app = typer.Typer(
 )
 app.add_typer(sc_app, name="sc")
 
-VaultArg = typer.Argument(Path("."), help="The Obsidian vault (the folder holding .smart-env/).")
+VaultArg = typer.Argument(None, help="The Obsidian vault (the folder holding .smart-env/).", show_default=FOUND_ROOT)
 ScopeOpt = typer.Option("notes", "--scope", help="notes, blocks or both.")
 
 
 @sc_app.command("search")
 def search(
     query: str = typer.Argument(..., help="What to look for, in plain language."),
-    vault: Path = VaultArg,
+    vault: Optional[Path] = VaultArg,
     limit: int = LimitOpt,
     min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
     tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag."),
@@ -34,7 +35,7 @@ def search(
     from ..smart_connections.tools import render_search, sc_search
 
     with errors():
-        result = sc_search(query, vault, limit=limit, min_score=min_score, tags=tag or None,
+        result = sc_search(query, workspace_root(vault), limit=limit, min_score=min_score, tags=tag or None,
                            paths=in_path or None, scope=scope)
     if as_json:
         print_json(result.to_dict())
@@ -44,8 +45,8 @@ def search(
 
 @sc_app.command("similar")
 def similar(
-    note: str = typer.Argument(..., help="The note (path relative to the vault)."),
-    vault: Path = VaultArg,
+    note: str = typer.Argument(..., help="The note: a path relative to the vault, or a bare note name."),
+    vault: Optional[Path] = VaultArg,
     min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
     limit: int = LimitOpt,
     scope: str = ScopeOpt,
@@ -55,7 +56,7 @@ def similar(
     from ..smart_connections.tools import render_similar, sc_similar
 
     with errors():
-        result = sc_similar(note, vault, limit=limit, min_score=min_score, scope=scope)
+        result = sc_similar(note, workspace_root(vault), limit=limit, min_score=min_score, scope=scope)
     if as_json:
         print_json(result.to_dict())
     else:
@@ -63,12 +64,12 @@ def similar(
 
 
 @sc_app.command("status")
-def status(vault: Path = VaultArg, as_json: bool = JsonOpt) -> None:
+def status(vault: Optional[Path] = VaultArg, as_json: bool = JsonOpt) -> None:
     """Whether the plugin is set up, which model its vectors use, and how search will answer."""
     from ..smart_connections.tools import render_status, sc_status
 
     with errors():
-        st = sc_status(vault)
+        st = sc_status(workspace_root(vault))
     if as_json:
         print_json(st.to_dict())
     else:

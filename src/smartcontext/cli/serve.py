@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 from ..config import DEFAULT_REFRESH_INTERVAL
-from .app import PathArg, app, open_workspace
+from .app import PathArg, app, open_workspace, workspace_root
 from .output import EXIT_INTERRUPTED, errors, print_json, warn
 
 serve_app = typer.Typer(help="Serve a folder to programs (MCP).", no_args_is_help=True)
@@ -24,7 +25,7 @@ class Transport(str, Enum):
 
 @serve_app.command("mcp")
 def mcp(
-    path: Path = PathArg,
+    path: Optional[Path] = PathArg,
     transport: Transport = typer.Option(
         Transport.stdio, "--transport", help="stdio (for desktop clients) or http (streamable HTTP)."
     ),
@@ -39,6 +40,7 @@ def mcp(
     list_tools: bool = typer.Option(False, "--list-tools", help="Print the tools as JSON and exit."),
 ) -> None:
     """Serve PATH over the Model Context Protocol: context, search, status and the vault tools."""
+    path = workspace_root(path)
     with errors(OSError):  # OSError: e.g. the port is taken
         open_workspace(path)  # a wrong folder is reported before the MCP SDK is even imported
         from ..server.mcp import serve

@@ -18,6 +18,7 @@ MU format, one line per symbol, grouped by module:
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections import OrderedDict
 from collections.abc import Callable
@@ -32,8 +33,23 @@ FENCE_LANG = {"python": "python", "javascript": "javascript", "typescript": "typ
               "markdown": "markdown", "text": "text"}
 
 
-def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]]) -> list[str]:
-    """The item's code as it stands in the file (dedented), or its stored text."""
+# A line of only images, linked images or <img> tags (shields.io badges, logos) with no
+# word outside them: it costs tokens and tells a model nothing.
+_IMAGE_MARKUP = re.compile(r"\[!\[[^\]]*\]\([^)]*\)\]\([^)]*\)|!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>|</?a\b[^>]*>|</?p\b[^>]*>")
+
+
+def _carries_words(line: str) -> bool:
+    if "![" not in line and "<img" not in line:
+        return True
+    return bool(re.search(r"\w", _IMAGE_MARKUP.sub("", line)))
+
+
+def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]], from_line: int | None = None) -> list[str]:
+    """The item's code as it stands in the file (dedented), or its stored text.
+
+    from_line: for prose, the first line to show (split parts of a long section share a
+    few lines with the part before; those are shown once). Prose drops image-only lines.
+    """
     it = sel.item
     lines = file_lines.get(it.path)
     if sel.mode == "head" and lines is not None:
@@ -42,7 +58,30 @@ def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]]) -> list[str]
         chunk = lines[it.start_line - 1 : it.end_line]
         if chunk:
             return textwrap.dedent("\n".join(chunk)).splitlines()
-    return it.text.splitlines()
+    text = it.text.splitlines()
+    if not it.traits.prose:
+        return text
+    if from_line is not None and from_line > it.start_line:
+        text = text[from_line - it.start_line:]
+    return [ln for ln in text if _carries_words(ln)]
+
+
+def shown_ranges(items: list[SelectedItem]) -> dict[str, tuple[int, int] | None]:
+    """The lines each prose item shown in full adds to those before it in the same file
+    (``items`` in source order): its own range, a shorter one when it overlaps the
+    previous part, or None when every line of it is already shown."""
+    shown: dict[str, tuple[int, int] | None] = {}
+    until = 0
+    for s in items:
+        it = s.item
+        if s.mode != "full" or not it.traits.prose or it.traits.body_from_file:
+            continue
+        if it.end_line <= until:
+            shown[it.id] = None
+        else:
+            shown[it.id] = (max(it.start_line, until + 1), it.end_line)
+        until = max(until, it.end_line)
+    return shown
 
 
 def _short_signature(sel: SelectedItem) -> str:
@@ -101,9 +140,13 @@ def render_mu(
         if deps.get(path):
             out.append("@ " + ", ".join(deps[path]))
         depth_of: dict[str, int] = {}
+        ranges = shown_ranges(items)
         for s in items:
             it = s.item
             traits = it.traits
+            if it.id in ranges and ranges[it.id] is None:
+                continue  # every line already shown by the part before
+            first, last = ranges.get(it.id) or (it.start_line, it.end_line)
             if traits.whole_file:
                 if s.mode == "full":
                     out.extend("  " + ln for ln in it.text.splitlines())
@@ -132,11 +175,11 @@ def render_mu(
                 notes.extend("@" + str(d).lstrip("@") for d in decorators)
             if include_scores and not s.context_only:
                 notes.append(f"relevance={s.score:.2f}")
-            notes.append(f"L{it.start_line}-{it.end_line}")
+            notes.append(f"L{first}-{last}")
             line += " :: " + " ".join(notes)
             out.append(line)
             if s.mode == "full":
-                out.extend(pad + "    " + ln if ln else "" for ln in body_lines(s, file_lines))
+                out.extend(pad + "    " + ln if ln else "" for ln in body_lines(s, file_lines, first))
             elif it.doc_summary:
                 out.append(pad + "  :: " + it.doc_summary)
         out.append("")
@@ -156,17 +199,21 @@ def render_markdown(
         if deps.get(path):
             out.append("Imports: " + ", ".join(f"`{d}`" for d in deps[path]))
         out.append("")
+        ranges = shown_ranges(items)
         for s in items:
             it = s.item
+            if it.id in ranges and ranges[it.id] is None:
+                continue  # every line already shown by the part before
+            first, last = ranges.get(it.id) or (it.start_line, it.end_line)
             lang = FENCE_LANG.get(it.language, "")
             score = f" (relevance {s.score:.2f})" if include_scores and not s.context_only else ""
             if s.mode in ("full", "head"):
-                body = "\n".join(body_lines(s, file_lines))
+                body = "\n".join(body_lines(s, file_lines, first))
                 fence = "````" if "```" in body else "```"
                 label = it.qualname if not it.traits.whole_file else (
                     "whole file" if s.mode == "full" else "file header"
                 )
-                out.append(f"`{label}` lines {it.start_line}-{it.end_line}{score}:")
+                out.append(f"`{label}` lines {first}-{last}{score}:")
                 out.append(f"{fence}{lang}\n{body}\n{fence}")
             else:
                 sig = _short_signature(s)
@@ -196,12 +243,16 @@ def json_document(
     files = []
     for path, items in _group(selection).items():
         entries = []
+        ranges = shown_ranges(items)
         for s in items:
+            if s.item.id in ranges and ranges[s.item.id] is None:
+                continue  # every line already shown by the part before
             entry = s.to_dict(include_text=False)
             if not include_scores or s.context_only:
                 del entry["score"]
+            first = (ranges.get(s.item.id) or (None, None))[0]
             if s.mode in ("full", "head"):
-                entry["code"] = "\n".join(body_lines(s, file_lines))
+                entry["code"] = "\n".join(body_lines(s, file_lines, first))
             elif s.item.doc_summary:
                 entry["doc"] = s.item.doc_summary
             entries.append(entry)

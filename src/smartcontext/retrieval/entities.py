@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .english import COMMON_WORDS
+
 # Identifier: a letter or underscore, then word characters (Unicode-aware).
 _WORD = r"[^\W\d]\w*"
 _IDENT_RE = re.compile(r"(?<!\w)[^\W\d]\w*+")
@@ -151,7 +153,7 @@ class EntityExtractor:
             for part in value.split("."):
                 if _shape(part):
                     add(part, _shape(part) or "known")
-                elif self._is_known(part) and len(part) > 2:
+                elif len(part) > 2 and part.lower() not in COMMON_WORDS and self._is_known(part):
                     add(part, "known")
         for m in _IDENT_RE.finditer(text):
             word = m.group(0)
@@ -160,7 +162,8 @@ class EntityExtractor:
             shape = _shape(word)
             if shape:
                 add(word, shape)
-            elif len(word) > 2 and self._is_known(word):
+            elif len(word) > 2 and word.lower() not in COMMON_WORDS and self._is_known(word):
+                # "done" in "where is X done?" is English, even if some class has done().
                 add(word, "known")
             if len(found) >= MAX_ENTITIES * 2:
                 break

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgument
-from ..model import ItemKind
+from ..errors import InvalidArgument, did_you_mean
+from ..model import KIND_TRAITS, ItemKind
 from ..notes.match import normalise_folder, path_matches
 from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import Store, StoredItem
@@ -76,6 +76,24 @@ def _item_tags(si: StoredItem) -> list[str]:
     return [normalise_tag(t) for t in tags] if isinstance(tags, list) else []
 
 
+def _check_filters(cat: Catalogue, prefixes: list[str] | None, kinds: set[str] | None) -> None:
+    """A misspelt kind or folder is an error with a suggestion, not a silent empty answer."""
+    for kind in sorted(kinds or ()):
+        if kind not in KIND_TRAITS:
+            raise InvalidArgument(
+                f"unknown kind {kind!r}{did_you_mean(kind, KIND_TRAITS)}; kinds: {', '.join(KIND_TRAITS)}"
+            )
+    if not prefixes:
+        return
+    folders = {"/".join(p.split("/")[:i]) for p in cat.paths for i in range(1, p.count("/") + 1)}
+    for prefix in prefixes:
+        if not prefix or prefix in folders or prefix in cat.by_path:
+            continue
+        raise InvalidArgument(
+            f"no folder or file {prefix!r} in the index{did_you_mean(prefix, folders | set(cat.by_path))}"
+        )
+
+
 def search(
     store: Store,
     cat: Catalogue,
@@ -101,6 +119,7 @@ def search(
     pool = max(limit * 10, 100)
     prefixes = [normalise_folder(p) for p in paths] if paths else None
     kind_set = set(kinds) if kinds else None
+    _check_filters(cat, prefixes, kind_set)
     want_tags = {normalise_tag(t) for t in tags} if tags else None
     allowed: set[int] | None = None
     if want_tags:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from .. import __version__
+from ..errors import PortUnavailable
 from ..tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry, ToolSpec
 
 SERVER_NAME = "smartcontext"
@@ -55,14 +57,12 @@ def build_server(registry: ToolRegistry) -> Server[Any]:
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
+    text_fields = {s.name: s.text_field for s in registry.specs() if s.text_field}
+
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # Tools do file and SQLite work; a worker thread keeps the server answering meanwhile.
         result = await anyio.to_thread.run_sync(registry.call, params.name, params.arguments)
-        text = json.dumps(result, ensure_ascii=False, default=str)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
-            is_error=not result.get("success", False),
-        )
+        return tool_result(result, text_fields.get(params.name))
 
     return Server(
         SERVER_NAME,
@@ -74,6 +74,24 @@ def build_server(registry: ToolRegistry) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def tool_result(result: dict[str, Any], text_field: str | None = None) -> types.CallToolResult:
+    """A tool's answer as MCP content: one JSON text block; for a tool with a ``text_field``
+    (the context), that text as its own block first, exactly as counted against the budget,
+    then the rest (token_count, files, warnings) as JSON and as structured content."""
+    ok = bool(result.get("success", False))
+    if ok and text_field and isinstance(result.get(text_field), str):
+        meta = {k: v for k, v in result.items() if k != text_field}
+        meta_json = json.loads(json.dumps(meta, ensure_ascii=False, default=str))  # plain JSON types
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result[text_field]),
+                     types.TextContent(type="text", text=json.dumps(meta_json, ensure_ascii=False))],
+            structured_content=meta_json,
+            is_error=False,
+        )
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=not ok)
 
 
 async def run_stdio(server: Server[Any]) -> None:
@@ -89,14 +107,34 @@ def http_app(server: Server[Any], host: str = DEFAULT_HOST):
     return server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
 
 
+def bind(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:
+    """A listening socket for the HTTP server, bound before anything is announced, so a
+    taken port is one clear error rather than a printed URL followed by uvicorn's log."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise PortUnavailable(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+            f"another server may be using it: choose another with --port"
+        ) from None
+    return sock
+
+
 def run_http(
-    server: Server[Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning"
+    server: Server[Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning",
+    sock: socket.socket | None = None,
 ) -> None:
     import uvicorn
 
+    sock = sock or bind(host, port)
     config = uvicorn.Config(http_app(server, host), host=host, port=port, log_level=log_level,
                             lifespan="on", access_log=False)
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def serve(
@@ -111,7 +149,14 @@ def serve(
     process is stopped (http). ``warm`` builds a missing index in the background."""
     if transport not in ("stdio", "http"):
         raise ValueError(f"unknown transport {transport!r}; choose stdio or http")
-    registry = ToolRegistry.open(path, refresh_interval=refresh_interval)
+    # The port first: a taken one fails before any index work starts in the background.
+    sock = bind(host, port) if transport == "http" else None
+    try:
+        registry = ToolRegistry.open(path, refresh_interval=refresh_interval)
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
     for warning in registry.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     try:
@@ -123,7 +168,7 @@ def serve(
         else:
             print(f"Smart Context MCP server for {registry.context.root} at http://{_url_host(host)}:{port}{HTTP_PATH}",
                   file=sys.stderr, flush=True)
-            run_http(server, host, port)
+            run_http(server, host, port, sock=sock)
     finally:
         registry.close()
 

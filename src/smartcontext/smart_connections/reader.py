@@ -459,6 +459,12 @@ class SmartConnections:
         for candidate in (rel, rel + ".md"):
             if cache.has_rows(candidate):
                 return candidate
+        # A bare note name ("Attention"), resolved as a wikilink is, like read_file does.
+        from ..notes.resolver import LinkResolver
+
+        linked = LinkResolver(cache.note_paths()).resolve(path.strip())
+        if linked is not None and cache.has_rows(linked):
+            return linked
         raise NoteNotFound(
             f"Smart Connections has no vector for {path!r} (model {cache.model_key}); "
             f"check the path (relative to the vault, e.g. 'folder/note.md') or let the plugin embed it"

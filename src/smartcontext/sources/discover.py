@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -69,14 +70,74 @@ def classify(path: str) -> tuple[str, str] | None:
     return (found[0].name, found[1]) if found else None
 
 
+def _git_dir(root: Path) -> Path | None:
+    """The repository folder of a workspace whose root holds ``.git`` (a folder, or the
+    ``gitdir:`` file of a linked worktree or submodule)."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    if dot_git.is_file():
+        try:
+            line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None
+        if line.startswith("gitdir:"):
+            target = Path(line[len("gitdir:"):].strip())
+            target = target if target.is_absolute() else (root / target)
+            # A linked worktree keeps info/exclude in the main repository ("commondir").
+            common = target / "commondir"
+            if common.is_file():
+                rel = common.read_text(encoding="utf-8", errors="replace").strip()
+                target = Path(rel) if Path(rel).is_absolute() else target / rel
+            return target.resolve() if target.is_dir() else None
+    return None
+
+
+def _global_excludes_file(root: Path) -> Path | None:
+    """``core.excludesFile`` as git resolves it (config includes, ``~``), else git's
+    default ``$XDG_CONFIG_HOME/git/ignore``."""
+    try:
+        proc = subprocess.run(
+            ["git", "config", "--path", "--get", "core.excludesFile"], cwd=root,
+            capture_output=True, text=True, timeout=5,
+        )
+        configured = proc.stdout.strip() if proc.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):  # no git installed: only the default
+        configured = ""
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg) / "git" / "ignore"
+
+
+def git_exclude_patterns(root: Path) -> list[str]:
+    """The patterns git applies besides .gitignore files: ``.git/info/exclude`` and the
+    user's ``core.excludesFile``. Only for a workspace at a repository's root, where their
+    patterns are relative to the same folder as ours."""
+    git_dir = _git_dir(root)
+    if git_dir is None:
+        return []
+    patterns: list[str] = []
+    for path in (git_dir / "info" / "exclude", _global_excludes_file(root)):
+        if path is not None and path.is_file():
+            try:
+                patterns += path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+    return patterns
+
+
 class _IgnoreRules:
-    """.gitignore files found while walking, each applied to paths below its folder."""
+    """.gitignore files found while walking, each applied to paths below its folder, plus
+    the configured excludes and git's own exclude files at the root."""
 
     def __init__(self, root: Path, extra_excludes: Iterable[str], use_gitignore: bool):
         self.root = root
         self.use_gitignore = use_gitignore
         self.specs: list[tuple[str, pathspec.PathSpec]] = []
         patterns = list(extra_excludes)
+        if use_gitignore:
+            patterns += git_exclude_patterns(root)
         if patterns:
             self.specs.append(("", pathspec.PathSpec.from_lines("gitignore", patterns)))
 

@@ -181,6 +181,12 @@ class Store(Protocol):
         """How many items hold each (single-word, lower-case) term; absent terms are left out."""
         ...
 
+    def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]:
+        """Indexed (single-word, lower-case) terms starting with ``prefix``, with their
+        document frequencies: at most ``limit``, in term order. For word-form matching
+        at query time ("rewriting" -> rewrite, rewriter)."""
+        ...
+
     # -- edges ---------------------------------------------------------------------
     def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]: ...
 

@@ -536,6 +536,18 @@ class SQLiteStore:
             )
         return out
 
+    def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]:
+        if not prefix:
+            return {}
+        # A term range, which fts5vocab answers from the index without a full scan.
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        return dict(
+            self.db.execute(
+                "SELECT term, doc FROM items_fts_vocab WHERE term >= ? AND term < ? LIMIT ?",
+                (prefix, upper, limit),
+            ).fetchall()
+        )
+
     # -- edges -------------------------------------------------------------------
 
     def _edges_where(self, where: str, order: str, values: Sequence[str], by_key: bool) -> list[EdgeRow]:

@@ -43,6 +43,9 @@ class ToolSpec:
     destructive: a writing tool that may replace or remove content (not only add).
     provider:  which provider offered it (``workspace``, ``vault``, ``smart_connections``...).
     lock:      held while the handler runs, for tools whose state is not thread-safe.
+    text_field: the answer's key holding text for a model to read as is (the context):
+               MCP sends it as its own text block, so it is not JSON-escaped (escaping
+               newlines and quotes costs tokens the budget did not count).
     """
 
     name: str
@@ -53,6 +56,7 @@ class ToolSpec:
     destructive: bool = False
     provider: str = ""
     lock: Any = None
+    text_field: str | None = None
     validator: Draft202012Validator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

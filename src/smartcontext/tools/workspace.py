@@ -74,7 +74,7 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
                 "required": ["question"],
                 "additionalProperties": False,
             },
-            context, provider="workspace",
+            context, provider="workspace", text_field="text",
         ),
         ToolSpec(
             "search",

@@ -1,0 +1,63 @@
+"""Plain English in questions: words too common to name code, and word forms.
+
+Questions are written in English ("where is the assertion rewriting done?") while code
+names use other forms of the same words (``AssertionRewriter``, ``rewrite_asserts``).
+Two helpers, used at query time only so the index format never changes:
+
+- ``COMMON_WORDS``: English words that are almost never what a question means by a code
+  name even when some symbol is called that (``done()``, ``make``, ``check``).
+- ``stem``: a light suffix stripper, so that "rewriting", "rewrite", "rewriter" and
+  "rewritten" share one stem; the keyword search expands a question's word to the
+  indexed words with the same stem.
+"""
+
+from __future__ import annotations
+
+# Verbs, adjectives and adverbs of everyday English; nouns that are also common code
+# names (session, request, config, cache...) are deliberately not here.
+COMMON_WORDS = frozenset(
+    """able actually add added again all allow allowed already also always another any
+    anything around available back bad based become becomes begin best better big both
+    bring call called calling calls can case cases cause caused causes certain change
+    changed changes check checked clear come comes correct correctly could current
+    currently default did different do does doing done down during each easy either
+    else end ends enough even ever every everything exactly example exist exists expect
+    expected fail failed fails fine first following found get gets getting give given
+    gives go goes going gone good got great handle handled happen happened happens hard
+    help here how however important instead just keep kept kind know known last later
+    least less let like likely little long look looking looks lot made main make makes
+    making many may maybe mean means might more most much must need needed needs never
+    new next nice no none not nothing now often old once one only other others otherwise
+    own part perhaps place point possible pretty probably put quite rather real really
+    reason right run runs same say says see seems seen set sets should show shown shows
+    simple simply since small so some something sometimes still such sure take taken
+    takes tell than that then there thing things think this though through thus too
+    true try trying turn two under unless up us use used uses using usually very want
+    wanted wants way ways well were what whatever when where whether which while who
+    whole why will within without work worked working works would wrong yes yet""".split()
+)
+
+# Longest first, so "ations" is tried before "ation" and "s".
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "er", "ies", "es", "ed", "ly", "s")
+MIN_STEM = 3
+
+
+def stem(word: str) -> str:
+    """A light stem: "rewriting", "rewrites", "rewriter", "rewritten" -> "rewrit";
+    "assertion", "asserts" -> "assert". Not a full Porter stemmer: enough for the word
+    forms of one verb or noun to meet, cheap, and never shorter than ``MIN_STEM``."""
+    w = word.lower()
+    if w.endswith("en") and len(w) - 2 >= MIN_STEM + 1 and w[-3] == w[-4]:
+        w = w[:-2]  # "written" forms with a doubled consonant: rewritten -> rewritt
+    else:
+        for suffix in _SUFFIXES:
+            if w.endswith(suffix) and len(w) - len(suffix) >= MIN_STEM:
+                if suffix == "s" and w.endswith(("ss", "us", "is")):
+                    break  # class, status, analysis are not plurals
+                w = w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+                break
+    if len(w) > MIN_STEM and w[-1] == w[-2] and w[-1] not in "lsz":
+        w = w[:-1]  # running -> runn -> run; rewritt -> rewrit
+    if len(w) > MIN_STEM + 1 and w.endswith("e"):
+        w = w[:-1]  # rewrite -> rewrit, to meet rewriting
+    return w

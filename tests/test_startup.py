@@ -1,0 +1,43 @@
+"""Start-up stays cheap (issue 12): ``import smartcontext`` loads no engine module and no
+numpy; the public names load on first use; ``--version`` needs none of the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ["numpy", "smartcontext.workspace", "smartcontext.indexer", "smartcontext.store.sqlite"]
+
+
+def _loaded_after(code: str) -> dict[str, bool]:
+    probe = code + f"\nimport json, sys\nprint(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_smartcontext_loads_no_engine():
+    assert not any(_loaded_after("import smartcontext").values())
+
+
+def test_public_names_load_on_first_use():
+    assert _loaded_after("from smartcontext import Workspace")["smartcontext.workspace"]
+    import smartcontext
+
+    assert smartcontext.Workspace.__name__ == "Workspace"
+    assert set(smartcontext.__all__) <= set(dir(smartcontext))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        smartcontext.Nope  # noqa: B018
+
+
+def test_version_runs_without_the_engine():
+    probe = ("import runpy, sys\nsys.argv = ['smartcontext', '--version']\n"
+             "try:\n    runpy.run_module('smartcontext', run_name='__main__')\nexcept SystemExit:\n    pass")
+    loaded = _loaded_after(probe)
+    assert not loaded["numpy"] and not loaded["smartcontext.workspace"], loaded
+    env = {**os.environ}
+    out = subprocess.run([sys.executable, "-m", "smartcontext", "--version"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.startswith("smartcontext ")
