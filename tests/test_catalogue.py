@@ -1,10 +1,9 @@
-"""The in-memory catalogue, built from a real SQLite store."""
+"""The in-memory catalogue, built from a real store (SQLite and PostgreSQL)."""
 
 import pytest
 
 from smartcontext.model import Edge, Item
 from smartcontext.retrieval.catalogue import Catalogue, is_test_path
-from smartcontext.store import open_store
 
 
 def _code(path, qual, kind, start, end, parent=None, module="pkg.mod"):
@@ -29,8 +28,8 @@ def _put(store, path, items, module, source="code"):
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def store(make_store):
+    s = make_store()
     mod = _code("pkg/mod.py", "pkg.mod", "module", 1, 20)
     cls = _code("pkg/mod.py", "Session", "class", 3, 15, parent=mod.id)
     meth = _code("pkg/mod.py", "Session.send", "method", 5, 9, parent=cls.id)

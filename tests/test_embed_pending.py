@@ -34,8 +34,8 @@ class HashEmbedder:
 
 
 @pytest.fixture
-def ws(sample_repo):
-    w = Workspace.open(sample_repo)
+def ws(sample_repo, open_ws):
+    w = open_ws(sample_repo)
     w.config.embeddings.model = "none"
     w.index()
     yield w

@@ -14,17 +14,27 @@ NOTES = {
 }
 
 
-@pytest.fixture(scope="module")
-def vault(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def vault(tmp_path_factory, request):
+    from smartcontext.config import Config
+
     root = tmp_path_factory.mktemp("vault")
     for rel, text in NOTES.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    ws = Workspace.open(root)
+    config = Config.load(root)
+    if request.param == "postgres":
+        config.store.url = request.getfixturevalue("pg_url")
+        config.store.workspace = "search_vault"
+    ws = Workspace.open(root, config)
     ws.index(embeddings=True)
     yield ws
     ws.close()
+    if request.param == "postgres":
+        from smartcontext.store.postgres import drop_workspace
+
+        drop_workspace(config.store.url, "search_vault", clear_cache=True)
 
 
 def test_keyword_ranks_by_bm25(vault):
@@ -70,9 +80,9 @@ def test_bad_search_arguments(vault):
         vault.search("x", limit=0)
 
 
-def test_semantic_without_embeddings_is_a_clear_error(tmp_path):
+def test_semantic_without_embeddings_is_a_clear_error(tmp_path, open_ws):
     (tmp_path / "a.md").write_text("# A\n\ngreetings from the harbour\n")
-    ws = Workspace.open(tmp_path)
+    ws = open_ws(tmp_path)
     ws.config.embeddings.model = "none"
     ws.index()
     with pytest.raises(InvalidArgument, match="embeddings"):
@@ -81,7 +91,7 @@ def test_semantic_without_embeddings_is_a_clear_error(tmp_path):
     assert hits and "keywords only" in info["note"]
 
 
-def test_filters_apply_before_the_pool_is_cut(tmp_path):
+def test_filters_apply_before_the_pool_is_cut(tmp_path, open_ws):
     # 300 notes match the query strongly; the 12 that pass each filter match weakly and
     # would all fall outside a global top-100 pool.
     for i in range(300):
@@ -91,7 +101,7 @@ def test_filters_apply_before_the_pool_is_cut(tmp_path):
         (tmp_path / "quiet" / f"q{i}.md").write_text(
             f"---\ntags: [rare]\n---\n# Quiet {i}\n\nalpha once, among many other words here {i}\n"
         )
-    ws = Workspace.open(tmp_path)
+    ws = open_ws(tmp_path)
     ws.config.embeddings.model = "none"
     ws.index()
     assert len(ws.search("alpha", mode="keyword", tags=["rare"], limit=10)) == 10

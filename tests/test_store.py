@@ -23,6 +23,12 @@ def _put(store, path, items, edges=(), hash="h1"):
                        edges=list(edges))
 
 
+def _unique_violation():
+    from psycopg.errors import UniqueViolation
+
+    return UniqueViolation
+
+
 def test_split_identifier_and_fts_text():
     assert split_identifier("HTTPAdapter") == ["http", "adapter"]
     assert split_identifier("get_netrc_auth") == ["get", "netrc", "auth"]
@@ -38,8 +44,8 @@ def test_schema_version_recorded(tmp_path):
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_replace_file_swaps_items_edges_and_fts(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_replace_file_swaps_items_edges_and_fts(make_store):
+    s = make_store()
     _put(s, "a.py", [_item("a.py", "load_config", text="def load_config(): read toml")],
          [Edge("a.py::load_config", "calls", dst_name="read")])
     assert s.counts() == {"files": 1, "items": 1, "edges": 1, "vectors": 0}
@@ -51,25 +57,25 @@ def test_replace_file_swaps_items_edges_and_fts(tmp_path):
     assert s.items_by_rowids([rowid])[rowid].item.name == "save_config"
 
 
-def test_camel_case_is_searchable_by_parts(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_camel_case_is_searchable_by_parts(make_store):
+    s = make_store()
     _put(s, "a.py", [_item("a.py", "HTTPAdapter", kind="class", text="class HTTPAdapter: pass")])
     assert s.keyword_search([KeywordTerm("adapter")], 10)
 
 
-def test_failed_replace_leaves_old_version(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_failed_replace_leaves_old_version(make_store):
+    s = make_store()
     _put(s, "a.py", [_item("a.py", "f")])
     dup = _item("a.py", "g")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises((sqlite3.IntegrityError, _unique_violation())):
         # Two items with the same id violate UNIQUE half-way through the transaction.
         _put(s, "a.py", [dup, dup], hash="h2")
     assert [si.item.name for si in s.items_in_paths(["a.py"])] == ["f"]
     assert s.file_states()["a.py"].hash == "h1"
 
 
-def test_delete_files_cascades(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_delete_files_cascades(make_store):
+    s = make_store()
     _put(s, "a.py", [_item("a.py", "f")], [Edge("a.py::f", "calls", dst_name="g")])
     rowid = s.item_light_rows()[0][0]
     s.put_vectors("m", [rowid], np.ones((1, 4), dtype=np.float32))
@@ -78,8 +84,8 @@ def test_delete_files_cascades(tmp_path):
     assert s.keyword_search([KeywordTerm("pass")], 10) == []
 
 
-def test_vectors_roundtrip_and_missing(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_vectors_roundtrip_and_missing(make_store):
+    s = make_store()
     _put(s, "a.py", [_item("a.py", "f"), _item("a.py", "g")])
     rows = [r[0] for r in s.item_light_rows()]
     assert len(s.items_missing_vectors("m")) == 2
@@ -91,8 +97,8 @@ def test_vectors_roundtrip_and_missing(tmp_path):
     assert s.vector_models() == {"m": 2}
 
 
-def test_generation_changes_on_write(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_generation_changes_on_write(make_store):
+    s = make_store()
     g0 = s.generation()
     _put(s, "a.py", [_item("a.py", "f")])
     assert s.generation() > g0
@@ -149,8 +155,8 @@ def _code_file(s, path="pkg/mod.py", hash="h1", extra=""):
     return mod, cls, meth
 
 
-def test_items_read_back_exactly_as_written(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_items_read_back_exactly_as_written(make_store):
+    s = make_store()
     written = _code_file(s)
     notes = [_md("n/a.md", "", 1, 2, "intro line\nmore 🙂"),
              _md("n/a.md", "Héading", 3, 4, "# Héading\nbody text", parent="n/a.md"),
@@ -179,8 +185,8 @@ def test_items_read_back_exactly_as_written(tmp_path):
     assert s.counts() == {"files": 2, "items": 6, "edges": 6, "vectors": 0}
 
 
-def test_file_states_touch_and_warnings(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_file_states_touch_and_warnings(make_store):
+    s = make_store()
     _code_file(s, extra="\n# tail\n")
     state = s.file_states()["pkg/mod.py"]
     assert (state.mtime_ns, state.hash, state.language, state.source) == (5, "h1", "python", "code")
@@ -191,8 +197,8 @@ def test_file_states_touch_and_warnings(tmp_path):
     assert s.get_meta("last_indexed") == "now" and s.get_meta("nope", "d") == "d"
 
 
-def test_edges_by_source_target_and_name(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_edges_by_source_target_and_name(make_store):
+    s = make_store()
     mod, cls, meth = _code_file(s)
     assert s.edges_from([meth.id]) == [(meth.id, "calls", None, "os.fspath")]
     assert sorted(s.edges_from([mod.id])) == [(mod.id, "contains", cls.id, None), (mod.id, "imports", None, "os")]
@@ -209,8 +215,8 @@ def test_edges_by_source_target_and_name(tmp_path):
     assert s.edges_from(["elsewhere::x"]) == [] and len(s.all_edges()) == 4
 
 
-def test_keyword_search_weights_phrases_and_files_only(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_keyword_search_weights_phrases_and_files_only(make_store):
+    s = make_store()
     _code_file(s)
     hits = s.keyword_search([KeywordTerm("adapter"), KeywordTerm("http adapter")], 10)
     ids = s.items_by_rowids([r for r, _ in hits])
@@ -258,8 +264,8 @@ def test_vectors_are_the_cache_rows_of_content_hashes(tmp_path):
     assert s.clear_cached_vectors("m") == 1 and s.vector_models() == {} and s.generation() > g
 
 
-def test_batch_commits_once_and_rolls_back_whole(tmp_path):
-    s = open_store(tmp_path / "i.db")
+def test_batch_commits_once_and_rolls_back_whole(make_store):
+    s = make_store()
     with pytest.raises(RuntimeError):
         with s.batch():
             _put(s, "a.py", [_item("a.py", "f")])
@@ -273,10 +279,10 @@ def test_batch_commits_once_and_rolls_back_whole(tmp_path):
     assert s.counts()["files"] == 1 and s.get_meta("k") == "v"
 
 
-def test_store_satisfies_the_protocol(tmp_path):
+def test_store_satisfies_the_protocol(make_store):
     from smartcontext.store import Store as StoreProtocol
 
-    assert isinstance(open_store(tmp_path / "i.db"), StoreProtocol)
+    assert isinstance(make_store(), StoreProtocol)
 
 
 def test_compact_reclaims_freed_pages_only_when_worth_it(tmp_path):

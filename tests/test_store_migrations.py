@@ -151,7 +151,7 @@ def test_open_store_accepts_a_sqlite_url_and_refuses_others(tmp_path):
     s = open_store(f"sqlite://{tmp_path / 'u.db'}")
     assert (tmp_path / "u.db").exists() and s.location == str(tmp_path / "u.db")
     with pytest.raises(InvalidArgument, match="postgresql"):
-        open_store("postgresql://localhost/db")
+        open_store("mysql://localhost/db")
 
 
 def test_run_script_splits_where_sqlite_says_a_statement_ends():

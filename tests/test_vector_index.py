@@ -1,18 +1,18 @@
-"""Exact cosine search over the vectors of a real SQLite store."""
+"""Exact cosine search over the vectors of a real store (SQLite and PostgreSQL)."""
 
 import numpy as np
 
 from smartcontext.model import Item
 from smartcontext.retrieval.vector import VectorIndex
-from smartcontext.store import open_store
 
 
-def _store(tmp_path, n=5):
-    s = open_store(tmp_path / "i.db")
+def _store(make_store, n=5, same_content=False):
+    s = make_store()
     items = [Item(id=f"a.py::f{i}", path="a.py", kind="function", name=f"f{i}", qualname=f"f{i}",
                   start_line=i + 1, end_line=i + 1, text=f"def f{i}(): pass") for i in range(n)]
     s.replace_file(path="a.py", mtime_ns=1, size=1, hash="h", language="python", source="code",
-                   module="a", warnings=[], items=[(it, f"a.{it.name}", 1, f"c{i}") for i, it in enumerate(items)],
+                   module="a", warnings=[], items=[(it, f"a.{it.name}", 1, "same" if same_content else f"c{i}")
+                                                for i, it in enumerate(items)],
                    edges=[])
     return s, [r.rowid for r in s.item_light_rows()]
 
@@ -22,8 +22,8 @@ def _unit(rows):
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
-def test_search_ranks_by_cosine_and_respects_allowed(tmp_path):
-    s, rowids = _store(tmp_path)
+def test_search_ranks_by_cosine_and_respects_allowed(make_store):
+    s, rowids = _store(make_store)
     vecs = _unit([[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0, 1], [-1, 0, 0]])
     s.put_vectors("m", rowids, vecs)
     index = VectorIndex(s, "m")
@@ -36,16 +36,16 @@ def test_search_ranks_by_cosine_and_respects_allowed(tmp_path):
     assert index.search(np.array([1, 0, 0], dtype=np.float32), allowed=set()) == []
 
 
-def test_never_compares_vectors_of_another_size_or_model(tmp_path):
-    s, rowids = _store(tmp_path, 2)
+def test_never_compares_vectors_of_another_size_or_model(make_store):
+    s, rowids = _store(make_store, 2)
     s.put_vectors("m", rowids, _unit([[1, 0, 0], [0, 1, 0]]))
     assert VectorIndex(s, "m").search(np.ones(4, dtype=np.float32)) == []
     other = VectorIndex(s, "other-model")
     assert len(other) == 0 and other.search(np.ones(3, dtype=np.float32)) == []
 
 
-def test_vector_of_and_similar_to(tmp_path):
-    s, rowids = _store(tmp_path, 3)
+def test_vector_of_and_similar_to(make_store):
+    s, rowids = _store(make_store, 3)
     vecs = _unit([[1, 0], [0.8, 0.2], [0, 1]])
     s.put_vectors("m", rowids, vecs)
     index = VectorIndex(s, "m")
@@ -54,11 +54,10 @@ def test_vector_of_and_similar_to(tmp_path):
     assert index.similar_to(999999) == []
 
 
-def test_items_sharing_content_share_a_vector(tmp_path):
-    s, rowids = _store(tmp_path, 2)
+def test_items_sharing_content_share_a_vector(make_store):
     # both items are embedded from the same text (same content hash): one cache row
-    s.db.execute("UPDATE items SET content_hash = 'same'")
+    s, rowids = _store(make_store, 2, same_content=True)
     s.cache_vectors("m", [("same", _unit([[0.6, 0.8]])[0])])
     index = VectorIndex(s, "m")
     assert sorted(index.rowids.tolist()) == rowids
-    assert s.db.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0] == 1
+    assert s.vector_models() == {"m": 2} and list(s.cached_vectors("m", ["same", "c0"])) == ["same"]

@@ -10,8 +10,8 @@ from smartcontext.tokens import count_tokens
 
 
 @pytest.fixture
-def ws(sample_repo):
-    w = Workspace.open(sample_repo)
+def ws(sample_repo, open_ws):
+    w = open_ws(sample_repo)
     w.config.embeddings.model = "none"
     w.index()
     yield w
@@ -165,8 +165,8 @@ def test_huge_question_is_handled(ws):
     assert any(s.item.name == "login" for s in res.items)
 
 
-def test_context_builds_an_index_when_missing(sample_repo):
-    w = Workspace.open(sample_repo)
+def test_context_builds_an_index_when_missing(sample_repo, open_ws):
+    w = open_ws(sample_repo)
     w.config.embeddings.model = "none"
     res = w.context("apply_discount", max_tokens=1000)
     assert "built_index" in res.stats

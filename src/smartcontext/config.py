@@ -20,6 +20,10 @@
     exclude_tests = false
     expand_depth = 1
 
+    [store]                       # where the index lives (default: .smartcontext/index.db)
+    url = ""                      # "postgresql://user@host/db": a shared PostgreSQL + pgvector
+    workspace = ""                # its name in that database (default: the folder's name)
+
     [llm]                         # models by category, for LLM-backed features
     fast = ""                     # e.g. "openai/gpt-4o-mini"; empty = local methods
 
@@ -106,12 +110,19 @@ CHAT_TOP_LEVEL_KEYS = ("enabled", "similarity_threshold", "embedding_search", "e
 
 
 @dataclass
+class StoreConfig:
+    url: str = ""  # empty: the SQLite file in .smartcontext/; SMARTCONTEXT_STORE_URL overrides
+    workspace: str = ""  # the workspace's name in a shared database (default: folder name)
+
+
+@dataclass
 class Config:
     index: IndexConfig = field(default_factory=IndexConfig)
     embeddings: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     context: ContextDefaults = field(default_factory=ContextDefaults)
     llm: dict[str, str] = field(default_factory=dict)
     chat: ChatConfig = field(default_factory=ChatConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     source: str | None = None  # the file it came from
 
     @classmethod
@@ -137,6 +148,9 @@ class Config:
         env_model = os.environ.get("SMARTCONTEXT_EMBEDDING_MODEL")
         if env_model:
             cfg.embeddings.model = env_model
+        env_store = os.environ.get("SMARTCONTEXT_STORE_URL")
+        if env_store:
+            cfg.store.url = env_store
         return cfg
 
     @classmethod
@@ -144,7 +158,7 @@ class Config:
         """``prefix`` names where the tables sit in the file (``plugins.smart_context.``
         in .vault.toml), so errors name the section as the user wrote it. The chat keys
         (``CHAT_TOP_LEVEL_KEYS``) may also sit at the top level, as the seed writes them."""
-        known = {"index", "embeddings", "context", "llm", "chat"}
+        known = {"index", "embeddings", "context", "llm", "store", "chat"}
         for name in sorted(set(table) - known - set(CHAT_TOP_LEVEL_KEYS)):
             if not isinstance(table[name], dict):
                 where = f"[{prefix[:-1]}]" if prefix else "the top level"
@@ -169,6 +183,7 @@ class Config:
             embeddings=_build(EmbeddingConfig, table.get("embeddings", {}), prefix + "embeddings"),
             context=_build(ContextDefaults, table.get("context", {}), prefix + "context"),
             llm=dict(llm),
+            store=_build(StoreConfig, table.get("store", {}), prefix + "store"),
             chat=_build(ChatConfig, chat_table, prefix + "chat"),
         )
 

@@ -49,6 +49,11 @@ class PortUnavailable(SmartContextError):
     """A server cannot listen on the address it was given (taken, or not allowed)."""
 
 
+class StoreUnavailable(SmartContextError):
+    """The index's database cannot be used: a bad URL, a server that is down, a missing
+    extension or driver."""
+
+
 class ConfigError(SmartContextError):
     """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""
 

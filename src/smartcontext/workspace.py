@@ -113,9 +113,20 @@ class Workspace:
         return cls(root.resolve(), config)
 
     @property
+    def store_url(self) -> str:
+        """The database URL of a shared index ([store] url), or "" for the SQLite file."""
+        return self.config.store.url
+
+    @property
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
+                if self.store_url:
+                    self._store = open_store(
+                        self.store_url, workspace=self.config.store.workspace or None,
+                        default_workspace=self.root.name,
+                    )
+                    return self._store
                 try:
                     _make_index_dir(self.index_dir)
                 except OSError as exc:
@@ -126,9 +137,12 @@ class Workspace:
                 self._store = open_store(self.index_path)
             return self._store
 
+    def _index_exists(self) -> bool:
+        return bool(self.store_url) or self.index_path.exists()
+
     @property
     def has_index(self) -> bool:
-        return self.index_path.exists() and self.store.counts()["files"] > 0
+        return self._index_exists() and self.store.counts()["files"] > 0
 
     @property
     def keeps_vectors(self) -> bool:
@@ -179,7 +193,7 @@ class Workspace:
                     message sends the user to ``smartcontext index``.
         """
         repaired = None
-        if repair and not rebuild and self.index_path.exists():
+        if repair and not rebuild and self._index_exists():
             try:
                 repaired = self.store.check()
             except IndexDamaged as exc:
@@ -200,6 +214,9 @@ class Workspace:
         return stats
 
     def _discard_index(self) -> None:
+        if self.store_url:  # a shared database: this workspace's files and items go
+            self.remove_index()
+            return
         self.close()
         if self.index_dir.exists():
             for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", INDEX_FILE + ".damaged"):
@@ -452,11 +469,11 @@ class Workspace:
         raise InvalidArgument(f"{name} is not in the index{did_you_mean(rel, cat.paths)}")
 
     def status(self) -> WorkspaceStatus:
-        indexed = self.index_path.exists()
+        indexed = self._index_exists()
         counts = self.store.counts() if indexed else {"files": 0, "items": 0, "edges": 0, "vectors": 0}
         return WorkspaceStatus(
             root=str(self.root),
-            index_path=str(self.index_path),
+            index_path=self.store.location if self.store_url else str(self.index_path),
             indexed=indexed and counts["files"] > 0,
             files=counts["files"], items=counts["items"], edges=counts["edges"],
             vectors=counts["vectors"],
@@ -468,7 +485,11 @@ class Workspace:
         )
 
     def remove_index(self) -> None:
-        """Delete the index files only: preferences and logs in the same folder stay."""
+        """Delete the index files only: preferences and logs in the same folder stay. A
+        shared index (a database) loses this workspace's files and items."""
+        if self.store_url:
+            self.store.delete_files(list(self.store.file_states()))
+            return
         self.close()
         for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
             p = self.index_dir / name

@@ -32,14 +32,25 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+# Set by the root --store option: a database URL that replaces the configured store.
+STORE_URL: str | None = None
+
+
 @app.callback()
 def root(
     version: Optional[bool] = typer.Option(
         None, "--version", callback=_print_version, is_eager=True, help="Print the version and exit.",
     ),
+    store: str = typer.Option(
+        None, "--store", metavar="URL", envvar="SMARTCONTEXT_STORE_URL",
+        help="Where the index lives: postgresql://user@host/db for a shared PostgreSQL "
+        "index (default: the store url of smartcontext.toml, else .smartcontext/index.db).",
+    ),
 ) -> None:
     """Smart Context: the best slice of a repository or notes vault for a question,
     within a token budget."""
+    global STORE_URL
+    STORE_URL = store
 LimitOpt = typer.Option(10, "--limit", "-n", help="Number of results.")
 JsonOpt = typer.Option(False, "--json", help="Print as JSON.")
 
@@ -68,7 +79,10 @@ def workspace_root(path: Path | None) -> Path:
 def open_workspace(path: Path | None):
     from ..workspace import Workspace
 
-    return Workspace.open(workspace_root(path))
+    ws = Workspace.open(workspace_root(path))
+    if STORE_URL:
+        ws.config.store.url = STORE_URL
+    return ws
 
 
 def given(**options: object) -> dict[str, object]:

@@ -8,7 +8,7 @@ FTS5 query syntax, connections or locks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -64,6 +64,25 @@ class EdgeRow(NamedTuple):
     kind: str
     dst: str | None
     dst_name: str | None
+
+
+@dataclass
+class FileRecord:
+    """Everything a store holds about one file, as :meth:`Store.replace_file` takes it:
+    what ``store copy`` moves from one store to another without parsing the file again.
+    Each of ``items`` is ``(item, fqname, sig_tokens, content_hash, fts_body, fts_name)``
+    (the full-text values may be None: derived from the item)."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    hash: str
+    language: str
+    source: str
+    module: str
+    warnings: list[str]
+    items: list[tuple]
+    edges: list[Edge]
 
 
 class KeywordTerm(NamedTuple):
@@ -207,6 +226,11 @@ class Store(Protocol):
 
     def vector_models(self) -> dict[str, int]: ...
 
+    def nearest(self, model: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """(rowid, cosine similarity) of the ``limit`` items nearest ``vector``, best first
+        (exact in SQLite, the HNSW index in PostgreSQL)."""
+        ...
+
     # -- embedding cache (vectors by model and text hash) --------------------------
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
 
@@ -215,3 +239,8 @@ class Store(Protocol):
         ...
 
     def clear_cached_vectors(self, model: str | None = None) -> int: ...
+
+    # -- export ----------------------------------------------------------------------
+    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
+        """Every file (or these files) as it was written, in path order, for copying."""
+        ...

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import IndexCorrupt, IndexDamaged, IndexUnwritable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileState, ItemRow, KeywordTerm, StoredItem
+from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
 
@@ -648,6 +648,18 @@ class SQLiteStore:
         self._vector_models = (generation, out)
         return dict(out)
 
+    def nearest(self, model: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """Exact cosine search over the model's vectors (retrieval keeps its own matrix in
+        memory; this is the store-level equivalent of PostgreSQL's HNSW query)."""
+        rowids, matrix = self.load_vectors(model)
+        q = np.asarray(vector, dtype=np.float32)
+        if not len(rowids) or matrix.shape[1] != q.shape[0]:
+            return []
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+        sims = (matrix @ q) / np.where(norms == 0, 1.0, norms)
+        top = np.argsort(-sims, kind="stable")[:limit]
+        return [(int(rowids[i]), float(sims[i])) for i in top]
+
     # -- embedding cache -------------------------------------------------------------
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
@@ -686,6 +698,41 @@ class SQLiteStore:
                 cur = self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
             self._bump_generation()
         return cur.rowcount
+
+
+    # -- export ------------------------------------------------------------------------
+
+    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
+        """Each file's row, items (with the full-text values they were indexed with) and
+        edges, as ``replace_file`` takes them."""
+        if paths is None:
+            paths = [r[0] for r in self.db.execute("SELECT path FROM files ORDER BY path")]
+        for path in paths:
+            row = self.db.execute(
+                "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings, data "
+                "FROM files WHERE path = ?", (path,),
+            ).fetchone()
+            if row is None:
+                continue
+            file_id, path, mtime_ns, size, hash_, language, source, module, warnings, blob = row
+            text = FileData.unpack(blob)
+            stored = self._read_items("i.file_id = ?", (file_id,), "ORDER BY i.rowid")
+            fts = {
+                rowid: (_fts_body_of(text.slice(at, n), mode, extra), qualname if name is None else name)
+                for rowid, qualname, at, n, mode, extra, name in self.db.execute(
+                    "SELECT rowid, qualname, text_at, text_len, fts_mode, fts_extra, fts_name "
+                    "FROM items WHERE file_id = ?", (file_id,),
+                )
+            }
+            items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, *fts[si.rowid]) for si in stored]
+            edges = [
+                Edge(src, kind, dst=dst, dst_name=dst_name)
+                for src, kind, dst, dst_name in self.db.execute(
+                    f"{_EDGE_SELECT} WHERE e.file_id = ? ORDER BY e.rowid", (file_id,)
+                )
+            ]
+            yield FileRecord(path, mtime_ns, size, hash_, language, source, module,
+                             json.loads(warnings), items, edges)
 
 
 def _id_key(item_id: str) -> int:

