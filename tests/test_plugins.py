@@ -66,7 +66,7 @@ def test_tool_plugins_are_marked_loaded_only_after_a_successful_load(monkeypatch
     finally:
         pm.unregister(plugin)
     names = [name for name, _ in registry.registered_providers()]  # asked again, now whole
-    assert names == ["workspace", "vault", "smart_connections"]
+    assert names == ["workspace", "vault", "smart_connections", "chat"]
     assert registry._plugins_loaded is True
 
 

@@ -278,7 +278,7 @@ def test_a_plugin_on_the_plugin_manager_adds_tools(folder, monkeypatch):
     pm.register(plugin, name="greeter-test")
     try:
         names = [name for name, _ in registry.registered_providers()]
-        assert names == ["workspace", "vault", "smart_connections", "greeter"]  # built-ins first
+        assert names == ["workspace", "vault", "smart_connections", "chat", "greeter"]  # built-ins first
         reg = ToolRegistry.open(folder)
         try:
             assert "greet" in reg.names() and "read_file" in reg.names()

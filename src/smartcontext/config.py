@@ -26,6 +26,13 @@
 
     [llm]                         # models by category, for LLM-backed features
     fast = ""                     # e.g. "openai/gpt-4o-mini"; empty = local methods
+
+    # Chat context (the seed's [plugins.smart_context] keys), at the top level of the
+    # table, as .vault.toml writes them, or in a [chat] section of smartcontext.toml:
+    enabled = true
+    similarity_threshold = 0.4    # topic filter: minimum cosine to a selected topic
+    embedding_search = true       # false: the topic filter keeps the whole history
+    extraction_category = "fast"  # the [llm] category that extracts topics
 """
 
 from __future__ import annotations
@@ -75,6 +82,34 @@ class ContextDefaults:
 
 
 @dataclass
+class ChatConfig:
+    """Chat context settings (``chat/``).
+
+    enabled:             chat files are read and topics extracted.
+    similarity_threshold: the topic filter keeps messages whose best cosine to a selected
+                         topic label reaches this.
+    embedding_search:    off: the topic filter keeps the whole history (sticky included).
+    extraction_category: the ``[llm]`` category whose model extracts topics; with no model
+                         configured there, the local method does.
+    history_share:       the automatic filter's budget as a share of the history's tokens,
+                         when no ``max_tokens`` is given.
+    neighbours:          turns kept either side of each retrieved message (answers and
+                         the question they answer travel together).
+    """
+
+    enabled: bool = True
+    similarity_threshold: float = 0.4
+    embedding_search: bool = True
+    extraction_category: str = "fast"
+    history_share: float = 0.25
+    neighbours: int = 2
+
+
+# The seed's keys, written at the top level of [plugins.smart_context].
+CHAT_TOP_LEVEL_KEYS = ("enabled", "similarity_threshold", "embedding_search", "extraction_category")
+
+
+@dataclass
 class StoreConfig:
     url: str = ""  # empty: the SQLite file in .smartcontext/; SMARTCONTEXT_STORE_URL overrides
     workspace: str = ""  # the workspace's name in a shared database (default: folder name)
@@ -86,6 +121,7 @@ class Config:
     embeddings: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     context: ContextDefaults = field(default_factory=ContextDefaults)
     llm: dict[str, str] = field(default_factory=dict)
+    chat: ChatConfig = field(default_factory=ChatConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     source: str | None = None  # the file it came from
 
@@ -120,13 +156,25 @@ class Config:
     @classmethod
     def from_dict(cls, table: dict[str, Any], prefix: str = "") -> "Config":
         """``prefix`` names where the tables sit in the file (``plugins.smart_context.``
-        in .vault.toml), so errors name the section as the user wrote it."""
-        known = {"index", "embeddings", "context", "llm", "store"}
-        for name in sorted(set(table) - known):
+        in .vault.toml), so errors name the section as the user wrote it. The chat keys
+        (``CHAT_TOP_LEVEL_KEYS``) may also sit at the top level, as the seed writes them."""
+        known = {"index", "embeddings", "context", "llm", "store", "chat"}
+        for name in sorted(set(table) - known - set(CHAT_TOP_LEVEL_KEYS)):
+            if not isinstance(table[name], dict):
+                where = f"[{prefix[:-1]}]" if prefix else "the top level"
+                raise ConfigError(
+                    f"unknown key {name!r} in {where}{did_you_mean(name, CHAT_TOP_LEVEL_KEYS)}; "
+                    f"known: {', '.join(CHAT_TOP_LEVEL_KEYS)} and the sections "
+                    f"{', '.join(f'[{prefix}{k}]' for k in sorted(known))}"
+                )
             raise ConfigError(
                 f"unknown section [{prefix}{name}]{did_you_mean(name, known)}; "
                 f"known: {', '.join(f'[{prefix}{k}]' for k in sorted(known))}"
             )
+        chat_table = table.get("chat", {})
+        if not isinstance(chat_table, dict):
+            raise ConfigError(f"[{prefix}chat] must be a table")
+        chat_table = {**{k: table[k] for k in CHAT_TOP_LEVEL_KEYS if k in table}, **chat_table}
         llm = table.get("llm", {})
         if not isinstance(llm, dict) or not all(isinstance(v, str) for v in llm.values()):
             raise ConfigError(f"[{prefix}llm] maps categories to model names, e.g. fast = \"openai/gpt-4o-mini\"")
@@ -136,6 +184,7 @@ class Config:
             context=_build(ContextDefaults, table.get("context", {}), prefix + "context"),
             llm=dict(llm),
             store=_build(StoreConfig, table.get("store", {}), prefix + "store"),
+            chat=_build(ChatConfig, chat_table, prefix + "chat"),
         )
 
 
@@ -167,6 +216,8 @@ def _build(kind: type, values: Any, section: str):
             not isinstance(value, int) or isinstance(value, bool)
         ):
             raise ConfigError(f"[{section}] {key} must be an integer")
+        if isinstance(default, float) and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise ConfigError(f"[{section}] {key} must be a number")
         if isinstance(default, str) and not isinstance(value, str):
             raise ConfigError(f"[{section}] {key} must be a string")
         if isinstance(default, list) and not (

@@ -58,6 +58,15 @@ class ConfigError(SmartContextError):
     """smartcontext.toml (or .vault.toml) is malformed or names something unknown."""
 
 
+class ChatFileError(SmartContextError):
+    """A chat file (``.memory/{chat_id}.json``) or an import file is not valid; it is left
+    untouched."""
+
+
+class LLMError(SmartContextError):
+    """A language model call failed or answered something that could not be used."""
+
+
 class Interrupted(SmartContextError):
     """A long operation (an index run) was asked to stop; what it finished is kept."""
 

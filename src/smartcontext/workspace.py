@@ -98,6 +98,7 @@ class Workspace:
         self._catalogue: Catalogue | None = None
         self._vectors: VectorIndex | None = None
         self._embedder = None
+        self._chats = None
         self._lock = threading.RLock()
 
     # -- opening -------------------------------------------------------------------
@@ -331,6 +332,20 @@ class Workspace:
             if self._vectors is None or self._vectors.generation != gen:
                 self._vectors = VectorIndex(self.store, embedder.name)
             return self._vectors, embedder
+
+    def chats(self):
+        """The chat context of this workspace (``chat.SmartContext``): its chats in
+        ``.memory/``, topics, the topic filter, the commands and events."""
+        with self._lock:
+            if self._chats is None:
+                from .chat import SmartContext
+
+                self._chats = SmartContext(self)
+            return self._chats
+
+    def chat(self, chat_id: str | None = None):
+        """One chat (``chat.Chat``), ``.memory/{chat_id}.json``; created on its first message."""
+        return self.chats().chat(chat_id)
 
     # -- questions -----------------------------------------------------------------
 

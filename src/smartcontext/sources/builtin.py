@@ -1,4 +1,4 @@
-"""The built-in sources (code, markdown notes, plain text), registered through the same
+"""The built-in sources (code, markdown notes, chat files, plain text), registered through the same
 hook as a plugin's; ``tryfirst`` puts them first, so a plugin's source of the same name
 replaces one of them."""
 
@@ -8,6 +8,7 @@ from ..model import Item, ItemKind, ParsedFile
 from ..plugins import hookimpl
 from ..words import fts_text
 from .base import BaseSource, decode
+from .chat import ChatSource
 from .text import TextSource, text_windows
 
 
@@ -89,3 +90,6 @@ def register_sources(register) -> None:
     register(MarkdownSource())
     register(CodeSource())
     register(TextSource())
+    # Last: for a path, the latest registered source that claims it wins, and only the
+    # chat source claims .memory/*.json.
+    register(ChatSource())

@@ -21,6 +21,9 @@ PRUNED_DIRS = {
     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".vscode", "site-packages",
     ".eggs", ".cache", ".next", ".nuxt", "target",
 }
+# Hidden folders that hold a workspace's own content: CI files, and chats
+# (``.memory/{chat_id}.json``, read by the chat source).
+INDEXED_HIDDEN_DIRS = {".github", ".memory"}
 VENDORED_DIRS = {"vendor", "vendored", "third_party", "third-party", "_vendor", "externals"}
 GENERATED_SUFFIXES = (
     ".min.js", ".min.css", "_pb2.py", "_pb2_grpc.py", ".pb.go", ".bundle.js", ".map",
@@ -178,7 +181,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
         kept_dirs = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            if d in PRUNED_DIRS or (d.startswith(".") and d not in (".github",)):
+            if d in PRUNED_DIRS or (d.startswith(".") and d not in INDEXED_HIDDEN_DIRS):
                 continue
             if d.lower() in VENDORED_DIRS:
                 result.skipped["vendored"] += 1

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..plugins import hookimpl
+from .chat import chat_tools
 from .smart_connections import smart_connections_tools
 from .vault import vault_tools
 from .workspace import workspace_tools
@@ -16,3 +17,4 @@ def register_tools(register: Callable[..., Any]) -> None:
     register(workspace_tools, "workspace")
     register(vault_tools, "vault")
     register(smart_connections_tools, "smart_connections")
+    register(chat_tools, "chat")

@@ -1,0 +1,252 @@
+"""Chat files: ``.memory/{chat_id}.json`` holding ``messages`` and ``topics``.
+
+    {"messages": [{"id": "a1", "role": "user", "content": "...", "timestamp": "..."}],
+     "topics": [{"label": "Python Async", "count": 2},
+                {"label": "Instructions & Preferences", "sticky": true,
+                 "message_ids": ["a1"], "count": 1}]}
+
+Every change is a read-modify-write under an exclusive lock on a side file
+(``{chat_id}.json.lock``), written through a temp file and a rename: two writers never
+lose each other's messages, and readers see the old file or the new one. A file that is
+not valid JSON, or a message without an id, raises ``ChatFileError`` and is never
+rewritten. Keys this module does not know (in the file or in a message) are kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import json
+import threading
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ChatFileError, InvalidArgument
+from ..safeio import read_regular
+
+MEMORY_DIR = ".memory"
+STICKY_LABEL = "Instructions & Preferences"
+EMBEDDINGS_SUFFIX = ".embeddings.json"
+_CHAT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# Parsed chat files by path, with the (inode, mtime, size) they were read at: a filter
+# run on every model call must not re-read an unchanged long chat. ``load`` hands out
+# new lists (and topic dicts) around the shared Message objects, which nobody edits:
+# ``update`` always works on a fresh parse.
+_parsed: dict[str, tuple[tuple[int, int, int], "ChatData"]] = {}
+_parsed_lock = threading.Lock()
+
+
+def check_chat_id(chat_id: Any) -> str:
+    """``chat_id`` when it can name a file (letters, digits, ``-``, ``_``), else InvalidArgument."""
+    if not isinstance(chat_id, str) or not _CHAT_ID.match(chat_id):
+        raise InvalidArgument(
+            f"invalid chat id {chat_id!r}: use 1-128 letters, digits, '-' or '_' "
+            "(it names the file .memory/{chat_id}.json)"
+        )
+    return chat_id
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of an OpenAI-style content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+@dataclass
+class Message:
+    """One message. ``extra`` keeps the keys of the file this class does not name."""
+
+    id: str
+    role: str
+    content: str
+    timestamp: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "role": self.role, "content": self.content}
+        if self.timestamp is not None:
+            d["timestamp"] = self.timestamp
+        return {**self.extra, **d}
+
+
+@dataclass
+class ChatData:
+    """The parsed content of a chat file."""
+
+    messages: list[Message] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.extra, "messages": [m.to_dict() for m in self.messages], "topics": self.topics}
+
+    def sticky_ids(self) -> list[str]:
+        """Message ids of the sticky topic (instructions kept in every history)."""
+        ids: list[str] = []
+        for t in self.topics:
+            if t.get("sticky"):
+                ids.extend(str(i) for i in t.get("message_ids", []))
+        return ids
+
+    def message_ids(self) -> set[str]:
+        return {m.id for m in self.messages}
+
+
+def parse_chat(raw: Any, where: str) -> ChatData:
+    """Check and convert the JSON of a chat file; ``where`` names it in errors."""
+    if not isinstance(raw, dict):
+        raise ChatFileError(f"{where}: a chat file is a JSON object with 'messages' and 'topics'")
+    messages_raw = raw.get("messages", [])
+    topics_raw = raw.get("topics", [])
+    if not isinstance(messages_raw, list):
+        raise ChatFileError(f"{where}: 'messages' must be a list")
+    if not isinstance(topics_raw, list) or not all(isinstance(t, dict) for t in topics_raw):
+        raise ChatFileError(f"{where}: 'topics' must be a list of objects")
+    messages: list[Message] = []
+    seen: set[str] = set()
+    for n, m in enumerate(messages_raw):
+        if not isinstance(m, dict):
+            raise ChatFileError(f"{where}: message {n + 1} is not an object")
+        mid = m.get("id")
+        if isinstance(mid, int) and not isinstance(mid, bool):
+            mid = str(mid)
+        if not isinstance(mid, str) or not mid:
+            raise ChatFileError(
+                f"{where}: message {n + 1} has no 'id' (every message needs a unique string id; "
+                "import other formats with `smartcontext chat import`)"
+            )
+        if mid in seen:
+            raise ChatFileError(f"{where}: message id {mid!r} appears twice")
+        seen.add(mid)
+        role = m.get("role", "user")
+        if not isinstance(role, str):
+            raise ChatFileError(f"{where}: message {mid!r} has a 'role' that is not a string")
+        ts = m.get("timestamp")
+        extra = {k: v for k, v in m.items() if k not in ("id", "role", "content", "timestamp")}
+        messages.append(Message(mid, role, content_text(m.get("content")),
+                                None if ts is None else str(ts), extra))
+    extra = {k: v for k, v in raw.items() if k not in ("messages", "topics")}
+    return ChatData(messages, list(topics_raw), extra)
+
+
+def _copy(data: ChatData) -> ChatData:
+    return ChatData(list(data.messages), copy.deepcopy(data.topics), copy.deepcopy(data.extra))
+
+
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would change it for every
+    thread for a moment)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write through a temp file in the same folder and rename: never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()  # what open() would have made; mkstemp's 0600 is not
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    _atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8"))
+
+
+class ChatFile:
+    """One chat file: ``load`` to read, ``update`` to change it under the lock."""
+
+    def __init__(self, memory_dir: Path, chat_id: str):
+        self.chat_id = check_chat_id(chat_id)
+        self.memory_dir = memory_dir
+        self.path = memory_dir / f"{chat_id}.json"
+        self.lock_path = memory_dir / f"{chat_id}.json.lock"
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def load(self) -> ChatData:
+        """The chat; an absent file is an empty chat."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return ChatData()
+        sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with _parsed_lock:
+            hit = _parsed.get(str(self.path))
+        if hit is not None and hit[0] == sig:
+            return _copy(hit[1])
+        try:
+            # Never blocks: a FIFO or device named like a chat is refused, not opened.
+            text = read_regular(self.path).decode("utf-8")
+        except FileNotFoundError:
+            return ChatData()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ChatFileError(f"cannot read chat file {self.path}: {exc}") from exc
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ChatFileError(
+                f"{self.path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                "it was left untouched: fix or move it"
+            ) from None
+        data = parse_chat(raw, str(self.path))
+        with _parsed_lock:
+            _parsed[str(self.path)] = (sig, data)
+        return _copy(data)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """An exclusive lock on the chat, across threads and processes."""
+        self.memory_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def update(self, change: Callable[[ChatData], Any]) -> Any:
+        """Read, apply ``change`` (which edits the ChatData in place), write atomically;
+        returns what ``change`` returned. A file that fails to load is never written."""
+        with self.locked():
+            with _parsed_lock:
+                _parsed.pop(str(self.path), None)  # read what is on disk now
+            data = self.load()
+            result = change(data)
+            write_json_atomic(self.path, data.to_dict())
+            with _parsed_lock:
+                _parsed.pop(str(self.path), None)
+            return result

@@ -1,0 +1,169 @@
+"""Import the chat formats people have into ``.memory/{chat_id}.json``.
+
+- an OpenAI-style ``messages`` list (``[{"role", "content"}...]``, bare or as
+  ``{"messages": [...]}``), the shape of chat-completion requests and of most exports;
+- a ChatGPT data export's ``conversations.json``: a list of conversations whose
+  ``mapping`` is a tree of nodes; the thread shown to the user is the path from the root
+  to ``current_node``.
+
+Re-importing is idempotent: messages whose ids the chat already holds are skipped, new
+ones are appended (under the chat file's lock, written atomically).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import ChatFileError
+from ..safeio import read_regular
+from .files import ChatData, ChatFile, Message, content_text
+
+FORMATS = ("auto", "openai", "chatgpt", "smartcontext")
+
+
+@dataclass
+class ImportResult:
+    chats: list[dict[str, Any]] = field(default_factory=list)  # {chat_id, title, added, skipped, total}
+    format: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "chats": self.chats,
+                "added": sum(c["added"] for c in self.chats)}
+
+
+def _iso(ts: Any) -> str | None:
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+    return ts if isinstance(ts, str) and ts else None
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:128] or "chat"
+
+
+def detect_format(raw: Any) -> str:
+    if isinstance(raw, list) and raw and all(isinstance(c, dict) and "mapping" in c for c in raw):
+        return "chatgpt"
+    if isinstance(raw, dict) and "mapping" in raw:
+        return "chatgpt"
+    if isinstance(raw, dict) and isinstance(raw.get("messages"), list):
+        msgs = raw["messages"]
+        if msgs and all(isinstance(m, dict) and "id" in m for m in msgs):
+            return "smartcontext"
+        return "openai"
+    if isinstance(raw, list) and all(isinstance(m, dict) and "role" in m for m in raw):
+        return "openai"
+    raise ChatFileError(
+        "unrecognised chat format: expected an OpenAI-style messages list, a ChatGPT "
+        "conversations.json export, or a Smart Context chat file"
+    )
+
+
+def openai_messages(raw: Any, where: str) -> list[Message]:
+    msgs = raw["messages"] if isinstance(raw, dict) else raw
+    out: list[Message] = []
+    for n, m in enumerate(msgs, start=1):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ChatFileError(f"{where}: message {n} has no 'role'")
+        text = content_text(m.get("content"))
+        mid = m.get("id")
+        # Without ids, positions are the ids: importing the same list again adds nothing.
+        mid = str(mid) if isinstance(mid, (str, int)) and not isinstance(mid, bool) and str(mid) else f"m{n:05d}"
+        extra = {k: m[k] for k in ("name", "tool_calls", "tool_call_id") if k in m}
+        out.append(Message(mid, m["role"], text, _iso(m.get("timestamp") or m.get("created_at")), extra))
+    return out
+
+
+def chatgpt_thread(conv: dict[str, Any]) -> list[Message]:
+    """The messages on the path from the root to ``current_node``, oldest first."""
+    mapping = conv.get("mapping")
+    if not isinstance(mapping, dict):
+        raise ChatFileError("a ChatGPT conversation without a 'mapping'")
+    node_id = conv.get("current_node")
+    if node_id not in mapping:
+        # No current node: follow the last child from the root.
+        roots = [k for k, v in mapping.items() if isinstance(v, dict) and not v.get("parent")]
+        node_id = roots[0] if roots else None
+        while node_id and mapping.get(node_id, {}).get("children"):
+            node_id = mapping[node_id]["children"][-1]
+    path: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while node_id and node_id in mapping and node_id not in seen:
+        seen.add(node_id)
+        path.append(mapping[node_id])
+        node_id = mapping[node_id].get("parent")
+    out: list[Message] = []
+    for node in reversed(path):
+        msg = node.get("message")
+        if not isinstance(msg, dict):
+            continue
+        role = (msg.get("author") or {}).get("role") or "user"
+        content = msg.get("content") or {}
+        parts = content.get("parts") if isinstance(content, dict) else None
+        text = content_text(parts if parts is not None else content.get("text") if isinstance(content, dict) else content)
+        meta = msg.get("metadata") or {}
+        if not text.strip() or meta.get("is_visually_hidden_from_conversation"):
+            continue  # empty system scaffolding and hidden turns are not part of the chat
+        out.append(Message(str(msg.get("id") or node.get("id")), role, text, _iso(msg.get("create_time"))))
+    return out
+
+
+def _merge(memory_dir: Path, chat_id: str, messages: list[Message], title: str | None) -> dict[str, Any]:
+    cf = ChatFile(memory_dir, chat_id)
+
+    def add(data: ChatData) -> tuple[int, int, int]:
+        have = data.message_ids()
+        new = [m for m in messages if m.id not in have]
+        data.messages.extend(new)
+        if title and "title" not in data.extra:
+            data.extra["title"] = title
+        return len(new), len(messages) - len(new), len(data.messages)
+
+    added, skipped, total = cf.update(add)
+    return {"chat_id": chat_id, "title": title, "added": added, "skipped": skipped, "total": total}
+
+
+def import_chats(memory_dir: Path, source: str | Path, chat_id: str | None = None, format: str = "auto") -> ImportResult:
+    """Import ``source`` into chat files of ``memory_dir``.
+
+    chat_id: the chat to write (OpenAI lists; default: the file's name). A ChatGPT export
+             holds many conversations: each goes to its own chat, named by its id.
+    """
+    if format not in FORMATS:
+        raise ChatFileError(f"unknown import format {format!r}; formats: {', '.join(FORMATS)}")
+    path = Path(source)
+    try:
+        raw = json.loads(read_regular(path).decode("utf-8"))
+    except FileNotFoundError:
+        raise ChatFileError(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ChatFileError(f"cannot read {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ChatFileError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    fmt = detect_format(raw) if format == "auto" else format
+    result = ImportResult(format=fmt)
+    if fmt == "chatgpt":
+        convs = raw if isinstance(raw, list) else [raw]
+        for n, conv in enumerate(convs, start=1):
+            if not isinstance(conv, dict):
+                raise ChatFileError(f"{path}: conversation {n} is not an object")
+            cid = chat_id if chat_id and len(convs) == 1 else _safe_id(
+                str(conv.get("conversation_id") or conv.get("id") or f"{path.stem}-{n}"))
+            msgs = chatgpt_thread(conv)
+            result.chats.append(_merge(memory_dir, cid, msgs, conv.get("title")))
+        return result
+    if fmt == "smartcontext":
+        from .files import parse_chat
+
+        data = parse_chat(raw, str(path))
+        msgs = data.messages
+    else:
+        msgs = openai_messages(raw, str(path))
+    title = raw.get("title") if isinstance(raw, dict) else None
+    result.chats.append(_merge(memory_dir, chat_id or _safe_id(path.stem), msgs, title))
+    return result

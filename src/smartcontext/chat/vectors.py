@@ -1,0 +1,137 @@
+"""The embedding cache of one chat: ``.memory/{chat_id}.embeddings.json``.
+
+Keys are ``{message_id}:{content_hash}``, so an edited message is a miss and only new or
+edited messages reach the model. A role that is a speaker's name (not user, assistant...)
+is embedded with the text (``Caroline: ...``): in a group chat or transcript, who said it
+is part of what it is about. The file also records the model (``"_model"``): vectors
+of another model are dropped, never compared. Parsed files are memoised by (mtime, size),
+so filtering a long chat again costs no JSON parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..safeio import read_regular
+from .files import EMBEDDINGS_SUFFIX, Message, write_json_atomic
+
+MODEL_KEY = "_model"
+# The model truncates long texts itself; cutting characters first saves tokenising.
+MAX_EMBED_CHARS = 2000
+
+_memo: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+_stacked_memo: dict[str, tuple[list[str], dict[str, Any], np.ndarray]] = {}
+_label_memo: dict[tuple[str, str], np.ndarray] = {}
+_memo_lock = threading.Lock()
+
+
+# Roles that say nothing about the content; any other role is a speaker's name (an
+# imported group chat, a transcript) and is embedded with the text, as a reader sees it.
+GENERIC_ROLES = frozenset({"user", "assistant", "system", "tool", "function", "developer"})
+
+
+def embed_text(m: Message) -> str:
+    text = m.content if m.role.lower() in GENERIC_ROLES else f"{m.role}: {m.content}"
+    return text[:MAX_EMBED_CHARS] or " "
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def cache_key(message_id: str, content: str) -> str:
+    return f"{message_id}:{content_hash(content)}"
+
+
+class MessageVectors:
+    """Vectors of a chat's messages for one embedder, cached in the sidecar file."""
+
+    def __init__(self, memory_dir: Path, chat_id: str, embedder: Any):
+        self.path = memory_dir / f"{chat_id}{EMBEDDINGS_SUFFIX}"
+        self.embedder = embedder
+        self.embedded_last = 0  # texts sent to the model by the last ``matrix`` call
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return {}
+        sig = (st.st_mtime_ns, st.st_size)
+        with _memo_lock:
+            hit = _memo.get(str(self.path))
+            if hit and hit[0] == sig:
+                return hit[1]
+        try:
+            data = json.loads(read_regular(self.path))
+        except (OSError, ValueError):
+            return {}  # a damaged cache is rebuilt, never trusted
+        if not isinstance(data, dict) or data.get(MODEL_KEY) != self.embedder.name:
+            return {}
+        # Arrays once, at load: converting JSON lists on every filter call is the slow part.
+        data = {k: (v if k == MODEL_KEY else np.asarray(v, dtype=np.float32)) for k, v in data.items()}
+        with _memo_lock:
+            _memo[str(self.path)] = (sig, data)
+        return data
+
+    def get(self, message: Message) -> np.ndarray | None:
+        return self._load().get(cache_key(message.id, embed_text(message)))
+
+    def matrix(self, messages: list[Message]) -> np.ndarray:
+        """Unit vectors of ``messages`` in order (float32, one row each); embeds the
+        messages the cache lacks and saves them."""
+        data = self._load()
+        keys = [cache_key(m.id, embed_text(m)) for m in messages]
+        stacked = _stacked_memo.get(str(self.path))
+        if stacked is not None and stacked[0] == keys and stacked[1] is data:
+            self.embedded_last = 0
+            return stacked[2]
+        missing = [i for i, k in enumerate(keys) if k not in data]
+        self.embedded_last = len(missing)
+        if missing:
+            vecs = np.asarray(self.embedder.embed([embed_text(messages[i]) for i in missing]), dtype=np.float32)
+            fresh = {keys[i]: v for i, v in zip(missing, vecs)}
+            self._save(fresh, keep={m.id for m in messages})
+            data = {**data, **fresh}
+        out = np.zeros((len(messages), self.embedder.dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            out[i] = data[k]
+        # The stacked matrix, for the next call on the same messages and cache file.
+        _stacked_memo[str(self.path)] = (keys, self._load(), out)
+        return out
+
+    def _save(self, fresh: dict[str, list[float]], keep: set[str]) -> None:
+        # Merge with what is on disk now (another process may have added vectors) and
+        # drop vectors of messages that no longer exist or were edited.
+        current = self._load()
+        merged: dict[str, Any] = {MODEL_KEY: self.embedder.name}
+        fresh_ids = {k.split(":", 1)[0] for k in fresh}
+        for k, v in current.items():
+            if k == MODEL_KEY:
+                continue
+            mid = k.split(":", 1)[0]
+            if mid in keep and mid not in fresh_ids:
+                merged[k] = v
+        merged.update(fresh)
+        write_json_atomic(self.path, {k: v if k == MODEL_KEY else [round(float(x), 6) for x in v]
+                                      for k, v in merged.items()})
+        with _memo_lock:
+            _memo.pop(str(self.path), None)
+
+
+def embed_labels(embedder: Any, labels: list[str]) -> np.ndarray:
+    """Unit vectors of topic labels (memoised per model: a filter reuses few labels)."""
+    if not labels:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    missing = [lab for lab in dict.fromkeys(labels) if (embedder.name, lab) not in _label_memo]
+    if missing:
+        if len(_label_memo) > 10_000:
+            _label_memo.clear()
+        for lab, v in zip(missing, np.asarray(embedder.embed(missing), dtype=np.float32)):
+            _label_memo[(embedder.name, lab)] = v
+    return np.stack([_label_memo[(embedder.name, lab)] for lab in labels])

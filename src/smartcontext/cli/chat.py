@@ -1,0 +1,201 @@
+"""``smartcontext chat ...``: topics, the filter, the history for a pending message,
+imports and events of the chats in ``.memory/``. Each command is one call into
+``chat.SmartContext`` / ``chat.Chat``; ``--json`` prints the same answer as the MCP tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from .app import PathArg, app, open_workspace
+from .output import err_console, errors, out_console, print_json, print_text
+
+chat_app = typer.Typer(help="Chat context: topics, topic filter, sticky instructions, filtered history.",
+                       no_args_is_help=True)
+app.add_typer(chat_app, name="chat")
+
+ChatIdArg = typer.Argument(..., help="The chat id: .memory/CHAT_ID.json in the workspace.")
+JsonFlag = typer.Option(False, "--json", help="Print as JSON (the MCP tool's answer).")
+
+
+def _chats(path: Optional[Path]):
+    return open_workspace(path).chats()
+
+
+def _print_events(events: list[dict]) -> None:
+    for ev in events:
+        err_console.print(f"[dim]event[/] {ev['event']} {escape(str(ev['data']))}", highlight=False)
+
+
+def _with_events(sc, run):
+    seen: list[dict] = []
+    unsubscribe = sc.subscribe("*", lambda e, p: seen.append({"event": e, "data": p}))
+    try:
+        return run(), seen
+    finally:
+        unsubscribe()
+
+
+@chat_app.command("list")
+def list_chats(path: Optional[Path] = PathArg, as_json: bool = JsonFlag) -> None:
+    """The chats of the workspace (``.memory/*.json``)."""
+    with errors():
+        ids = _chats(path).chat_ids()
+        if as_json:
+            print_json({"chats": ids, "count": len(ids)})
+            return
+        for cid in ids:
+            out_console.print(escape(cid), highlight=False)
+
+
+@chat_app.command()
+def topics(
+    chat_id: str = ChatIdArg,
+    path: Optional[Path] = PathArg,
+    extract: bool = typer.Option(False, "--extract", help="Regenerate the topics first."),
+    method: str = typer.Option("auto", "--method", help="With --extract: auto (the [llm] fast model if set, else local), llm or local."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """The chat's topics (smart_context.get_topics); --extract regenerates them."""
+    with errors():
+        sc = _chats(path)
+        extraction = None
+        if extract:
+            extraction = sc.chat(chat_id).extract_topics(method)
+        answer = sc.get_topics(chat_id)
+        if as_json:
+            print_json({**answer, **({"extraction": extraction.to_dict()} if extraction else {})})
+            return
+        if extraction is not None:
+            err_console.print(f"[dim]topics by {escape(extraction.method)} in {extraction.seconds:.2f}s[/]")
+            if extraction.error:
+                err_console.print(f"[yellow]warning:[/] {escape(extraction.error)} (previous topics kept)")
+        for t in answer["topics"]:
+            if t.get("sticky"):
+                out_console.print(f"[bold]locked[/] {escape(t['label'])} ({t['count']}): "
+                                  f"{escape(', '.join(t['message_ids']))}", highlight=False)
+            else:
+                out_console.print(f"{t['count']:>4}  {escape(t['label'])}", highlight=False)
+        err_console.print(f"[dim]{answer['total_messages']} messages[/]")
+
+
+@chat_app.command("filter")
+def set_filter(
+    chat_id: str = ChatIdArg,
+    topic: list[str] = typer.Option([], "--topic", "-t", help="A topic label to select (repeat); none clears the filter."),
+    path: Optional[Path] = PathArg,
+    as_json: bool = JsonFlag,
+) -> None:
+    """Select topics (smart_context.set_filter); without --topic, clear the filter."""
+    with errors():
+        sc = _chats(path)
+        answer, events = _with_events(sc, lambda: sc.set_filter(topic, chat_id))
+        if as_json:
+            print_json({**answer, "events": events})
+            return
+        _print_events(events)
+        out_console.print(("Active topics: " + ", ".join(answer["active_topics"])) if answer["active_topics"]
+                          else "Filter cleared: all messages in context", highlight=False, markup=False)
+
+
+@chat_app.command("mode")
+def similarity_mode(
+    enabled: bool = typer.Argument(..., help="on/true to filter by embedding similarity, off/false for the whole history."),
+    path: Optional[Path] = PathArg,
+    as_json: bool = JsonFlag,
+) -> None:
+    """Turn the topic filter's embedding search on or off (smart_context.set_similarity_mode)."""
+    with errors():
+        sc = _chats(path)
+        answer, events = _with_events(sc, lambda: sc.set_similarity_mode(enabled))
+        if as_json:
+            print_json({**answer, "events": events})
+            return
+        _print_events(events)
+        out_console.print(f"Similarity filter {'on' if answer['embedding_search'] else 'off'}", highlight=False)
+
+
+@chat_app.command()
+def context(
+    chat_id: str = ChatIdArg,
+    message: str = typer.Option(None, "--message", "-m", help="The pending user message (the query of the auto mode)."),
+    path: Optional[Path] = PathArg,
+    mode: str = typer.Option(None, "--mode", help="auto, topics, threshold or all (default: topics when a filter is active, else auto with --message, else all)."),
+    max_tokens: int = typer.Option(None, "--max-tokens", "-t", help="Token budget of the auto mode."),
+    share: float = typer.Option(None, "--share", help="Auto mode budget as a share of the history's tokens (from config, 0.25)."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """The history to send with the next model call."""
+    from ..chat.auto import render_message
+
+    with errors():
+        result = _chats(path).chat(chat_id).history(message, mode=mode, max_tokens=max_tokens, share=share)
+        if as_json:
+            print_json(result.to_dict())
+            return
+        err_console.print(f"[dim]{escape(result.status_line())} ({result.mode})[/]")
+        print_text("\n".join(render_message(m) for m in result.messages))
+
+
+@chat_app.command()
+def add(
+    chat_id: str = ChatIdArg,
+    role: str = typer.Argument(..., help="user, assistant, system or tool."),
+    content: str = typer.Argument(..., help="The message text."),
+    path: Optional[Path] = PathArg,
+    message_id: str = typer.Option(None, "--id", help="The message id (default: a new random id)."),
+    extract: bool = typer.Option(None, "--extract/--no-extract", help="Extract topics after adding (default: after an assistant message)."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Append a message to a chat (created on its first message)."""
+    with errors():
+        sc = _chats(path)
+        chat = sc.chat(chat_id)
+        msg, events = _with_events(sc, lambda: chat.add_message(role, content, id=message_id, extract=extract,
+                                                                 background=False))
+        extraction = chat.last_extraction.to_dict() if chat.last_extraction else None
+        if as_json:
+            print_json({"message": msg.to_dict(), "chat_id": chat_id, "events": events,
+                        **({"extraction": extraction} if extraction else {})})
+            return
+        _print_events(events)
+        out_console.print(f"Added {escape(msg.id)} to {escape(chat_id)}", highlight=False)
+
+
+@chat_app.command("import")
+def import_(
+    source: Path = typer.Argument(..., help="An OpenAI-style messages JSON, or a ChatGPT conversations.json export."),
+    path: Optional[Path] = PathArg,
+    chat_id: str = typer.Option(None, "--chat-id", help="The chat to write (default: the file name; a ChatGPT export uses each conversation's id)."),
+    fmt: str = typer.Option("auto", "--format", help="auto, openai, chatgpt or smartcontext."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """Import chats into .memory/ (re-importing adds only new messages)."""
+    with errors():
+        result = _chats(path).import_file(source, chat_id, fmt)
+        if as_json:
+            print_json(result.to_dict())
+            return
+        for c in result.chats:
+            out_console.print(f"{escape(c['chat_id'])}: {c['added']} added, {c['skipped']} already there, "
+                              f"{c['total']} messages", highlight=False)
+
+
+@chat_app.command()
+def events(
+    path: Optional[Path] = PathArg,
+    since: float = typer.Option(0.0, "--since", help="Only events after this time (an earlier event's 'time')."),
+    limit: int = typer.Option(50, "--limit", "-n", help="Number of events."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """The recent chat events (topics_updated, filter_changed, highlight_applied)."""
+    with errors():
+        found = _chats(path).recent_events(since, limit)
+        if as_json:
+            print_json({"events": found, "count": len(found)})
+            return
+        for ev in found:
+            out_console.print(f"{ev['time']:.3f} {ev['event']} {escape(str(ev['data']))}", highlight=False)
