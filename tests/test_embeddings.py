@@ -188,7 +188,7 @@ class ToyPlugin:
 def test_a_plugin_on_the_plugin_manager_registers_embedders(local, monkeypatch):
     monkeypatch.setattr(registry, "_named", {})
     monkeypatch.setattr(registry, "_schemes", {})
-    monkeypatch.setattr(registry, "_plugins_loaded", False)  # ask the hook again, with the plugin
+    monkeypatch.setattr(registry._hook, "loaded", False)  # ask the hook again, with the plugin
     pm = plugin_manager()
     plugin = ToyPlugin(local)
     pm.register(plugin, name="toy-embedders-test")

@@ -55,19 +55,19 @@ def test_tool_plugins_are_marked_loaded_only_after_a_successful_load(monkeypatch
     from smartcontext.plugins import plugin_manager
 
     monkeypatch.setattr(registry, "_providers", {})
-    monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.setattr(registry._hook, "loaded", False)
     pm = plugin_manager()
     plugin = _FailingPlugin()
     pm.register(plugin, name="failing-test")
     try:
         with pytest.raises(RuntimeError, match="plugin setup failed"):
             registry.registered_providers()
-        assert registry._plugins_loaded is False
+        assert registry._hook.loaded is False
     finally:
         pm.unregister(plugin)
     names = [name for name, _ in registry.registered_providers()]  # asked again, now whole
     assert names == ["workspace", "vault", "smart_connections", "chat"]
-    assert registry._plugins_loaded is True
+    assert registry._hook.loaded is True
 
 
 def test_embedder_plugins_are_marked_loaded_only_after_a_successful_load(monkeypatch):
@@ -81,15 +81,15 @@ def test_embedder_plugins_are_marked_loaded_only_after_a_successful_load(monkeyp
 
     monkeypatch.setattr(embedders, "_named", {})
     monkeypatch.setattr(embedders, "_schemes", {})
-    monkeypatch.setattr(embedders, "_plugins_loaded", False)
+    monkeypatch.setattr(embedders._hook, "loaded", False)
     pm = plugin_manager()
     plugin = Failing()
     pm.register(plugin, name="failing-embedder-test")
     try:
         with pytest.raises(RuntimeError, match="embedder plugin failed"):
             embedders._load_plugins()
-        assert embedders._plugins_loaded is False
+        assert embedders._hook.loaded is False
     finally:
         pm.unregister(plugin)
     embedders._load_plugins()
-    assert embedders._plugins_loaded is True and "onnx" in embedders._schemes
+    assert embedders._hook.loaded is True and "onnx" in embedders._schemes

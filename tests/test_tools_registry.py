@@ -38,7 +38,7 @@ def folder(tmp_path):
 def fresh_providers(monkeypatch):
     """Provider registrations made by a test stay in that test."""
     monkeypatch.setattr(registry, "_providers", dict(registry._providers))
-    monkeypatch.setattr(registry, "_plugins_loaded", registry._plugins_loaded)
+    monkeypatch.setattr(registry._hook, "loaded", registry._hook.loaded)
 
 
 def probe_tools(ctx) -> list[ToolSpec]:
@@ -272,7 +272,7 @@ class GreeterPlugin:
 
 def test_a_plugin_on_the_plugin_manager_adds_tools(folder, monkeypatch):
     monkeypatch.setattr(registry, "_providers", {})
-    monkeypatch.setattr(registry, "_plugins_loaded", False)  # ask the hook again, with the plugin
+    monkeypatch.setattr(registry._hook, "loaded", False)  # ask the hook again, with the plugin
     pm = plugin_manager()
     plugin = GreeterPlugin()
     pm.register(plugin, name="greeter-test")

@@ -107,3 +107,29 @@ def load_entry_points(pm: pluggy.PluginManager, group: str = PROJECT) -> list[st
         loaded.append(ep.name)
     return loaded
 
+
+
+class HookOnce:
+    """Calls one registration hook on first use, for one registry.
+
+    A failed call is tried again on the next use (nothing is marked loaded), and a hook
+    implementation that itself calls the registry's public ``register_*`` (re-entering on
+    the same thread) does not ask the hook a second time.
+    """
+
+    def __init__(self, hook_name: str, lock: threading.RLock):
+        self.hook_name = hook_name
+        self.lock = lock
+        self.loaded = False
+        self._loading = False
+
+    def __call__(self, register: Callable[..., Any]) -> None:
+        with self.lock:
+            if self.loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                getattr(plugin_manager().hook, self.hook_name)(register=register)
+            finally:
+                self._loading = False
+            self.loaded = True

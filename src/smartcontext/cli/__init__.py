@@ -9,6 +9,7 @@ from __future__ import annotations
 # Each module registers its commands on import, in the order help lists them.
 from . import index, context, search, tool, serve, sc, store, chat  # noqa: F401,I001
 from .app import app
+from . import output
 from .output import EXIT_ERROR, EXIT_INTERRUPTED
 
 
@@ -26,8 +27,16 @@ def main() -> None:
         pass
     try:
         app()
+    except SystemExit as exc:
+        if output.interrupted:
+            _exit_now(exc.code)
+        raise
     except KeyboardInterrupt:
-        fail_quietly("interrupted", EXIT_INTERRUPTED)
+        output.interrupted = True
+        try:
+            fail_quietly("interrupted", EXIT_INTERRUPTED)
+        except SystemExit as exc:
+            _exit_now(exc.code)
     except OSError as exc:  # a read-only folder, a full disk, a vanished file
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         fail_quietly(f"{exc.strerror or exc}{where}")
@@ -37,6 +46,18 @@ def main() -> None:
         if isinstance(exc, sqlite3.DatabaseError):
             fail_quietly(f"the index cannot be read ({exc}); run `smartcontext index --rebuild` on the folder")
         fail_quietly(f"unexpected {type(exc).__name__}: {exc} (please report it)")
+
+
+def _exit_now(code: object) -> None:
+    """Exit an interrupted command at once. A process pool stopped mid-run leaves its
+    manager thread behind, and the interpreter's shutdown would join it and print an
+    ignored OSError; every index write is already committed or rolled back."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else EXIT_ERROR)
 
 
 def fail_quietly(message: str, code: int = EXIT_ERROR) -> None:

@@ -62,7 +62,13 @@ def errors(*extra: type[BaseException]) -> Iterator[None]:
     except (SmartContextError, *extra) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
+        global interrupted
+        interrupted = True
         fail("interrupted", EXIT_INTERRUPTED)
+
+
+# Set when a command stops on Ctrl-C or SIGTERM (see ``cli.main``).
+interrupted = False
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import EmbeddingError
+from ..plugins import HookOnce
 from .base import Embedder
 
 NamedFactory = Callable[..., Embedder]
@@ -30,8 +31,7 @@ SchemeFactory = Callable[..., Embedder]
 _named: dict[str, NamedFactory] = {}
 _schemes: dict[str, SchemeFactory] = {}
 _lock = threading.RLock()
-_plugins_loaded = False
-_plugins_loading = False
+_hook = HookOnce("register_embedders", _lock)
 
 DEFAULT_SPEC = "local:minilm"
 
@@ -49,20 +49,7 @@ def _add(spec_or_scheme: str, factory: Callable[..., Embedder], scheme: bool = F
 
 
 def _load_plugins() -> None:
-    global _plugins_loaded, _plugins_loading
-    with _lock:
-        # A hook implementation may call register_* (same thread, re-entering the RLock):
-        # that inner call must not ask the hook again.
-        if _plugins_loaded or _plugins_loading:
-            return
-        _plugins_loading = True
-        try:
-            from ..plugins import plugin_manager
-
-            plugin_manager().hook.register_embedders(register=_add)
-        finally:
-            _plugins_loading = False
-        _plugins_loaded = True  # only now: a failed load is tried again on next use
+    _hook(_add)
 
 
 def register_embedder(spec: str, factory: NamedFactory) -> None:

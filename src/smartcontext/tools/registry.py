@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SmartContextError
+from ..plugins import HookOnce
 from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec
 from ..validate import ToolError, check_arguments
 
@@ -36,9 +37,8 @@ Provider = Callable[[ToolContext], list[ToolSpec]]
 MAX_ARGUMENTS_CHARS = 2_000_000
 
 _providers: dict[str, Provider] = {}
-_plugins_loaded = False
-_plugins_loading = False
 _lock = threading.RLock()
+_hook = HookOnce("register_tools", _lock)
 
 
 def _add(provider: Provider, name: str | None = None) -> Provider:
@@ -50,20 +50,7 @@ def _add(provider: Provider, name: str | None = None) -> Provider:
 
 
 def _load_plugins() -> None:
-    global _plugins_loaded, _plugins_loading
-    with _lock:
-        # A hook implementation may call register_provider (same thread, re-entering the RLock):
-        # that inner call must not ask the hook again.
-        if _plugins_loaded or _plugins_loading:
-            return
-        _plugins_loading = True
-        try:
-            from ..plugins import plugin_manager
-
-            plugin_manager().hook.register_tools(register=_add)
-        finally:
-            _plugins_loading = False
-        _plugins_loaded = True  # only now: a failed load is tried again on next use
+    _hook(_add)
 
 
 def register_provider(provider: Provider, name: str | None = None) -> Provider:
