@@ -79,9 +79,9 @@ class EventBus:
             if os.path.getsize(self.log_path) < 512 * 1024:
                 return
             lines = self.log_path.read_text(encoding="utf-8").splitlines()[-LOG_KEEP:]
-            from .files import _atomic_write
+            from ..vault.paths import atomic_write
 
-            _atomic_write(self.log_path, ("\n".join(lines) + "\n").encode("utf-8"))
+            atomic_write(self.log_path, ("\n".join(lines) + "\n").encode("utf-8"), overwrite=True)
         except OSError:
             pass
 

@@ -20,15 +20,15 @@ import json
 import threading
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFileError, InvalidArgument
 from ..safeio import read_regular
+from ..vault.paths import atomic_write
 
 MEMORY_DIR = ".memory"
 STICKY_LABEL = "Instructions & Preferences"
@@ -148,40 +148,8 @@ def _copy(data: ChatData) -> ChatData:
     return ChatData(list(data.messages), copy.deepcopy(data.topics), copy.deepcopy(data.extra))
 
 
-def _umask() -> int:
-    """The process umask, read without setting it (os.umask would change it for every
-    thread for a moment)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return 0o022
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write through a temp file in the same folder and rename: never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()  # what open() would have made; mkstemp's 0600 is not
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 def write_json_atomic(path: Path, data: Any) -> None:
-    _atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8"))
+    atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8"), overwrite=True)
 
 
 class ChatFile:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IndexCorrupt, IndexDamaged, IndexUnwritable
+from ..errors import IndexDamaged, IndexUnwritable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
 from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
