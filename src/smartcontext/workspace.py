@@ -28,7 +28,7 @@ from .errors import (
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
-from .retrieval.vector import VectorIndex
+from .retrieval.vector import StoreVectorIndex, VectorIndex, vector_index
 from .sources.discover import DiscoveryOptions
 from .store import Store, open_store
 
@@ -96,7 +96,7 @@ class Workspace:
         self.index_path = self.index_dir / INDEX_FILE
         self._store: Store | None = None
         self._catalogue: Catalogue | None = None
-        self._vectors: VectorIndex | None = None
+        self._vectors: VectorIndex | StoreVectorIndex | None = None
         self._embedder = None
         self._chats = None
         self._lock = threading.RLock()
@@ -314,7 +314,7 @@ class Workspace:
                 self._catalogue = Catalogue(self.store)
             return self._catalogue
 
-    def vectors(self) -> tuple[VectorIndex, Any] | None:
+    def vectors(self) -> tuple[VectorIndex | StoreVectorIndex, Any] | None:
         """The vector index and query embedder, or None when there are no vectors to use."""
         if not self.config.embeddings.enabled:
             return None
@@ -330,7 +330,7 @@ class Workspace:
                 return None  # vectors of another model: never compare across models
             gen = self.store.generation()
             if self._vectors is None or self._vectors.generation != gen:
-                self._vectors = VectorIndex(self.store, embedder.name)
+                self._vectors = vector_index(self.store, embedder.name)
             return self._vectors, embedder
 
     def chats(self):
@@ -421,12 +421,12 @@ class Workspace:
         index, _ = vectors
         cat = self.catalogue()
         rel = self.note_path(path, cat)
-        own = [r for r in cat.by_path.get(rel, []) if index.vector_of(r) is not None]
+        own = index.vectors_of(cat.by_path.get(rel, []))
         if not own:
             from .errors import InvalidArgument
 
             raise InvalidArgument(f"{rel} is not in the index (or has no vectors yet)")
-        centroid = np.mean([index.vector_of(r) for r in own], axis=0)
+        centroid = np.mean(list(own.values()), axis=0)
         centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
         best: dict[str, tuple[int, float]] = {}
         for r, s in index.search(centroid, 400):

@@ -1,8 +1,15 @@
-"""Exact cosine search over the workspace's item vectors (unit length), keyed by row id.
+"""Semantic search over the workspace's item vectors (unit length), keyed by row id.
 
-The vectors sit in the shared ``VectorMatrix`` (the Smart Connections cache uses the same
-class), loaded once per index generation; this class maps the store's item row ids to
-matrix rows and back.
+Two implementations of one interface (``search``, ``vector_of``, ``similar_to``, ``len``):
+
+- ``VectorIndex``: exact cosine search in memory. The vectors sit in the shared
+  ``VectorMatrix`` (the Smart Connections cache uses the same class), loaded once per
+  index generation. The right choice for SQLite: numpy over 100k vectors takes
+  milliseconds, faster than any query through the database.
+- ``StoreVectorIndex``: asks a store that searches its own vectors (PostgreSQL's pgvector
+  HNSW), so a process never holds a million vectors it does not need.
+
+``vector_index(store, model)`` picks the one the store is built for.
 """
 
 from __future__ import annotations
@@ -13,7 +20,51 @@ from ..store.base import Store
 from .matrix import VectorMatrix
 
 
-class VectorIndex:
+class _Similar:
+    """``similar_to`` for both indexes, from their ``vector_of`` and ``search``."""
+
+    def similar_to(self, rowid: int, k: int = 10) -> list[tuple[int, float]]:
+        v = self.vector_of(rowid)  # type: ignore[attr-defined]
+        if v is None:
+            return []
+        return [(r, s) for r, s in self.search(v, k + 1) if r != rowid][:k]  # type: ignore[attr-defined]
+
+
+def vector_index(store: Store, model: str) -> "VectorIndex | StoreVectorIndex":
+    """The semantic index of ``model``'s vectors the store is built for."""
+    if getattr(store, "searches_vectors", False):
+        return StoreVectorIndex(store, model)
+    return VectorIndex(store, model)
+
+
+class StoreVectorIndex(_Similar):
+    """Semantic search answered by the store's own vector index, nothing held in memory."""
+
+    def __init__(self, store: Store, model: str):
+        self.store = store
+        self.model = model
+        self.generation = store.generation()
+        self._count = int(store.vector_models().get(model, 0))
+
+    def __len__(self) -> int:
+        return self._count
+
+    def search(
+        self, query: np.ndarray, k: int = 200, allowed: set[int] | None = None
+    ) -> list[tuple[int, float]]:
+        if not self._count or (allowed is not None and not allowed):
+            return []
+        return self.store.nearest(self.model, np.asarray(query, dtype=np.float32).reshape(-1), k, among=allowed)
+
+    def vector_of(self, rowid: int) -> np.ndarray | None:
+        return self.store.vectors_for(self.model, [rowid]).get(int(rowid))
+
+    def vectors_of(self, rowids: list[int]) -> dict[int, np.ndarray]:
+        """The vectors of those items that have one (one query for all)."""
+        return self.store.vectors_for(self.model, rowids)
+
+
+class VectorIndex(_Similar):
     def __init__(self, store: Store, model: str):
         self.model = model
         self.generation = store.generation()
@@ -48,8 +99,6 @@ class VectorIndex:
         i = self._pos.get(int(rowid))
         return None if i is None else self._matrix.row(i)
 
-    def similar_to(self, rowid: int, k: int = 10) -> list[tuple[int, float]]:
-        v = self.vector_of(rowid)
-        if v is None:
-            return []
-        return [(r, s) for r, s in self.search(v, k + 1) if r != rowid][:k]
+    def vectors_of(self, rowids: list[int]) -> dict[int, np.ndarray]:
+        """The vectors of those items that have one."""
+        return {int(r): v for r in rowids if (v := self.vector_of(r)) is not None}
