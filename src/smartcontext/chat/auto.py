@@ -23,7 +23,7 @@ from .files import Message
 
 # The share of a retrieved turn's score lent to the turns next to it (1 and 2 away).
 NEIGHBOUR_DECAY = (0.5, 0.25)
-# Keyword and semantic weights in the fusion. Measured on LoCoMo (bench/chat.py, the
+# Keyword and semantic weights in the fusion. Measured on LoCoMo (bench/chat_context.py, the
 # first conversation's 150 questions, categories 1-4): semantic counted twice lifts
 # evidence recall at 10% of the tokens from 0.841 to 0.853 and at 25% from 0.921 to 0.924
 # (two neighbours each side: 0.937); keyword alone 0.774, semantic alone 0.739.

@@ -20,8 +20,8 @@ Tokens are cl100k_base counts of the rendered lines (``[date] speaker: text``). 
 Speed rows: filtering a 1,000-message chat with a warm cache (median of the questions),
 re-embedding after adding one message, local topic extraction for 500 messages.
 
-    python bench/chat.py --quick          # one conversation, 60 questions
-    python bench/chat.py                  # all conversations of dev.json
+    python bench/chat_context.py --quick          # one conversation, 60 questions
+    python bench/chat_context.py                  # all conversations of dev.json
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import numpy as np
 from _vault_common import DATASETS, RESULTS_DIR, BENCH_DIR, clean_env, load_average, machine, median
 
 LOCOMO = DATASETS / "locomo" / "dev.json"
-WORK = BENCH_DIR / ".work" / "chat"
+WORK = BENCH_DIR / ".work" / "chat_context"
 _SESSION = re.compile(r"session_(\d+)")
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 METHODS = ("threshold", "topics", "auto@10%", "auto@25%")
@@ -75,7 +75,7 @@ def evidence_ids(qa: dict) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one conversation, 60 questions")
-    ap.add_argument("--out", type=Path, default=None, help="results file stem (default bench/results/chat[.quick])")
+    ap.add_argument("--out", type=Path, default=None, help="results file stem (default bench/results/chat_context[.quick])")
     args = ap.parse_args()
     if not LOCOMO.is_file():
         print(f"skipped: {LOCOMO} is absent (the benchmark needs ../shared/datasets)", file=sys.stderr)
@@ -151,7 +151,7 @@ def main() -> int:
     # Speed: a 1,000-message chat (turns of the conversations, in order), warm cache.
     speed = speed_rows(sc, convs, embedder)
     report = {
-        "command": "python bench/chat.py" + (" --quick" if args.quick else ""),
+        "command": "python bench/chat_context.py" + (" --quick" if args.quick else ""),
         "date": started, "machine": machine(), "load_average": load_average(),
         "conversations": len(convs), "messages": n_messages, "embedding_model": embedder.name,
         "index_seconds": round(index_s, 2), "embed_seconds": round(embed_s, 2),
@@ -160,7 +160,7 @@ def main() -> int:
         "filter_ms_median": {m: round(1000 * median(v), 1) for m, v in timings.items()},
         "speed": speed,
     }
-    stem = args.out or RESULTS_DIR / ("chat.quick" if args.quick else "chat")
+    stem = args.out or RESULTS_DIR / ("chat_context.quick" if args.quick else "chat_context")
     stem.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{stem}.json").write_text(json.dumps(report, indent=2))
     md = render(report)
