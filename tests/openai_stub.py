@@ -10,6 +10,9 @@ request it received. Each scripted reply is a dict:
     {"status": 500, "error": "overloaded"}                      an HTTP error
     any of them with "wait": threading.Event()                  answered once it is set
 
+A request with ``"stream": true`` is answered with server-sent events (text in pieces,
+each tool call in one chunk, the usage last when ``stream_options.include_usage``).
+
 When the script runs out, the server answers 500 "script exhausted", so a test that makes
 one call too many fails loudly. ``usage.prompt_tokens`` is the exact cl100k_base count of
 the request's messages and tools as JSON, so callers can measure what a round costs.
@@ -56,6 +59,26 @@ def _completion(body: dict[str, Any], reply: dict[str, Any], n: int) -> dict[str
     }
 
 
+def _chunks(completion: dict[str, Any], usage: bool) -> list[dict[str, Any]]:
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    message = completion["choices"][0]["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    text = message.get("content") or ""
+    step = max(1, len(text) // 3)
+    out += [chunk({"content": text[i:i + step]}) for i in range(0, len(text), step)]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        out.append(chunk({"tool_calls": [{"index": i, **call}]}))
+    out.append(chunk({}, completion["choices"][0]["finish_reason"]))
+    if usage:
+        out.append({**base, "choices": [], "usage": completion["usage"]})
+    return out
+
+
 class ScriptedOpenAI:
     """The server; ``url`` is the ``api_base`` to give a client (ends with ``/v1``)."""
 
@@ -83,7 +106,22 @@ class ScriptedOpenAI:
                 if "status" in reply:
                     return self._send(reply["status"], {"error": {"message": reply.get("error", "error"),
                                                                   "type": "server_error"}})
-                self._send(200, _completion(body, reply, n))
+                completion = _completion(body, reply, n)
+                if body.get("stream"):
+                    return self._stream(completion, bool((body.get("stream_options") or {}).get("include_usage")))
+                self._send(200, completion)
+
+            def _stream(self, completion: dict[str, Any], usage: bool) -> None:
+                """The completion as server-sent events, the way OpenAI streams: text in
+                pieces, each tool call in a chunk of its own, then the usage."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in _chunks(completion, usage):
+                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

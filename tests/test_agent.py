@@ -337,3 +337,19 @@ def test_local_gguf_model_answers(vault):
         sid = sessions.create()["id"]
         result = sessions.send(sid, "Read ferry.md and tell me which ferry goes to Naxos.")
     assert result["rounds"] >= 1 and isinstance(result["answer"], str)
+
+
+def test_streaming_gives_the_same_results_and_text_deltas(tmp_path, openai_stub):
+    plain_server, streamed_server = openai_stub(SCRIPT), openai_stub(SCRIPT)
+    _, plain, _, _ = run_library(make_vault(tmp_path / "a" / "vault"), plain_server.url)
+    events: list[dict] = []
+    with AgentSessions(make_vault(tmp_path / "b" / "vault"), model=MODEL, api_base=streamed_server.url,
+                       stream=True) as sessions:
+        sid = sessions.create("Ferries")["id"]
+        streamed = [sessions.send(sid, m, on_event=events.append) for m in (QUESTION, "How long is the crossing?")]
+    assert [comparable(r) for r in streamed] == [comparable(r) for r in plain]
+    assert all(b["stream"] is True for b in streamed_server.requests)
+    deltas = [e for e in events if e["type"] == "delta"]
+    assert len(deltas) > 2 and "".join(e["text"] for e in deltas if e["round"] == 4) == plain[0]["answer"]
+    kinds = [e["type"] for e in events]
+    assert kinds.index("delta") < kinds.index("assistant")

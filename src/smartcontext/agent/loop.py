@@ -9,8 +9,8 @@ allowed round is called without tools, so a turn always ends with an answer.
 Whatever the model sends, a tool call is answered: an unknown tool, arguments that are
 not JSON or not an object, or arguments the tool's schema refuses come back to the model
 as ``{"success": false, "error": "..."}`` saying what to fix. Progress is reported to
-``on_event`` as plain dicts (``type``: assistant, tool_call, tool_result, compaction,
-history, done, error); a failing listener never stops the turn.
+``on_event`` as plain dicts (``type``: history, delta, assistant, tool_call, tool_result,
+compaction, done, error); a failing listener never stops the turn.
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ class AgentLoop:
     max_rounds: model calls per user turn; the last one is offered no tools.
     compact:    compact tool results once the model has read them (off only to measure
                 what compaction saves).
+    stream:     stream the model's text as ``delta`` events while it is written.
     """
 
     def __init__(
@@ -127,6 +128,7 @@ class AgentLoop:
         compact: bool = True,
         system_prompt: str | None = None,
         encoding: str = DEFAULT_ENCODING,
+        stream: bool = False,
     ):
         from ..errors import InvalidArgument
 
@@ -147,6 +149,7 @@ class AgentLoop:
         root = registry.context.root
         self.system_prompt = system_prompt if system_prompt is not None else SYSTEM_PROMPT.format(name=root.name)
         self.encoding = encoding
+        self.stream = stream
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The offered tools in the OpenAI ``tools`` format."""
@@ -203,9 +206,13 @@ class AgentLoop:
             kept, info = history(messages, turn_start) if history else (None, {"mode": "all"})
             sent = select_history(messages, turn_start, kept)
             emit({"type": "history", "round": round_no, "sent": len(sent), "total": len(messages), **info})
+            on_text = None
+            if self.stream:
+                def on_text(piece: str, _round: int = round_no) -> None:
+                    emit({"type": "delta", "round": _round, "text": piece})
             try:
                 reply = self.model.complete([{"role": "system", "content": self.system_prompt}]
-                                            + [api_message(m) for m in sent], None if last else schemas)
+                                            + [api_message(m) for m in sent], None if last else schemas, on_text)
             except Exception as exc:
                 emit({"type": "error", "round": round_no, "error": str(exc)})
                 raise

@@ -13,6 +13,7 @@ import json
 import os
 import uuid
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import LLMError
@@ -47,7 +48,10 @@ class ModelReply:
 class Model(Protocol):
     name: str
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> ModelReply: ...
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 on_text: Callable[[str], None] | None = None) -> ModelReply:
+        """The model's reply; with ``on_text``, its text is streamed there piece by piece
+        as it arrives (models that cannot stream call it once with the whole text)."""
 
 
 def model_settings(llm_config: dict[str, str], model: str | None = None, api_base: str | None = None,
@@ -94,7 +98,8 @@ class LiteLLMModel:
         self.settings = dict(settings)
         self.name = self.settings["model"]
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> ModelReply:
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 on_text: Callable[[str], None] | None = None) -> ModelReply:
         # No network at import: LiteLLM otherwise fetches its model price list.
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         try:
@@ -106,7 +111,10 @@ class LiteLLMModel:
         if tools:
             options["tools"] = tools
         try:
-            response = litellm.completion(messages=messages, **options)
+            if on_text is None:
+                response = litellm.completion(messages=messages, **options)
+            else:
+                response = self._streamed(litellm, messages, options, on_text)
         except Exception as exc:  # LiteLLM raises its providers' own exception types
             raise LLMError(f"the model {self.name} failed: {type(exc).__name__}: {exc}") from exc
         try:
@@ -123,6 +131,24 @@ class LiteLLMModel:
             calls.append(ToolCall(getattr(tc, "id", None) or f"call_{uuid.uuid4().hex[:12]}", name, args))
         usage = getattr(response, "usage", None)
         return ModelReply(message.content or "", calls, getattr(usage, "prompt_tokens", None))
+
+    @staticmethod
+    def _streamed(litellm: Any, messages: list[dict[str, Any]], options: dict[str, Any],
+                  on_text: Callable[[str], None]) -> Any:
+        """Stream the reply, passing text pieces on, and rebuild the whole response
+        (tool calls arrive in pieces too) with LiteLLM's own chunk builder."""
+        chunks = []
+        stream = litellm.completion(messages=messages, stream=True, stream_options={"include_usage": True}, **options)
+        for chunk in stream:
+            chunks.append(chunk)
+            choices = getattr(chunk, "choices", None) or []
+            piece = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
+            if piece:
+                on_text(piece)
+        response = litellm.stream_chunk_builder(chunks, messages=messages)
+        if response is None:
+            raise LLMError("the model's stream held no reply")
+        return response
 
 
 # -- the local GGUF: tool calls as JSON held to a schema --------------------------------
@@ -200,9 +226,12 @@ class LocalModel:
             raise LLMError(f"unknown local model {name!r}; the local model is {local_llm.MODEL_SPEC!r}")
         self.name = name
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> ModelReply:
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 on_text: Callable[[str], None] | None = None) -> ModelReply:
         from ..chat import local_llm
 
         names = [t["function"]["name"] for t in tools or []]
-        text = local_llm.complete(local_messages(messages, tools), local_schema(names))
-        return local_reply(text)
+        reply = local_reply(local_llm.complete(local_messages(messages, tools), local_schema(names)))
+        if on_text is not None and reply.content:
+            on_text(reply.content)  # the schema-held JSON cannot be shown as it grows
+        return reply

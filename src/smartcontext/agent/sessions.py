@@ -58,6 +58,8 @@ class AgentSessions:
     history_filter: send the history through the chat topic filter before each model
                   call (when this session is the current chat and topics are selected).
     extract_topics: re-extract the session's topics after each answer (in the background).
+    stream:       stream the model's text as ``delta`` events ({round, text}) as it is
+                  written, before the round's ``assistant`` event with the whole text.
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class AgentSessions:
         tools: Iterable[str] | None = None,
         history_filter: bool = True,
         extract_topics: bool = False,
+        stream: bool = False,
     ):
         from ..tools import ToolRegistry
 
@@ -94,6 +97,7 @@ class AgentSessions:
         self.tools = None if tools is None else list(tools)
         self.history_filter = history_filter
         self.extract_topics = extract_topics
+        self.stream = stream
         if max_rounds < 1:
             raise InvalidArgument("max_rounds must be at least 1")
 
@@ -205,7 +209,7 @@ class AgentSessions:
         file, data = self._load(session_id)
         model = self.model()
         loop = AgentLoop(self.registry, model, self.tools, self.max_rounds, self.compact,
-                         encoding=self.workspace.config.context.encoding or DEFAULT_ENCODING)
+                         encoding=self.workspace.config.context.encoding or DEFAULT_ENCODING, stream=self.stream)
 
         def emit(event: Event) -> None:
             if on_event is not None:

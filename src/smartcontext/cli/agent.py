@@ -26,14 +26,20 @@ def _shown(arguments: str) -> str:
     return text if len(text) <= SHOWN_ARGS else text[: SHOWN_ARGS - 1] + "…"
 
 
-def _printer(as_json: bool):
-    """Print each event briefly on stderr (nothing in --json mode: stdout is the JSON)."""
+def _printer(as_json: bool, live: bool):
+    """Print each event briefly on stderr (nothing in --json mode: stdout is the JSON);
+    ``live``: the model's text is streamed to stdout as it is written."""
 
     def show(event: dict[str, Any]) -> None:
         if as_json:
             return
         kind = event["type"]
-        if kind == "tool_result":
+        if kind == "delta" and live:
+            sys.stdout.write(event["text"])
+            sys.stdout.flush()
+        elif kind == "assistant" and live:
+            print_text("")
+        elif kind == "tool_result":
             status = "[green]ok[/]" if event["success"] else f"[red]error:[/] {escape(event.get('error', ''))}"
             err_console.print(f"[dim]tool[/] {escape(event['name'])} {escape(_shown(event['arguments']))} {status}",
                               highlight=False)
@@ -49,11 +55,12 @@ def _printer(as_json: bool):
 
 
 def _answer(sessions, session_id: str, text: str, as_json: bool) -> dict[str, Any]:
-    result = sessions.send(session_id, text, on_event=_printer(as_json))
+    result = sessions.send(session_id, text, on_event=_printer(as_json, sessions.stream))
     if as_json:
         print_json(result)
     else:
-        print_text(result["answer"])
+        if not sessions.stream:
+            print_text(result["answer"])
         err_console.print(f"[dim]{result['rounds']} round(s), {len(result['tool_calls'])} tool call(s), "
                           f"{result['tokens_saved']:,} tokens saved by compaction[/]", highlight=False)
     return result
@@ -84,7 +91,10 @@ def agent(
         raise typer.BadParameter("give the question either as an argument or with --message, not both")
     text = message if message is not None else question
     with errors():
-        with AgentSessions(workspace_root(path), model=model, api_base=api_base, max_rounds=max_rounds) as sessions:
+        # On a terminal the answer appears as it is written; piped, it is printed whole.
+        live = not as_json and sys.stdout.isatty()
+        with AgentSessions(workspace_root(path), model=model, api_base=api_base, max_rounds=max_rounds,
+                           stream=live) as sessions:
             if list_sessions:
                 found = sessions.list()
                 if as_json:
