@@ -182,6 +182,7 @@ def test_cli_errors_are_one_line(vault, openai_stub):
     no_model = _cli(str(vault), "-m", "hello")
     assert no_model.returncode == 1
     assert "the agent needs a language model: pass --model" in no_model.stderr and "Traceback" not in no_model.stderr
+    assert not (vault / ".memory").exists()  # no empty session left behind
     unknown = _cli(str(vault), "-m", "hello", "--session", "agent-nope", "--model", MODEL)
     assert unknown.returncode == 1 and "no agent session 'agent-nope'" in unknown.stderr
 

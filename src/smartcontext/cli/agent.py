@@ -103,6 +103,7 @@ def agent(
                     print_text(f"{s['id']}  {s['updated']}  {s['turns']} turn(s), {s['tokens_saved']:,} tokens saved  "
                                f"{s['title']}")
                 return
+            sessions.model()  # no model configured: say so before creating a session
             session_id = sessions.get(session)["id"] if session else sessions.create()["id"]
             if not as_json:
                 err_console.print(f"[dim]session {session_id}[/]", highlight=False)
