@@ -6,8 +6,23 @@
 ``sessions``    ``AgentSessions``: create, list, get, send, delete (CLI agent, HTTP sessions)
 """
 
-from .compaction import build_tool_stub, compact_tool_messages
-from .loop import AgentLoop, TurnResult
-from .sessions import AgentSessions
+from __future__ import annotations
 
-__all__ = ["AgentLoop", "AgentSessions", "TurnResult", "build_tool_stub", "compact_tool_messages"]
+from typing import Any
+
+# Loaded on first use: the CLI reads the loop's defaults while building its commands, and
+# `smartcontext --version` must not pay for the chat layer (numpy) that sessions pull in.
+_EXPORTS = {
+    "AgentLoop": "loop", "TurnResult": "loop", "AgentSessions": "sessions",
+    "build_tool_stub": "compaction", "compact_tool_messages": "compaction",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
