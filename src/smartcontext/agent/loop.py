@@ -206,10 +206,7 @@ class AgentLoop:
             kept, info = history(messages, turn_start) if history else (None, {"mode": "all"})
             sent = select_history(messages, turn_start, kept)
             emit({"type": "history", "round": round_no, "sent": len(sent), "total": len(messages), **info})
-            on_text = None
-            if self.stream:
-                def on_text(piece: str, _round: int = round_no) -> None:
-                    emit({"type": "delta", "round": _round, "text": piece})
+            on_text = _deltas(emit, round_no) if self.stream else None
             try:
                 reply = self.model.complete([{"role": "system", "content": self.system_prompt}]
                                             + [api_message(m) for m in sent], None if last else schemas, on_text)
@@ -277,6 +274,10 @@ class AgentLoop:
             used.add(call.id)
             out.append(call)
         return out
+
+
+def _deltas(emit: EventSink, round_no: int) -> Callable[[str], None]:
+    return lambda piece: emit({"type": "delta", "round": round_no, "text": piece})
 
 
 def _safe(on_event: EventSink | None) -> EventSink:
