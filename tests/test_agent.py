@@ -174,8 +174,10 @@ def test_the_cli_prints_tool_calls_and_tokens_saved(vault, openai_stub):
     assert "tool delete_everything {} error: Unknown tool: 'delete_everything'" in err
     assert "tokens saved by compaction" in err and "continue with --session agent-" in err
     assert server.remaining == 0  # "never sent" was after exit
-    listed = _cli(str(vault), "--list", "--json")
-    assert json.loads(listed.stdout)["count"] == 1
+    listed = json.loads(_cli(str(vault), "--list", "--json").stdout)
+    assert listed["count"] == 1 and listed["sessions"][0]["title"] == QUESTION
+    text = _cli(str(vault), "--list").stdout
+    assert text.startswith(listed["sessions"][0]["id"]) and text.rstrip().endswith(QUESTION)
 
 
 def test_cli_errors_are_one_line(vault, openai_stub):

@@ -99,9 +99,12 @@ def agent(
                 found = sessions.list()
                 if as_json:
                     print_json({"sessions": found, "count": len(found)})
-                for s in [] if as_json else found:
+                    return
+                for s in found:
                     print_text(f"{s['id']}  {s['updated']}  {s['turns']} turn(s), {s['tokens_saved']:,} tokens saved  "
                                f"{s['title']}")
+                if not found:
+                    err_console.print("No sessions yet.")
                 return
             sessions.model()  # no model configured: say so before creating a session
             session_id = sessions.get(session)["id"] if session else sessions.create()["id"]
