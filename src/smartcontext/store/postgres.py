@@ -177,6 +177,7 @@ class PostgresStore:
         self._files_lock = threading.Lock()
         self._vector_models: tuple[int, dict[str, int]] | None = None
         self._hnsw_dims: set[int] = set()
+        self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
         self._bootstrap()
         search_path = sql.SQL("SET search_path TO {}, {}, public").format(
@@ -752,7 +753,10 @@ class PostgresStore:
         if not unique:
             return
         for dim in {int(v.shape[0]) for v in unique.values()} - self._hnsw_dims:
-            self._ensure_hnsw(conn, dim)
+            if self._deferred_dims is not None and not self._hnsw_exists(conn, dim):
+                self._deferred_dims.add(dim)  # built once, over all rows, at the end of the load
+            else:
+                self._ensure_hnsw(conn, dim)
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO embedding_cache(model, hash, dim, vec) VALUES (%s, %s, %s, %s) "
@@ -760,15 +764,39 @@ class PostgresStore:
                 [(model, h, int(unique[h].shape[0]), unique[h]) for h in sorted(unique)],
             )
 
+    @contextmanager
+    def deferred_vector_index(self, maintenance_work_mem: str = "2GB") -> Iterator[None]:
+        """For a bulk load (``store copy``, a first index of a large corpus): vectors of a
+        size that has no HNSW index yet get it once at the end, built over all rows, which
+        is many times faster than growing the graph row by row. Sizes already indexed stay
+        indexed. The graph must fit in ``maintenance_work_mem`` for a fast build (about
+        1.5-2x the vectors). Should the load die first, searches still answer (exactly,
+        without the index) and the next write of that size builds it."""
+        self._deferred_dims = set()
+        try:
+            yield
+        finally:
+            dims, self._deferred_dims = self._deferred_dims, None
+            for dim in sorted(dims):
+                with self._conn() as conn:
+                    conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
+                    try:
+                        with conn.transaction():
+                            self._ensure_hnsw(conn, dim)
+                    finally:
+                        conn.execute("RESET maintenance_work_mem")
+
+    def _hnsw_exists(self, conn: "psycopg.Connection", dim: int) -> bool:
+        return conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+            (SHARED_SCHEMA, f"embedding_cache_hnsw_{dim}"),
+        ).fetchone() is not None
+
     def _ensure_hnsw(self, conn: "psycopg.Connection", dim: int) -> None:
         """An HNSW index (cosine) over the cache's vectors of size ``dim``."""
         if 0 < dim <= _HNSW_MAX_DIM:
             name = f"embedding_cache_hnsw_{dim}"
-            exists = conn.execute(
-                "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
-                (SHARED_SCHEMA, name),
-            ).fetchone()
-            if not exists:
+            if not self._hnsw_exists(conn, dim):
                 # Two workspaces creating the same index at once would collide.
                 conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_BOOTSTRAP_LOCK, dim))
                 conn.execute(
