@@ -309,9 +309,10 @@ class Workspace:
 
     def catalogue(self) -> Catalogue:
         with self._lock:
-            gen = self.store.generation()
-            if self._catalogue is None or self._catalogue.generation != gen:
+            if self._catalogue is None:
                 self._catalogue = Catalogue(self.store)
+            else:  # a write re-reads only the files it changed
+                self._catalogue = self._catalogue.updated(self.store)
             return self._catalogue
 
     def vectors(self) -> tuple[VectorIndex, Any] | None:

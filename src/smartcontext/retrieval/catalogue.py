@@ -1,18 +1,26 @@
-"""An in-memory catalogue of item names and places, rebuilt when the index changes.
+"""An in-memory catalogue of item names and places, kept in step with the index.
 
-Name lookups happen many times per question; a dict beats a SQL query each time.
+Name lookups happen many times per question; a dict beats a SQL query each time. When
+the index changes, :meth:`Catalogue.updated` re-reads only the files that changed (the
+store's change log) into a new catalogue, so a write to one note costs that note, not the
+vault; a reader still holding the old catalogue is never disturbed.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 
 from ..model import kind_traits
 from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import CatalogueRow, Store
 
+# Past this share of the vault's files, reading everything again is as cheap as patching.
+_PATCH_SHARE = 4
+_PATCH_MIN = 64
 _TEST_FILE = re.compile(
     r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
 )
@@ -30,6 +38,7 @@ def is_test_path(path: str) -> bool:
 class Catalogue:
     def __init__(self, store: Store):
         self.generation = store.generation()
+        self._store = store
         self.entries: dict[int, CatalogueRow] = {}
         self.by_id: dict[str, int] = {}
         self.by_name: dict[str, list[int]] = defaultdict(list)  # lower-cased short name
@@ -39,6 +48,7 @@ class Catalogue:
         self.by_stem: dict[str, list[str]] = defaultdict(list)  # file stem -> paths
         self.children: dict[str, list[int]] = defaultdict(list)
         self.test_paths: set[str] = set()
+        self._code_rows = 0
         for e in store.item_light_rows():
             self.entries[e.rowid] = e
             self.by_id[e.id] = e.rowid
@@ -50,16 +60,96 @@ class Catalogue:
             traits = kind_traits(e.kind)
             if traits.file_row and e.start_line == 1:
                 self.module_of_path.setdefault(e.path, e.rowid)
+            self._code_rows += traits.code_symbol
         for path in self.by_path:
-            stem = os.path.splitext(os.path.basename(path))[0].lower()
-            self.by_stem[stem].append(path)
+            self.by_stem[_stem(path)].append(path)
             if is_test_path(path):
                 self.test_paths.add(path)
         self.paths = sorted(self.by_path)
         self._link_resolver = None
-        self._store = store
         self._tags: list[tuple[int, str]] | None = None
-        self.has_code = any(kind_traits(e.kind).code_symbol for e in self.entries.values())
+
+    @property
+    def has_code(self) -> bool:
+        return self._code_rows > 0
+
+    def updated(self, store: Store | None = None) -> "Catalogue":
+        """This catalogue at the store's current generation: itself when nothing changed,
+        else a new catalogue with the changed files' rows read again (or, when the store's
+        change log does not reach back far enough or most files changed, read whole).
+        Equal to ``Catalogue(store)`` either way; this one is left as it was."""
+        store = store or self._store
+        generation = store.generation()  # first: a change after it is re-read next time
+        if generation == self.generation:
+            return self
+        changed = store.changed_paths(self.generation)
+        if changed is None or len(changed) > max(_PATCH_MIN, len(self.by_path) // _PATCH_SHARE):
+            return Catalogue(store)
+        new = copy.copy(self)
+        new._store, new.generation = store, generation
+        if changed:
+            new._patch(changed)
+        return new
+
+    def _patch(self, changed: set[str]) -> None:
+        """Read the rows at ``changed`` paths again. Every container that changes is
+        copied first and lists are replaced, never edited: the old catalogue may be in use
+        on another thread."""
+        store = self._store
+        gone = {r for p in changed for r in self.by_path.get(p, ())}
+        rows = store.item_light_rows(sorted(changed))
+        self.entries = dict(self.entries)
+        self.by_id = dict(self.by_id)
+        self.by_name = defaultdict(list, self.by_name)
+        self.by_fqname = defaultdict(list, self.by_fqname)
+        self.by_path = defaultdict(list, self.by_path)
+        self.module_of_path = dict(self.module_of_path)
+        self.by_stem = defaultdict(list, self.by_stem)
+        self.children = defaultdict(list, self.children)
+        self.test_paths = set(self.test_paths)
+        old = [self.entries.pop(r) for r in sorted(gone)]
+        for e in old:
+            if self.by_id.get(e.id) == e.rowid:
+                del self.by_id[e.id]
+        for e in rows:
+            self.entries[e.rowid] = e
+            self.by_id[e.id] = e.rowid
+        self._code_rows += sum(kind_traits(e.kind).code_symbol for e in rows) - sum(
+            kind_traits(e.kind).code_symbol for e in old
+        )
+        for mapping, key in (
+            (self.by_name, lambda e: e.name.lower()),
+            (self.by_fqname, lambda e: e.fqname.lower()),
+            (self.by_path, lambda e: e.path),
+            (self.children, lambda e: e.parent_id or None),
+        ):
+            _rekey(mapping, gone, [(key(e), e.rowid) for e in old], [(key(e), e.rowid) for e in rows])
+        before = set(self.paths)
+        for path in changed:
+            self.module_of_path.pop(path, None)
+            for r in self.by_path.get(path, ()):
+                e = self.entries[r]
+                if kind_traits(e.kind).file_row and e.start_line == 1:
+                    self.module_of_path[path] = r
+                    break
+            self.test_paths.discard(path)
+            if path in self.by_path and is_test_path(path):
+                self.test_paths.add(path)
+        for stem in {_stem(p) for p in changed}:
+            # A full read lists a stem's paths in the order their first rows come.
+            kept = [p for p in self.by_stem.get(stem, ()) if p not in changed]
+            kept += [p for p in changed if p in self.by_path and _stem(p) == stem]
+            if kept:
+                self.by_stem[stem] = sorted(kept, key=lambda p: self.by_path[p][0])
+            else:
+                self.by_stem.pop(stem, None)
+        if set(self.by_path) != before:
+            self.paths = sorted(self.by_path)
+            self._link_resolver = None
+        if self._tags is not None:
+            self._tags = [(r, t) for r, t in self._tags if r not in gone] + [
+                (r, normalise_tag(t)) for r, t in store.tag_rows(sorted(changed))
+            ]
 
     def tagged(self, want: set[str]) -> set[int]:
         """Items whose note carries one of ``want`` or a tag nested below it (``a`` matches
@@ -161,3 +251,27 @@ class Catalogue:
             same = [r for r in cands if self.entries[r].path == from_path]
             return same[:limit]
         return cands[:limit]
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0].lower()
+
+
+def _rekey(
+    mapping: dict, gone: set[int], removed: Iterable[tuple[object, int]], added: Iterable[tuple[object, int]]
+) -> None:
+    """Give each key that lost or gained rows a new list of its row ids in row id order
+    (as a full read builds it); a key left with no rows is dropped, a None key skipped."""
+    keys: dict[object, list[int]] = {}
+    for key, _ in removed:
+        if key is not None:
+            keys.setdefault(key, [])
+    for key, rowid in added:
+        if key is not None:
+            keys.setdefault(key, []).append(rowid)
+    for key, new in keys.items():
+        rows = sorted([r for r in mapping.get(key, ()) if r not in gone] + new)
+        if rows:
+            mapping[key] = rows
+        else:
+            mapping.pop(key, None)

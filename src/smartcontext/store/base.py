@@ -18,6 +18,13 @@ import numpy as np
 from ..model import Edge, Item
 
 
+# The change log (:meth:`Store.changed_paths`) keeps the last CHANGES_KEPT generations,
+# pruned every CHANGES_PRUNE_EVERY: a reader further behind reads the whole index again,
+# which past a few thousand changed files costs no more than patching.
+CHANGES_KEPT = 4096
+CHANGES_PRUNE_EVERY = 256
+
+
 @dataclass
 class FileState:
     """What the index knows about one file, to decide whether it changed."""
@@ -142,6 +149,13 @@ class Store(Protocol):
     # -- meta ----------------------------------------------------------------------
     def generation(self) -> int: ...
 
+    def changed_paths(self, since: int) -> set[str] | None:
+        """The item paths whose rows (items, names, tags) changed after generation
+        ``since``, so a cache of the light rows can re-read just those; None when the
+        store no longer remembers that far back (re-read everything). Vectors are not
+        changes here: they bump the generation without a path."""
+        ...
+
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
@@ -171,7 +185,9 @@ class Store(Protocol):
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]: ...
 
-    def item_light_rows(self) -> list[CatalogueRow]: ...
+    def item_light_rows(self, paths: Sequence[str] | None = None) -> list[CatalogueRow]:
+        """The light columns of every item, or of the items at ``paths``, by row id."""
+        ...
 
     def item_count(self) -> int: ...
 
@@ -184,8 +200,9 @@ class Store(Protocol):
 
     def file_warnings(self) -> dict[str, list[str]]: ...
 
-    def tag_rows(self) -> list[tuple[int, str]]:
-        """(rowid, tag) for every tag in every item's ``meta["tags"]``, as written."""
+    def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        """(rowid, tag) for every tag in every item's ``meta["tags"]`` (of the items at
+        ``paths``, when given), as written."""
         ...
 
     # -- keyword search -----------------------------------------------------------

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import IndexDamaged, IndexUnwritable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
+from .base import CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
 
@@ -66,6 +66,9 @@ _EDGE_SELECT = (
     "e.dst_name FROM edges e JOIN files ef ON ef.id = e.file_id "
     "LEFT JOIN items s ON s.rowid = e.src LEFT JOIN items d ON d.rowid = e.dst"
 )
+# The items at some paths: two indexed lookups, items on their file's path and the rare
+# item whose path differs from its file's ({} takes the placeholders).
+_PATH_WHERE = ("i.path IS NULL AND f.path IN ({})", "i.path IN ({})")
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
 # Decoded files kept for reads, by characters: a question reads items of about a hundred
@@ -182,11 +185,42 @@ class SQLiteStore:
             self._batch_depth = 0
             self.db.execute("COMMIT")
 
-    def _bump_generation(self) -> None:
+    def _bump_generation(self, paths: Iterable[str] = ()) -> None:
+        """A new generation; ``paths`` are the item paths whose rows it changed (none for
+        vectors), logged for :meth:`changed_paths`."""
         self.db.execute(
             "INSERT INTO meta(key, value) VALUES('generation', '1') "
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
+        rows = [(p,) for p in dict.fromkeys(paths)]
+        if not rows:
+            return
+        generation = self.generation()
+        self.db.executemany(
+            "INSERT INTO changes(generation, path) VALUES (?, ?)", [(generation, p) for (p,) in rows]
+        )
+        if generation % CHANGES_PRUNE_EVERY == 0:
+            floor = generation - CHANGES_KEPT
+            self.db.execute("DELETE FROM changes WHERE generation <= ?", (floor,))
+            self.db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'changes_from' AND CAST(value AS INTEGER) < ?",
+                (str(floor), floor),
+            )
+
+    def changed_paths(self, since: int) -> set[str] | None:
+        """Item paths whose rows changed after generation ``since``; None when the log no
+        longer reaches back that far (the caller reads everything again)."""
+        # One statement, so one snapshot: a writer pruning the log in between cannot make
+        # an incomplete answer look complete.
+        rows = self.db.execute(
+            "SELECT 0, value FROM meta WHERE key = 'changes_from' "
+            "UNION ALL SELECT DISTINCT 1, path FROM changes WHERE generation > ?",
+            (since,),
+        ).fetchall()
+        floor = [int(v) for tag, v in rows if tag == 0]
+        if not floor or since < floor[0]:
+            return None
+        return {p for tag, p in rows if tag == 1}
 
     def generation(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
@@ -238,11 +272,13 @@ class SQLiteStore:
                 "UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path)
             )
 
-    def _delete_file_rows(self, path: str) -> None:
+    def _delete_file_rows(self, path: str) -> set[str]:
+        """Delete ``path``'s rows; returns the item paths they had (the file's own, and
+        any other an item carried), for the change log."""
         db = self.db
         row = db.execute("SELECT id, data FROM files WHERE path=?", (path,)).fetchone()
         if not row:
-            return
+            return set()
         file_id, blob = row
         text = FileData.unpack(blob)
         # A contentless FTS5 row is deleted by giving back exactly what was indexed.
@@ -265,15 +301,17 @@ class SQLiteStore:
         db.execute("DELETE FROM edges WHERE src IS NULL AND file_id=?", (file_id,))
         db.execute("DELETE FROM items WHERE file_id=?", (file_id,))
         db.execute("DELETE FROM files WHERE id=?", (file_id,))
+        return {path, *(ipath for _, ipath, *_ in rows)}
 
     def delete_files(self, paths: Iterable[str]) -> int:
         count = 0
+        changed: set[str] = set()
         with self.transaction():
             for path in paths:
-                self._delete_file_rows(path)
+                changed |= self._delete_file_rows(path)
                 count += 1
             if count:
-                self._bump_generation()
+                self._bump_generation(changed)
         return count
 
     def replace_file(
@@ -301,7 +339,7 @@ class SQLiteStore:
         blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
         db = self.db
         with self.transaction():
-            self._delete_file_rows(path)
+            changed = self._delete_file_rows(path) | {path} | {row[0].path for row in items}
             cur = db.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, "
                 "warnings, data) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -357,7 +395,7 @@ class SQLiteStore:
                     for e in edges
                 ],
             )
-            self._bump_generation()
+            self._bump_generation(changed)
 
     # -- items -------------------------------------------------------------------
 
@@ -438,22 +476,32 @@ class SQLiteStore:
         found: dict[int, StoredItem] = {}
         for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
             marks = ",".join("?" * len(chunk))
-            # Two indexed lookups: items on their file's path, and the rare item whose
-            # path differs from its file's.
-            for where in (f"i.path IS NULL AND f.path IN ({marks})", f"i.path IN ({marks})"):
-                for stored in self._read_items(where, chunk):
+            for where in _PATH_WHERE:
+                for stored in self._read_items(where.format(marks), chunk):
                     found[stored.rowid] = stored
         return [found[r] for r in sorted(found)]
 
-    def item_light_rows(self) -> list[CatalogueRow]:
-        """The light columns of every item: the in-memory catalogue retrieval works on."""
+    def item_light_rows(self, paths: Sequence[str] | None = None) -> list[CatalogueRow]:
+        """The light columns of every item (or of the items at these paths), in row id
+        order: the in-memory catalogue retrieval works on."""
+        if paths is None:
+            return self._light_rows("1", ())
+        found: dict[int, CatalogueRow] = {}
+        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for where in _PATH_WHERE:
+                found.update((r.rowid, r) for r in self._light_rows(where.format(marks), chunk))
+        return [found[r] for r in sorted(found)]
+
+    def _light_rows(self, where: str, params: Sequence) -> list[CatalogueRow]:
         return [
             CatalogueRow(rowid, id_, path, kind, name, qual, _fqname(fq_mode, fq, module, qual),
                          parent, tokens, sig_tokens, start, end)
             for (rowid, id_, path, kind, name, qual, fq, fq_mode, module, parent, tokens,
                  sig_tokens, start, end) in self.db.execute(
                 f"SELECT {_LIGHT_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
-                "LEFT JOIN items p ON p.rowid = i.parent ORDER BY i.rowid"
+                f"LEFT JOIN items p ON p.rowid = i.parent WHERE {where} ORDER BY i.rowid",
+                params,
             )
         ]
 
@@ -491,14 +539,19 @@ class SQLiteStore:
             for path, w in self.db.execute("SELECT path, warnings FROM files WHERE warnings != '[]'")
         }
 
-    def tag_rows(self) -> list[tuple[int, str]]:
-        return [
-            (r, str(t))
-            for r, t in self.db.execute(
-                "SELECT items.rowid, t.value FROM items, json_each(items.tags) AS t "
-                "WHERE items.tags IS NOT NULL"
-            )
-        ]
+    def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        select = (
+            "SELECT i.rowid, t.value FROM items i JOIN files f ON f.id = i.file_id, "
+            "json_each(i.tags) AS t WHERE i.tags IS NOT NULL AND "
+        )
+        if paths is None:
+            return [(r, str(t)) for r, t in self.db.execute(select + "1")]
+        out: list[tuple[int, str]] = []
+        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for where in _PATH_WHERE:
+                out.extend((r, str(t)) for r, t in self.db.execute(select + where.format(marks), chunk))
+        return out
 
     # -- keyword search ------------------------------------------------------------
 
