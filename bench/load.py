@@ -131,7 +131,8 @@ async def client_run(url: str, who: int, calls: int, deadline: float, notes: lis
             t0 = time.perf_counter()
             try:
                 result = await client.call_tool(name, args)
-                data = json.loads(result.content[0].text)
+                # The context tool's first block is the context text; the JSON comes last.
+                data = json.loads(result.content[-1].text)
                 if not data.get("success"):
                     errors.append(f"{name}: {data.get('error')}")
             except Exception as exc:  # counted, the run goes on

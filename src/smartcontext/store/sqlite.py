@@ -100,20 +100,30 @@ class SQLiteStore:
         self._files_lock = threading.Lock()  # readers on several threads share the cache
         self._vector_models: tuple[int, dict[str, int]] | None = None
         self._memo: dict[str, tuple[int, object]] = {}
+        # Reads run on connections of their own, one per reader at a time: SQLite runs one
+        # statement at a time per connection, so on the writer's connection concurrent
+        # questions queued for it (full-text ranking is most of a question's time), and a
+        # reader never sees a writer's uncommitted rows. The writing thread reads on its
+        # own connection, which sees what it wrote.
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._all_readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._writer: int | None = None
+        self._local = threading.local()  # the reader a read method runs on
         try:
-            self.db = sqlite3.connect(
+            self._wdb = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
             )
-            self.db.execute("PRAGMA busy_timeout=30000")
-            _enable_wal(self.db)
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            legacy = self.db.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
-            migrate(self.db)
-            self.db.execute("PRAGMA quick_check(1)").fetchone()
+            self._wdb.execute("PRAGMA busy_timeout=30000")
+            _enable_wal(self._wdb)
+            self._wdb.execute("PRAGMA synchronous=NORMAL")
+            self._wdb.execute("PRAGMA foreign_keys=ON")
+            legacy = self._wdb.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
+            migrate(self._wdb)
+            self._wdb.execute("PRAGMA quick_check(1)").fetchone()
         except sqlite3.DatabaseError as exc:
-            if hasattr(self, "db"):
-                self.db.close()
+            if hasattr(self, "_wdb"):
+                self._wdb.close()
             raise translate_error(exc, self.path) from exc
         if legacy:
             notice = (
@@ -123,9 +133,47 @@ class SQLiteStore:
             self.notices.append(notice)
             log.warning(notice)
 
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection for this thread now: the writer's inside a write, the reader
+        bound by a read method (``_reads``), else the writer's."""
+        if self._writer != threading.get_ident():
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:
+                return conn
+        return self._wdb
+
     def close(self) -> None:
         with self._lock:
-            self.db.close()
+            self._wdb.close()
+            with self._readers_lock:
+                for conn in self._all_readers:
+                    conn.close()
+                self._all_readers.clear()
+                self._idle_readers.clear()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one read: the writer's own inside a write on this thread, else
+        an idle reader (opened when none is idle)."""
+        if self._writer == threading.get_ident() or getattr(self._local, "conn", None) is not None:
+            yield self.db
+            return
+        with self._readers_lock:
+            conn = self._idle_readers.pop() if self._idle_readers else None
+        if conn is None:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA busy_timeout=30000")
+            with self._readers_lock:
+                self._all_readers.append(conn)
+        self._local.conn = conn
+        try:
+            yield conn
+        finally:
+            self._local.conn = None
+            with self._readers_lock:
+                if conn in self._all_readers:  # not closed meanwhile
+                    self._idle_readers.append(conn)
 
     def check(self, full: bool = False) -> str | None:
         """None when the index is sound, else the first problem found: damage an earlier
@@ -139,7 +187,7 @@ class SQLiteStore:
             return None
         with self._lock:
             try:
-                rows = self.db.execute("PRAGMA quick_check(1)").fetchall()
+                rows = self._wdb.execute("PRAGMA quick_check(1)").fetchall()
             except sqlite3.DatabaseError as exc:
                 return str(exc)
         problem = rows[0][0] if rows else "no answer"
@@ -151,16 +199,19 @@ class SQLiteStore:
     def transaction(self) -> Iterator[None]:
         """One atomic write; inside ``batch()`` it joins the batch's transaction."""
         with self._lock:
-            if self._batch_depth:
+            if self._batch_depth or self._writer is not None:
                 yield
                 return
-            self.db.execute("BEGIN IMMEDIATE")
+            self._wdb.execute("BEGIN IMMEDIATE")
+            self._writer = threading.get_ident()
             try:
                 yield
             except BaseException:
-                self.db.execute("ROLLBACK")
+                self._wdb.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT")
+            finally:
+                self._writer = None
+            self._wdb.execute("COMMIT")
 
     @contextmanager
     def batch(self) -> Iterator["SQLiteStore"]:
@@ -174,16 +225,19 @@ class SQLiteStore:
                 finally:
                     self._batch_depth -= 1
                 return
-            self.db.execute("BEGIN IMMEDIATE")
+            self._wdb.execute("BEGIN IMMEDIATE")
             self._batch_depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield self
             except BaseException:
                 self._batch_depth = 0
-                self.db.execute("ROLLBACK")
+                self._writer = None
+                self._wdb.execute("ROLLBACK")
                 raise
             self._batch_depth = 0
-            self.db.execute("COMMIT")
+            self._writer = None
+            self._wdb.execute("COMMIT")
 
     def _bump_generation(self, paths: Iterable[str] = ()) -> None:
         """A new generation; ``paths`` are the item paths whose rows it changed (none for
@@ -243,13 +297,13 @@ class SQLiteStore:
         to the file system when they are more than a twentieth of the file; returns
         whether it did."""
         with self._lock:
-            pages = self.db.execute("PRAGMA page_count").fetchone()[0]
-            free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+            pages = self._wdb.execute("PRAGMA page_count").fetchone()[0]
+            free = self._wdb.execute("PRAGMA freelist_count").fetchone()[0]
             if not pages or free * 20 < pages:
                 return False
             try:
-                self.db.execute("VACUUM")
-                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._wdb.execute("VACUUM")
+                self._wdb.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.OperationalError as exc:
                 # VACUUM fails while another statement is open on the shared connection
                 # (a reader mid-iteration); compaction is only an optimisation, so the
@@ -918,10 +972,13 @@ def _damage_marker(path: Path) -> Path:
     return path.with_name(path.name + ".damaged")
 
 
-def _guarded(method):
+def _guarded(method, reads: bool = False):
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         try:
+            if reads:
+                with self._read():
+                    return method(self, *args, **kwargs)
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
             typed = translate_error(exc, self.path)
@@ -939,7 +996,14 @@ def _guarded(method):
 
 # Every query method answers typed errors: a damaged page or a read-only folder found
 # mid-query is one sentence for the user, never an sqlite3 traceback.
+# Methods that only read run on a reader connection of their own (see ``_read``).
+_READS = {
+    "generation", "get_meta", "file_states", "changed_paths", "items_by_rowids", "items_by_ids",
+    "items_in_paths", "item_light_rows", "item_count", "counts", "kind_counts", "file_warnings",
+    "tag_rows", "keyword_search", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
+    "all_edges", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
+}
 for _name, _method in list(vars(SQLiteStore).items()):
     if (callable(_method) and not _name.startswith("_")
-            and _name not in ("transaction", "batch", "close", "check", "prepare_file")):
-        setattr(SQLiteStore, _name, _guarded(_method))
+            and _name not in ("transaction", "batch", "close", "check", "prepare_file", "db")):
+        setattr(SQLiteStore, _name, _guarded(_method, reads=_name in _READS))
