@@ -9,10 +9,15 @@ vault; a reader still holding the old catalogue is never disturbed.
 from __future__ import annotations
 
 import copy
+import gc
+import marshal
 import os
 import re
+import tempfile
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 
 from ..model import kind_traits
 from ..notes.tags import normalise_tag, tag_matches
@@ -21,6 +26,10 @@ from ..store.base import CatalogueRow, Store
 # Past this share of the vault's files, reading everything again is as cheap as patching.
 _PATCH_SHARE = 4
 _PATCH_MIN = 64
+# A saved catalogue: this line, the CRC-32 of the rest, then the marshalled state. Bump the
+# version when the state's shape changes; an unknown or damaged file is rebuilt.
+_SAVED_MAGIC = b"smartcontext catalogue 1\n"
+_SAVED_MAPS = ("by_name", "by_fqname", "by_path", "module_of_path", "by_stem", "children")
 _TEST_FILE = re.compile(
     r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
 )
@@ -73,6 +82,94 @@ class Catalogue:
     def has_code(self) -> bool:
         return self._code_rows > 0
 
+    @classmethod
+    def open(cls, store: Store, saved: Path | None = None, index_id: str = "") -> "Catalogue":
+        """The catalogue of ``store``, starting from the one saved at ``saved`` when it is
+        of this index (``index_id``): brought up to date through the change log, or read
+        whole when the log does not reach back. A saved file that is missing, damaged or of
+        another index is ignored; one that was stale is written again (atomically), so the
+        next process opens it without reading the index."""
+        if saved is None or not index_id:
+            return cls(store)
+        loaded = cls._load(saved, store, index_id)
+        cat = loaded.updated(store) if loaded is not None else cls(store)
+        if cat is not loaded:
+            try:
+                cat.save(saved, index_id)
+            except OSError:  # a read-only index folder: answer anyway, just slower next time
+                pass
+        return cat
+
+    def save(self, path: Path, index_id: str) -> None:
+        """Write this catalogue to ``path`` (a temporary file renamed over it)."""
+        # One object per distinct path, kind and parent: marshal writes a repeat as a
+        # reference, so the file is smaller and loads faster.
+        same: dict[object, object] = {}
+        state = {
+            "index_id": index_id, "generation": self.generation, "code_rows": self._code_rows,
+            "rows": [
+                (e.rowid, e.id, same.setdefault(e.path, e.path), same.setdefault(e.kind, e.kind),
+                 *e[4:7], same.setdefault(e.parent_id, e.parent_id), *e[8:])
+                for e in sorted(self.entries.values())
+            ],
+            "test_paths": sorted(self.test_paths), "paths": self.paths,
+            **{name: dict(getattr(self, name)) for name in _SAVED_MAPS},
+        }
+        payload = marshal.dumps(state)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_SAVED_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    @classmethod
+    def _load(cls, path: Path, store: Store, index_id: str) -> "Catalogue | None":
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        head = len(_SAVED_MAGIC)
+        if not data.startswith(_SAVED_MAGIC) or len(data) < head + 4:
+            return None
+        payload = memoryview(data)[head + 4:]
+        if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
+            return None  # torn or damaged: never trusted
+        # Hundreds of thousands of new objects: the collector would walk them again and
+        # again while they are made (half the time of opening a large index's catalogue).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._from_state(marshal.loads(payload), store, index_id)
+        except (ValueError, EOFError, TypeError, KeyError, IndexError):
+            return None
+        finally:
+            if collecting:
+                gc.enable()
+
+    @classmethod
+    def _from_state(cls, state: object, store: Store, index_id: str) -> "Catalogue | None":
+        if not isinstance(state, dict) or state.get("index_id") != index_id:
+            return None
+        cat = cls.__new__(cls)
+        cat._store, cat.generation = store, int(state["generation"])
+        cat.entries = {r[0]: CatalogueRow._make(r) for r in state["rows"]}
+        cat.by_id = {e.id: e.rowid for e in cat.entries.values()}
+        for name in _SAVED_MAPS:
+            value = state[name]
+            if not isinstance(value, dict):
+                return None
+            setattr(cat, name, value if name == "module_of_path" else defaultdict(list, value))
+        cat.test_paths, cat.paths = set(state["test_paths"]), list(state["paths"])
+        cat._code_rows = int(state["code_rows"])
+        cat._link_resolver, cat._tags = None, None
+        return cat
+
     def updated(self, store: Store | None = None) -> "Catalogue":
         """This catalogue at the store's current generation: itself when nothing changed,
         else a new catalogue with the changed files' rows read again (or, when the store's
@@ -98,15 +195,9 @@ class Catalogue:
         store = self._store
         gone = {r for p in changed for r in self.by_path.get(p, ())}
         rows = store.item_light_rows(sorted(changed))
-        self.entries = dict(self.entries)
-        self.by_id = dict(self.by_id)
-        self.by_name = defaultdict(list, self.by_name)
-        self.by_fqname = defaultdict(list, self.by_fqname)
-        self.by_path = defaultdict(list, self.by_path)
-        self.module_of_path = dict(self.module_of_path)
-        self.by_stem = defaultdict(list, self.by_stem)
-        self.children = defaultdict(list, self.children)
-        self.test_paths = set(self.test_paths)
+        for name in ("entries", "by_id", "by_name", "by_fqname", "by_path", "module_of_path",
+                     "by_stem", "children", "test_paths"):
+            setattr(self, name, getattr(self, name).copy())
         old = [self.entries.pop(r) for r in sorted(gone)]
         for e in old:
             if self.by_id.get(e.id) == e.rowid:

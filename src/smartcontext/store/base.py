@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from ..model import Edge, Item
+
+if TYPE_CHECKING:  # numpy only in annotations: a keyword-only question never loads it
+    import numpy as np
 
 
 # The change log (:meth:`Store.changed_paths`) keeps the last CHANGES_KEPT generations,

@@ -22,8 +22,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import IndexDamaged, IndexUnwritable
 from ..model import Edge, Item, kind_traits
@@ -31,6 +30,9 @@ from ..words import fts_text
 from .base import CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
+
+if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
+    import numpy as np
 
 log = logging.getLogger("smartcontext.store")
 
@@ -120,7 +122,7 @@ class SQLiteStore:
             self._wdb.execute("PRAGMA foreign_keys=ON")
             legacy = self._wdb.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
             migrate(self._wdb)
-            self._wdb.execute("PRAGMA quick_check(1)").fetchone()
+            self._probe_damage()
         except sqlite3.DatabaseError as exc:
             if hasattr(self, "_wdb"):
                 self._wdb.close()
@@ -132,6 +134,26 @@ class SQLiteStore:
             )
             self.notices.append(notice)
             log.warning(notice)
+
+    def _probe_damage(self) -> None:
+        """``PRAGMA quick_check(1)``: damaged pages fail here, as one sentence, rather than
+        midway through a question. It reads the whole file (a tenth of a second on a
+        large repository's index, and the page cache), so it is skipped when the file is
+        as it was after the last clean check (same inode, size and modification time, no
+        pending write-ahead log): a write or a damaging edit changes one of them."""
+        stamp_file = self.path.with_name(self.path.name + ".checked")
+        stamp = _file_stamp(self.path)
+        try:
+            if stamp is not None and stamp_file.read_text(encoding="utf-8") == stamp:
+                return
+        except OSError:
+            pass
+        result = self._wdb.execute("PRAGMA quick_check(1)").fetchone()
+        if stamp is not None and result is not None and result[0] == "ok":
+            try:
+                stamp_file.write_text(stamp, encoding="utf-8")
+            except OSError:  # a read-only folder: check every time
+                pass
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -702,6 +724,8 @@ class SQLiteStore:
         ).fetchall()
 
     def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
+        import numpy as np
+
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         with self.transaction():
             hashes: dict[int, str] = {}
@@ -720,6 +744,8 @@ class SQLiteStore:
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, matrix) of every item with a vector for ``model``."""
+        import numpy as np
+
         rows = self.db.execute(
             "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
             "ON c.model = ? AND c.hash = i.content_hash ORDER BY i.rowid",
@@ -758,6 +784,8 @@ class SQLiteStore:
     def nearest(self, model: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """Exact cosine search over the model's vectors (retrieval keeps its own matrix in
         memory; this is the store-level equivalent of PostgreSQL's HNSW query)."""
+        import numpy as np
+
         rowids, matrix = self.load_vectors(model)
         q = np.asarray(vector, dtype=np.float32)
         if not len(rowids) or matrix.shape[1] != q.shape[0]:
@@ -770,6 +798,8 @@ class SQLiteStore:
     # -- embedding cache -------------------------------------------------------------
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         found: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(hashes), _CHUNK):
             marks = ",".join("?" * len(chunk))
@@ -789,6 +819,8 @@ class SQLiteStore:
             self._bump_generation()
 
     def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        import numpy as np
+
         self.db.executemany(
             "INSERT OR REPLACE INTO embedding_cache(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
             [
@@ -966,6 +998,24 @@ def translate_error(exc: sqlite3.Error, path: Path) -> Exception:
             f"it (or `smartcontext index --rebuild`)"
         )
     return exc
+
+
+def _file_stamp(path: Path) -> str | None:
+    """Inode, size and modification time of the index file, or None while its
+    write-ahead log holds changes (they are not in the file yet)."""
+    try:
+        wal = path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        wal = 0
+    except OSError:
+        return None
+    if wal:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
 
 
 def _damage_marker(path: Path) -> Path:
