@@ -71,11 +71,11 @@ def prepare(archive: Path) -> Path:
     return vault
 
 
-def start_server(vault: Path) -> tuple[subprocess.Popen, str]:
+def start_server(vault: Path, src: Path) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = free_port()
-    env = dict(os.environ, SMARTCONTEXT_EMBEDDING_MODEL="none", PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, SMARTCONTEXT_EMBEDDING_MODEL="none", PYTHONPATH=str(src))
     proc = subprocess.Popen(
         [sys.executable, "-m", "smartcontext", "serve", "mcp", str(vault), "--transport", "http",
          "--host", "127.0.0.1", "--port", str(port)],
@@ -168,6 +168,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120, help="time limit of each phase")
     parser.add_argument("--quick", action="store_true", help="5 clients, 10 calls each")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--src", type=Path, default=ROOT / "src",
+                        help="the source tree whose server is measured (e.g. another checkout's src)")
     args = parser.parse_args()
     if args.quick:
         args.clients, args.calls, args.seconds = 5, 10, 60
@@ -177,9 +179,9 @@ def main() -> None:
                    if not any(part.startswith(".") for part in p.relative_to(vault).parts))
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
-                   env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), check=True, capture_output=True)
+                   env=dict(os.environ, PYTHONPATH=str(args.src)), check=True, capture_output=True)
     index_seconds = time.perf_counter() - t0
-    proc, url = start_server(vault)
+    proc, url = start_server(vault, args.src)
     try:
         asyncio.run(phase(url, 1, 5, 30, notes, False))  # warm: catalogue, encoders
         single = asyncio.run(phase(url, 1, args.calls * 2, args.seconds, notes, False))
@@ -217,7 +219,8 @@ def main() -> None:
         f"- index build before the runs: {index_seconds:.1f} s; {len(notes)} notes",
     ]
     cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (
-        f" --clients {args.clients} --calls {args.calls}" if not args.quick else "")
+        f" --clients {args.clients} --calls {args.calls}" if not args.quick else "") + (
+        f" --src {args.src}" if args.src != ROOT / "src" else "")
     text = "\n".join([
         "# Load: concurrent MCP clients over streamable HTTP (hub vault)", "",
         f"Command: `{cmd}`  ",

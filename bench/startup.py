@@ -113,8 +113,9 @@ def suite(name: str, repo: Path, src: Path, runs: int) -> list[dict]:
     env = environment(src)
     cat = repo / ".smartcontext" / "catalogue.bin"
     ctx = ["-m", "smartcontext", "context", QUESTION]
+    saved = " (saved catalogue)" if name == "this tree" else ""
     rows = [
-        measure(f"{name}: `context` (saved catalogue)", ctx, repo, env, runs),
+        measure(f"{name}: `context`{saved}", ctx, repo, env, runs),
         measure(f"{name}: `search`", ["-m", "smartcontext", "search", QUERY], repo, env, runs),
     ]
     if cat.exists() or name == "this tree":

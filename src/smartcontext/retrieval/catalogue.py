@@ -16,7 +16,8 @@ import re
 import tempfile
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..model import kind_traits
@@ -58,6 +59,13 @@ class Catalogue:
         self.children: dict[str, list[int]] = defaultdict(list)
         self.test_paths: set[str] = set()
         self._code_rows = 0
+        with _collector_paused():
+            self._read_all(store)
+        self.paths = sorted(self.by_path)
+        self._link_resolver = None
+        self._tags: list[tuple[int, str]] | None = None
+
+    def _read_all(self, store: Store) -> None:
         for e in store.item_light_rows():
             self.entries[e.rowid] = e
             self.by_id[e.id] = e.rowid
@@ -74,9 +82,6 @@ class Catalogue:
             self.by_stem[_stem(path)].append(path)
             if is_test_path(path):
                 self.test_paths.add(path)
-        self.paths = sorted(self.by_path)
-        self._link_resolver = None
-        self._tags: list[tuple[int, str]] | None = None
 
     @property
     def has_code(self) -> bool:
@@ -140,17 +145,11 @@ class Catalogue:
         payload = memoryview(data)[head + 4:]
         if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
             return None  # torn or damaged: never trusted
-        # Hundreds of thousands of new objects: the collector would walk them again and
-        # again while they are made (half the time of opening a large index's catalogue).
-        collecting = gc.isenabled()
-        gc.disable()
         try:
-            return cls._from_state(marshal.loads(payload), store, index_id)
+            with _collector_paused():
+                return cls._from_state(marshal.loads(payload), store, index_id)
         except (ValueError, EOFError, TypeError, KeyError, IndexError):
             return None
-        finally:
-            if collecting:
-                gc.enable()
 
     @classmethod
     def _from_state(cls, state: object, store: Store, index_id: str) -> "Catalogue | None":
@@ -342,6 +341,20 @@ class Catalogue:
             same = [r for r in cands if self.entries[r].path == from_path]
             return same[:limit]
         return cands[:limit]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hundreds of thousands of new objects, none of them garbage: the cyclic collector
+    would walk them again and again while they are made (half the time of opening a
+    large index's saved catalogue, a sixth of building one)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _stem(path: str) -> str:
