@@ -131,3 +131,17 @@ def test_a_clean_check_is_remembered_and_a_damaged_file_is_checked_again(tmp_pat
     except Exception:
         pass  # damage found while opening is fine too
     assert stamp.read_text() == clean != sqlite_store._file_stamp(db)  # never recorded as clean
+
+
+def test_removing_the_index_removes_what_was_derived_from_it(tmp_path):
+    root, ws = _vault(tmp_path)
+    ws.catalogue()
+    ws.close()
+    folder = root / ".smartcontext"
+    (folder / "preferences.md").write_text("- keep me\n")
+    again = _workspace(root)
+    again.store  # opening a settled index checks it and remembers the clean check
+    assert (folder / CATALOGUE_FILE).is_file() and (folder / "index.db.checked").is_file()
+    again.remove_index()
+    assert not (folder / CATALOGUE_FILE).exists() and not (folder / "index.db.checked").exists()
+    assert not (folder / "index.db").exists() and (folder / "preferences.md").is_file()

@@ -38,6 +38,9 @@ INDEX_DIR = ".smartcontext"
 INDEX_FILE = "index.db"
 # The in-memory catalogue as last built, so a new process need not read the whole index.
 CATALOGUE_FILE = "catalogue.bin"
+# Files derived from the index (the saved catalogue, the last clean integrity check): they
+# go with it.
+DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked")
 # What marks a workspace's root when a command starts inside it, as git finds its root:
 # a repository, an Obsidian vault, or a folder indexed before.
 ROOT_MARKERS = (".git", ".obsidian", INDEX_DIR)
@@ -223,7 +226,8 @@ class Workspace:
             return
         self.close()
         if self.index_dir.exists():
-            for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", INDEX_FILE + ".damaged"):
+            for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", INDEX_FILE + ".damaged",
+                         *DERIVED_FILES):
                 p = self.index_dir / name
                 if p.exists():
                     p.unlink()
@@ -503,7 +507,7 @@ class Workspace:
             self.store.delete_files(list(self.store.file_states()))
             return
         self.close()
-        for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
+        for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", *DERIVED_FILES):
             p = self.index_dir / name
             if p.exists():
                 p.unlink()
