@@ -42,7 +42,10 @@ import numpy as np
 from ..errors import StoreUnavailable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest
+from .base import (
+    CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
+    StoredItem, exact_nearest,
+)
 from .pg_schema import CORE, EMBEDDINGS, SHARED_SCHEMA
 from .text import JSON, FileData, pack_file
 
@@ -313,11 +316,39 @@ class PostgresStore:
 
     # -- meta --------------------------------------------------------------------------
 
-    def _bump_generation(self, conn: "psycopg.Connection") -> None:
-        conn.execute(
+    def _bump_generation(self, conn: "psycopg.Connection", paths: Iterable[str] = ()) -> None:
+        """A new generation; ``paths`` are the item paths whose rows it changed (none for
+        vectors), logged for :meth:`changed_paths`."""
+        generation = int(conn.execute(
             "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
+            "DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value"
+        ).fetchone()[0])
+        changed = list(dict.fromkeys(paths))
+        if not changed:
+            return
+        conn.execute(
+            "INSERT INTO changes(generation, path) SELECT %s, unnest(%s::text[])", (generation, changed)
         )
+        if generation % CHANGES_PRUNE_EVERY == 0:
+            floor = generation - CHANGES_KEPT
+            conn.execute("DELETE FROM changes WHERE generation <= %s", (floor,))
+            conn.execute(
+                "UPDATE meta SET value = %s WHERE key = 'changes_from' AND value::bigint < %s",
+                (str(floor), floor),
+            )
+
+    def changed_paths(self, since: int) -> set[str] | None:
+        """Item paths whose rows changed after generation ``since``; None when the log no
+        longer reaches back that far."""
+        with self._snapshot() as conn:
+            floor = conn.execute("SELECT value FROM meta WHERE key = 'changes_from'").fetchone()
+            if floor is None or since < int(floor[0]):
+                return None
+            return {
+                p for (p,) in conn.execute(
+                    "SELECT DISTINCT path FROM changes WHERE generation > %s", (since,)
+                )
+            }
 
     def generation(self) -> int:
         with self._conn() as conn:
@@ -356,9 +387,10 @@ class PostgresStore:
         paths = list(paths)
         with self._write() as conn:
             if paths:
+                changed = self._item_paths(conn, paths)
                 # items and edges go with their file (ON DELETE CASCADE)
                 conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
-                self._bump_generation(conn)
+                self._bump_generation(conn, changed)
         return len(paths)
 
     def replace_file(
@@ -370,6 +402,7 @@ class PostgresStore:
         indexer worker's ``prepare_file`` of the same items)."""
         blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
         with self._write() as conn:
+            changed = self._item_paths(conn, [path]) | {row[0].path for row in items}
             conn.execute("DELETE FROM files WHERE path = %s", (path,))
             file_id = conn.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, "
@@ -408,7 +441,16 @@ class PostgresStore:
                         "INSERT INTO edges(file_id, src, kind, dst, dst_name) VALUES (%s, %s, %s, %s, %s)",
                         [(file_id, e.src, str(e.kind), e.dst, e.dst_name) for e in edges],
                     )
-            self._bump_generation(conn)
+            self._bump_generation(conn, changed)
+
+    @staticmethod
+    def _item_paths(conn: "psycopg.Connection", files: list[str]) -> set[str]:
+        """These files' paths and the paths their items carry, for the change log."""
+        rows = conn.execute(
+            "SELECT DISTINCT i.path FROM items i JOIN files f ON f.id = i.file_id "
+            "WHERE f.path = ANY(%s)", (files,),
+        ).fetchall()
+        return set(files) | {r[0] for r in rows}
 
     # -- items -------------------------------------------------------------------------
 
@@ -476,11 +518,12 @@ class PostgresStore:
             return []
         return self._read_items("i.path = ANY(%s)", (wanted,))
 
-    def item_light_rows(self) -> list[CatalogueRow]:
+    def item_light_rows(self, paths: Sequence[str] | None = None) -> list[CatalogueRow]:
+        where, params = ("", ()) if paths is None else ("WHERE path = ANY(%s) ", (list(paths),))
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, "
-                "sig_tokens, start_line, end_line FROM items ORDER BY rowid"
+                f"sig_tokens, start_line, end_line FROM items {where}ORDER BY rowid", params,
             ).fetchall()
         return [CatalogueRow(*r) for r in rows]
 
@@ -507,10 +550,11 @@ class PostgresStore:
                 conn.execute("SELECT path, warnings FROM files WHERE warnings <> '[]'::jsonb").fetchall()
             )
 
-    def tag_rows(self) -> list[tuple[int, str]]:
+    def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        where, params = ("", ()) if paths is None else ("AND path = ANY(%s) ", (list(paths),))
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT rowid, tags FROM items WHERE tags IS NOT NULL ORDER BY rowid"
+                f"SELECT rowid, tags FROM items WHERE tags IS NOT NULL {where}ORDER BY rowid", params,
             ).fetchall()
         out: list[tuple[int, str]] = []
         for rowid, tags in rows:
