@@ -82,6 +82,20 @@ def wait_ready(page) -> None:
     page.wait_for_selector("html[data-ws=open][data-panel=ready]")
 
 
+FILTERED = ("() => /^\\d+ of \\d+ messages in context$/.test(document.getElementById('sc-status').textContent)"
+            " && document.querySelector('.sc-highlight') !== null")
+CLEARED = ("() => document.getElementById('sc-status').textContent === 'All messages in context'"
+           " && document.querySelector('.sc-highlight') === null")
+
+
+def click_until(page, target, condition: str) -> float:
+    """Seconds from a click on ``target`` until ``condition`` holds in the page."""
+    t0 = time.perf_counter()
+    target.click()
+    page.wait_for_function(condition)
+    return time.perf_counter() - t0
+
+
 def measure(page, url: str, size: int, repeats: int) -> dict:
     chat = f"chat{size}"
     loads = []
@@ -97,24 +111,14 @@ def measure(page, url: str, size: int, repeats: int) -> dict:
     filters, clears, servers, js = [], [], [], []
     included = 0
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        bubble.click()
-        page.wait_for_function(
-            "() => /^\\d+ of \\d+ messages in context$/.test(document.getElementById('sc-status').textContent)"
-            " && document.querySelector('.sc-highlight') !== null")
-        filters.append(time.perf_counter() - t0)
+        filters.append(click_until(page, bubble, FILTERED))
         included = page.locator(".sc-highlight").count()
         ids = page.eval_on_selector_all(".sc-highlight", "els => els.map(e => e.dataset.messageId)")
         js.append(page.evaluate(
             """ids => { const t0 = performance.now();
                  window.dispatchEvent(new CustomEvent('smart_context.highlight_applied', {detail: {message_ids: ids}}));
                  return performance.now() - t0; }""", ids) / 1000)
-        t0 = time.perf_counter()
-        bubble.click()
-        page.wait_for_function(
-            "() => document.getElementById('sc-status').textContent === 'All messages in context'"
-            " && document.querySelector('.sc-highlight') === null")
-        clears.append(time.perf_counter() - t0)
+        clears.append(click_until(page, bubble, CLEARED))
         t0 = time.perf_counter()
         answer = httpx.post(f"{url}/api/execute_command", timeout=120, json={
             "command": "smart_context.set_filter", "args": {"topics": [label], "chat_id": chat}}).json()

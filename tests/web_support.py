@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 import httpx
+from test_mcp_server import stop
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -87,10 +88,4 @@ def web_server(folder: Path, env: dict[str, str] | None = None, timeout: float =
             time.sleep(0.1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
+        stop(proc)

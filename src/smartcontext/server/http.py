@@ -282,26 +282,23 @@ class WebApi:
         finally:
             self.hub.disconnect(queue)
 
+    # (path under /api, handler, methods)
+    API = (
+        ("/status", "status", "GET"), ("/context", "context", "POST"), ("/search", "search", "POST"),
+        ("/similar", "similar", "POST"), ("/tools", "tools", "GET"), ("/tools/{name}", "call_tool", "POST"),
+        ("/execute_command", "execute_command", "POST"), ("/state", "state", "GET"), ("/events", "events", "GET"),
+        ("/chats", "list_chats", "GET"), ("/chats/{chat_id}", "read_chat", "GET"),
+        ("/chats/{chat_id}/messages", "add_message", "POST"), ("/chats/{chat_id}/topics", "topics", "GET POST"),
+        ("/chats/{chat_id}/history", "history", "POST"),
+    )
+
     def routes(self) -> list[Any]:
         page = lambda name: (lambda request: FileResponse(WEB_DIR / name))  # noqa: E731
         return [
             Route("/", page("index.html")),
             Route("/search", page("search.html")),
             Mount("/static", StaticFiles(directory=WEB_DIR), name="static"),
-            Route("/api/status", self.status, methods=["GET"]),
-            Route("/api/context", self.context, methods=["POST"]),
-            Route("/api/search", self.search, methods=["POST"]),
-            Route("/api/similar", self.similar, methods=["POST"]),
-            Route("/api/tools", self.tools, methods=["GET"]),
-            Route("/api/tools/{name}", self.call_tool, methods=["POST"]),
-            Route("/api/execute_command", self.execute_command, methods=["POST"]),
-            Route("/api/state", self.state, methods=["GET"]),
-            Route("/api/events", self.events, methods=["GET"]),
-            Route("/api/chats", self.list_chats, methods=["GET"]),
-            Route("/api/chats/{chat_id}", self.read_chat, methods=["GET"]),
-            Route("/api/chats/{chat_id}/messages", self.add_message, methods=["POST"]),
-            Route("/api/chats/{chat_id}/topics", self.topics, methods=["GET", "POST"]),
-            Route("/api/chats/{chat_id}/history", self.history, methods=["POST"]),
+            *(Route("/api" + path, getattr(self, handler), methods=methods.split()) for path, handler, methods in self.API),
             WebSocketRoute("/ws", self.websocket),
         ]
 
