@@ -330,8 +330,11 @@ def build_app(registry: ToolRegistry, host: str = DEFAULT_HOST, warm: bool = Fal
               max_body: int = MAX_BODY_BYTES) -> Starlette:
     """The web app for ``registry``'s folder. ``warm`` builds a missing index in the
     background at start-up, with its progress sent as ``smartcontext.index_progress``."""
+    from .agent_api import AgentApi
+
     hub = EventHub()
     api = WebApi(registry, hub)
+    agent = AgentApi(registry, hub, JSON, json_body)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
@@ -355,7 +358,7 @@ def build_app(registry: ToolRegistry, host: str = DEFAULT_HOST, warm: bool = Fal
             return Response(exc.detail, status_code=exc.status_code)
         return failure(f"{exc.detail}: {request.method} {request.url.path}", exc.status_code)
 
-    app = Starlette(routes=api.routes(), lifespan=lifespan,
+    app = Starlette(routes=api.routes() + agent.routes(), lifespan=lifespan,
                     middleware=[Middleware(GuardMiddleware, host=host, max_body=max_body)],
                     exception_handlers={BadRequest: bad_request, HTTPException: http_error})
     app.state.hub = hub
