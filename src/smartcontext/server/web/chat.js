@@ -39,6 +39,13 @@
     body.textContent = m.content;
     el.appendChild(head);
     el.appendChild(body);
+    (m.tool_calls || []).forEach(function (call) {  // an agent's tool calls
+      var line = document.createElement('div');
+      line.className = 'sc-msg-tool';
+      var fn = call.function || {};
+      line.textContent = '→ ' + fn.name + '(' + (fn.arguments || '') + ')';
+      el.appendChild(line);
+    });
     return el;
   }
 
@@ -114,7 +121,7 @@
     var id = input.value.trim();
     if (!id) return;
     input.value = '';
-    fillSelect(Array.from(selectEl.options).map(function (o) { return o.value; }), id);
+    chat.fillSelect(id);
     chat.open(id).catch(showError);
   });
 
@@ -122,10 +129,18 @@
   var input = document.getElementById('sc-input');
   var sendBtn = document.getElementById('sc-send');
 
+  chat.fillSelect = function (id) {
+    fillSelect(Array.from(selectEl.options).map(function (o) { return o.value; }), id);
+  };
+  chat.showError = showError;
+  chat.element = messageElement;
+  chat.list = listEl;
+
   composer.addEventListener('submit', function (e) {
     e.preventDefault();
     var text = input.value;
     if (!text.trim() || !chat.id) return;
+    if (chat.sendOverride && chat.sendOverride(text)) { input.value = ''; return; }
     var role = document.getElementById('sc-role').value;
     sendBtn.disabled = true;
     fetch('/api/chats/' + encodeURIComponent(chat.id) + '/messages', {
