@@ -6,7 +6,8 @@ Every route is a thin call into the library and answers the JSON that the CLI's 
 and the MCP tools answer (``{"success": true, ...}`` or ``{"success": false, "error": ...}``):
 the workspace tools (context, search, status), every registry tool at
 ``POST /api/tools/{name}``, the chats, and the seed's ``execute_command`` for the
-``smart_context.*`` commands. Events reach the page over the WebSocket ``/ws``.
+``smart_context.*`` commands, and the agent's sessions (``server.agent_api``). Events reach
+the page over the WebSocket ``/ws``. The page's files are plain HTML/CSS/JS in ``web/``.
 
 Requests pass the same checks as the MCP HTTP server, with the SDK's own code: bound to a
 loopback address, a Host or Origin that is not loopback is refused (421/403), so a web
