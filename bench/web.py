@@ -59,12 +59,12 @@ def long_chat(convs: list[dict], size: int) -> list[dict]:
     return out
 
 
-def prepare(root: Path, sizes: list[int]) -> None:
+def prepare(root: Path, sizes: list[int], dataset: Path) -> None:
     """Write the chats and extract their topics (embedding every message once)."""
     sys.path.insert(0, str(BENCH_DIR.parent / "src"))
     from smartcontext import Workspace
 
-    convs = json.loads(LOCOMO.read_text())
+    convs = json.loads(dataset.read_text())
     (root / ".memory").mkdir(parents=True)
     (root / "README.md").write_text("# Web benchmark\n\nLoCoMo chats in .memory/.\n")
     ws = Workspace.open(root)
@@ -157,9 +157,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="200 and 2,000 messages, 3 runs each")
     ap.add_argument("--out", type=Path, default=None, help="results file stem (default bench/results/web[.quick])")
+    ap.add_argument("--dataset", type=Path, default=LOCOMO, help="LoCoMo dev.json (default ../shared/datasets/locomo)")
     args = ap.parse_args()
-    if not LOCOMO.is_file():
-        print(f"error: dataset not found: {LOCOMO}", file=sys.stderr)
+    if not args.dataset.is_file():
+        print(f"error: dataset not found: {args.dataset}", file=sys.stderr)
         return 2
     if chromium_missing():
         print(f"error: {MISSING_CHROMIUM}", file=sys.stderr)
@@ -172,7 +173,7 @@ def main() -> int:
     report = {"command": "python bench/web.py" + (" --quick" if args.quick else ""),
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
               "load_average": load_average(), "repeats": repeats, "rows": []}
-    prepare(root, sizes)
+    prepare(root, sizes, args.dataset)
     with web_server(root, timeout=300) as url, browser_context() as context:
         context.set_default_timeout(300_000)
         page = context.new_page()
