@@ -151,11 +151,21 @@ def test_chat_topics_filter_highlight_toggle_and_reload(site, browser, tmp_path)
     assert not page.is_checked("#sc-toggle") and status(page) == "All messages in context"
     assert page.locator(".sc-bubble.sc-inert").count() == len(regular)
 
-    # On again, select, then clear by clicking the selected bubble.
+    # On again and select: messages added meanwhile are weighed against the filter too.
     page.check("#sc-toggle")
     page.wait_for_function("() => fetch('/api/state').then(r => r.json()).then(s => s.embedding_search)")
     page.locator(".sc-bubble", has_text=ferry).click()
     page.wait_for_function("() => document.querySelectorAll('.sc-highlight').length > 0")
+    page.fill("#sc-input", "Do ferries to Naxos take cars?")
+    page.select_option("#sc-role", "user")
+    page.click("#sc-send")
+    page.wait_for_function("() => document.querySelector('.sc-msg:last-child')?.classList.contains('sc-highlight')")
+    kept = httpx.post(f"{url}/api/chats/trip/history", json={"mode": "topics", "include_messages": False},
+                      timeout=30).json()
+    assert highlighted(page) == set(kept["message_ids"]) and status(page) == kept["status_line"]
+    assert status(page) == f"{len(kept['message_ids'])} of {len(CHAT) + 1} messages in context"
+
+    # Clicking the selected bubble clears the filter.
     page.locator(".sc-bubble", has_text=ferry).click()
     page.wait_for_function("() => document.querySelectorAll('.sc-highlight').length === 0")
     assert status(page) == "All messages in context"

@@ -119,12 +119,27 @@
     var changed = kept.length !== scActive.size;
     scActive = new Set(kept);
     scRender();
-    if (changed) sendFilter();
-    else if (!scActive.size) setStatus('All messages in context');
+    if (changed || scActive.size) refreshFilter();
+    else setStatus('All messages in context');
+  });
+
+  // A filter still active is set again when the chat grows, so the new messages are weighed
+  // too and the highlights and the status line follow (once per burst of messages).
+  var refreshTimer = null;
+  function refreshFilter() {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(sendFilter, 150);
+  }
+
+  window.addEventListener('smartcontext.message_added', function (e) {
+    var d = e.detail || {};
+    if (d.chat_id === window.scChat.id && scSimilarity && scActive.size) refreshFilter();
   });
 
   window.addEventListener('smart_context.filter_changed', function (e) {
     var d = e.detail || {};
+    // The seed's relay for chat views that listen for it.
+    window.dispatchEvent(new CustomEvent('smart_context.highlight_request', {detail: d}));
     if (d.chat_id && d.chat_id !== window.scChat.id) return;
     scActive = new Set(d.active_topics || []);
     scRender();
