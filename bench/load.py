@@ -71,11 +71,21 @@ def prepare(archive: Path) -> Path:
     return vault
 
 
-def start_server(vault: Path, src: Path) -> tuple[subprocess.Popen, str]:
+def store_env(src: Path, store: str | None) -> dict[str, str]:
+    """The environment of the indexer and the server: this tree, and the store to use."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("SMARTCONTEXT_STORE_URL", None)
+    if store:
+        env["SMARTCONTEXT_STORE_URL"] = store
+    return env
+
+
+def start_server(vault: Path, src: Path, store: str | None = None) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = free_port()
-    env = dict(os.environ, SMARTCONTEXT_EMBEDDING_MODEL="none", PYTHONPATH=str(src))
+    env = store_env(src, store)
+    env["SMARTCONTEXT_EMBEDDING_MODEL"] = "none"
     proc = subprocess.Popen(
         [sys.executable, "-m", "smartcontext", "serve", "mcp", str(vault), "--transport", "http",
          "--host", "127.0.0.1", "--port", str(port)],
@@ -170,6 +180,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--src", type=Path, default=ROOT / "src",
                         help="the source tree whose server is measured (e.g. another checkout's src)")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="index into this store (postgresql://...?workspace=...) instead of SQLite")
     args = parser.parse_args()
     if args.quick:
         args.clients, args.calls, args.seconds = 5, 10, 60
@@ -179,9 +191,9 @@ def main() -> None:
                    if not any(part.startswith(".") for part in p.relative_to(vault).parts))
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
-                   env=dict(os.environ, PYTHONPATH=str(args.src)), check=True, capture_output=True)
+                   env=store_env(args.src, args.store), check=True, capture_output=True)
     index_seconds = time.perf_counter() - t0
-    proc, url = start_server(vault, args.src)
+    proc, url = start_server(vault, args.src, args.store)
     try:
         asyncio.run(phase(url, 1, 5, 30, notes, False))  # warm: catalogue, encoders
         single = asyncio.run(phase(url, 1, args.calls * 2, args.seconds, notes, False))
@@ -220,12 +232,14 @@ def main() -> None:
     ]
     cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (
         f" --clients {args.clients} --calls {args.calls}" if not args.quick else "") + (
-        f" --src {args.src}" if args.src != ROOT / "src" else "")
+        f" --src {args.src}" if args.src != ROOT / "src" else "") + (
+        " --store postgresql://..." if args.store else "")
     text = "\n".join([
         "# Load: concurrent MCP clients over streamable HTTP (hub vault)", "",
         f"Command: `{cmd}`  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1. "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1; "
+        f"store: {'PostgreSQL' if args.store else 'SQLite'}. "
         "Reads: keyword search, context (2000 tokens), read_file, search_vault; the mixed run makes every "
         "third call a write (append_to_file on one shared note, save_preference).", "",
         *table, "", *summary, "",
