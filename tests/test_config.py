@@ -6,7 +6,7 @@ from smartcontext.errors import ConfigError
 
 def test_defaults_without_a_file(tmp_path):
     cfg = Config.load(tmp_path)
-    assert cfg.embeddings.model == "local:minilm" and cfg.embeddings.enabled
+    assert cfg.embeddings.model == "local:static" and cfg.embeddings.enabled
     assert cfg.context.max_tokens == 8000 and cfg.source is None
 
 

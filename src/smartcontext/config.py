@@ -9,7 +9,7 @@
     respect_gitignore = true
 
     [embeddings]
-    model = "local:minilm"        # "none", "onnx:/path/to/folder", "openai/text-embedding-3-small", ...
+    model = "local:static"        # "local:minilm", "none", "onnx:/path/to/folder", "openai/text-embedding-3-small", ...
     api_base = ""                 # for remote models (LiteLLM)
     api_key_env = ""              # name of the environment variable holding the key
     batch_size = 32
@@ -63,7 +63,7 @@ class IndexConfig:
 
 @dataclass
 class EmbeddingConfig:
-    model: str = "local:minilm"
+    model: str = "local:static"
     api_base: str = ""
     api_key_env: str = ""
     batch_size: int = 32

@@ -6,6 +6,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import EmbeddingError
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -29,6 +31,26 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """float32 vector of shape ``(dim,)`` for one search query."""
         ...
+
+
+class EmbedderBase:
+    """What the built-in embedders share: the argument checks of ``embed`` and the
+    one-text ``embed_query``; a subclass gives ``name``, ``dim`` and ``_embed``."""
+
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise EmbeddingError("embed() takes a list of texts; use embed_query() for one text")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed(list(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbeddingError
-from .base import l2_normalise
+from .base import EmbedderBase, l2_normalise
 
 DEFAULT_MODEL_NAME = "local:all-MiniLM-L6-v2-int8"
 DEFAULT_DIM = 384
@@ -36,7 +36,7 @@ def default_threads() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(EmbedderBase):
     """A transformer encoder in ONNX form, pooled into one unit vector per text.
 
     Parameters:
@@ -93,15 +93,8 @@ class OnnxEmbedder:
             self._dim = self._load().dim or int(self._run(["dimension probe"]).shape[1])
         return self._dim
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise EmbeddingError("embed() takes a list of texts; use embed_query() for one text")
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+    def _embed(self, texts: list[str]) -> np.ndarray:
         return self._run(list(texts))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
     # -- internals ------------------------------------------------------------------
 
