@@ -175,3 +175,31 @@ def test_a_workspace_indexes_and_searches_with_the_static_model(tmp_path, static
     other = Workspace.open(tmp_path / "vault")
     assert other.vectors() is None
     other.close()
+
+
+def test_a_damaged_cache_file_is_rebuilt_identically_with_progress(static, tmp_path):
+    """The one full rebuild in the suite: a corrupted copy of the session's table makes a
+    workspace distil the model again from MiniLM, reporting it as the "model" phase, and the
+    rebuilt table is the same as the first (the build is reproducible)."""
+    cache = tmp_path / "cache"
+    fresh = StaticEmbedder(*default_model_files(), cache=cache)
+    fresh.cache_path.parent.mkdir(parents=True)
+    damaged = bytearray(static.cache_path.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    fresh.cache_path.write_bytes(bytes(damaged))
+
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "note.md").write_text("# Note\n\n## Plans\n\nBuild the garden shed in spring.\n")
+    ws = Workspace.open(tmp_path / "vault")
+    ws._embedder = fresh  # this test's own cache folder instead of the session's
+    seen: list[tuple[str, int, int]] = []
+    ws.index(embeddings=True, progress=lambda phase, done, total: seen.append((phase, done, total)))
+    ws.close()
+    model = [(d, t) for p, d, t in seen if p == "model"]
+    assert model[0][0] == 0 and model[-1][0] == model[-1][1] > 30_000
+    assert [p for p, _, _ in seen].index("model") < [p for p, _, _ in seen].index("embed")
+
+    texts = ["a rebuilt model gives the same vectors", "garden shed"]
+    assert np.array_equal(fresh.embed(texts), static.embed(texts))
+    assert fresh.cache_path.read_bytes() != bytes(damaged)
+    assert np.array_equal(StaticEmbedder(*default_model_files(), cache=cache).embed(texts), static.embed(texts))

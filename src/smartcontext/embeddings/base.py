@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -58,3 +59,11 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.maximum(norms, 1e-12)
+
+
+def prepare_embedder(embedder: Embedder, progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Load what ``embedder`` needs before its first text, building it when it is built on
+    first use (the static model); ``progress("model", done, total)`` reports the build."""
+    prepare = getattr(embedder, "prepare", None)
+    if callable(prepare):
+        prepare((lambda done, total: progress("model", done, total)) if progress else None)
