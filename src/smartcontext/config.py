@@ -95,6 +95,10 @@ class ChatConfig:
                          when no ``max_tokens`` is given.
     neighbours:          turns kept either side of each retrieved message (answers and
                          the question they answer travel together).
+    embedding_model:     the model chat messages are compared with: all-MiniLM-L6-v2 by
+                         default, because ``similarity_threshold`` is a cosine on its
+                         scale (the static default of ``[embeddings]`` scores on another:
+                         measured in docs/benchmarks.md); "" = the ``[embeddings]`` model.
     """
 
     enabled: bool = True
@@ -103,6 +107,7 @@ class ChatConfig:
     extraction_category: str = "fast"
     history_share: float = 0.25
     neighbours: int = 2
+    embedding_model: str = "local:minilm"
 
 
 # The seed's keys, written at the top level of [plugins.smart_context].
