@@ -102,7 +102,9 @@ def distil_table(
         raw[ids] = hidden.mean(axis=1) if hidden.ndim == 3 else hidden
         if progress:
             progress(int(ids[-1]) + 1, size)
-    table = _pca(raw, min(dim, raw.shape[1]))
+    if dim > raw.shape[1]:
+        raise EmbeddingError(f"a static model of {dim} dimensions cannot come from a {raw.shape[1]}-dimension model")
+    table = _pca(raw, dim)
     table *= _zipf_weights(vocab, size, sif)[:, None]
     return np.ascontiguousarray(table, dtype=np.float32)
 
@@ -204,7 +206,7 @@ class StaticEmbedder(EmbedderBase):
     Parameters:
         model_path, tokenizer_path: the ONNX encoder the table is distilled from, and its
             ``tokenizer.json`` (also used to split texts into tokens).
-        dim: PCA dimensions kept (at most the encoder's).
+        dim: PCA dimensions kept (at most the encoder's: 384 for MiniLM).
         max_tokens: tokens read per text; the rest is ignored.
         cache: the folder the table is cached in (default :func:`cache_dir`, read when
             the table is first needed).
