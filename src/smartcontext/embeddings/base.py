@@ -36,9 +36,17 @@ class Embedder(Protocol):
 
 class EmbedderBase:
     """What the built-in embedders share: the argument checks of ``embed`` and the
-    one-text ``embed_query``; a subclass gives ``name``, ``dim`` and ``_embed``."""
+    one-text ``embed_query``; a subclass sets ``_name`` and gives ``dim`` and ``_embed``."""
 
     dim: int
+    _name: str
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r})"
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if isinstance(texts, str):

@@ -92,13 +92,10 @@ def distil_table(
     for start in range(0, size, _DISTIL_BATCH):
         ids = np.arange(start, min(size, start + _DISTIL_BATCH), dtype=np.int64)
         batch = np.stack([np.full_like(ids, cls_id), ids, np.full_like(ids, sep_id)], axis=1)
-        feeds = {"input_ids": batch, "attention_mask": np.ones_like(batch), "token_type_ids": np.zeros_like(batch)}
-        feeds = {name: feeds[name].astype(dtype, copy=False) for name, dtype in runtime.inputs.items()}
-        try:
-            (hidden,) = runtime.session.run([runtime.output], feeds)
-        except Exception as exc:
-            raise EmbeddingError(f"distilling the static model failed at token {start}: {exc}") from exc
-        hidden = np.asarray(hidden, dtype=np.float32)
+        hidden = runtime.hidden(
+            {"input_ids": batch, "attention_mask": np.ones_like(batch), "token_type_ids": np.zeros_like(batch)},
+            f"distilling the static model at token {start}",
+        )
         raw[ids] = hidden.mean(axis=1) if hidden.ndim == 3 else hidden
         if progress:
             progress(int(ids[-1]) + 1, size)
@@ -239,13 +236,6 @@ class StaticEmbedder(EmbedderBase):
         self._unk: int | None = None
         suffix = "" if self.max_tokens == DEFAULT_MAX_TOKENS else f"@{self.max_tokens}"
         self._name = f"local:static-minilm-v{RECIPE_VERSION}-d{self._dim}-{self._source_digest()[:10]}{suffix}"
-
-    def __repr__(self) -> str:
-        return f"StaticEmbedder(name={self._name!r})"
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def dim(self) -> int:
