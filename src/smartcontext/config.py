@@ -9,7 +9,7 @@
     respect_gitignore = true
 
     [embeddings]
-    model = "local:minilm"        # "none", "onnx:/path/to/folder", "openai/text-embedding-3-small", ...
+    model = "local:static"        # "local:minilm", "none", "onnx:/path/to/folder", "openai/text-embedding-3-small", ...
     api_base = ""                 # for remote models (LiteLLM)
     api_key_env = ""              # name of the environment variable holding the key
     batch_size = 32
@@ -63,7 +63,7 @@ class IndexConfig:
 
 @dataclass
 class EmbeddingConfig:
-    model: str = "local:minilm"
+    model: str = "local:static"
     api_base: str = ""
     api_key_env: str = ""
     batch_size: int = 32
@@ -95,6 +95,10 @@ class ChatConfig:
                          when no ``max_tokens`` is given.
     neighbours:          turns kept either side of each retrieved message (answers and
                          the question they answer travel together).
+    embedding_model:     the model chat messages are compared with: all-MiniLM-L6-v2 by
+                         default, because ``similarity_threshold`` is a cosine on its
+                         scale (the static default of ``[embeddings]`` scores on another:
+                         measured in docs/benchmarks.md); "" = the ``[embeddings]`` model.
     """
 
     enabled: bool = True
@@ -103,6 +107,7 @@ class ChatConfig:
     extraction_category: str = "fast"
     history_share: float = 0.25
     neighbours: int = 2
+    embedding_model: str = "local:minilm"
 
 
 # The seed's keys, written at the top level of [plugins.smart_context].
