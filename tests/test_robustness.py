@@ -688,3 +688,26 @@ def test_hostile_notes_are_indexed_and_served_in_bounded_time(tmp_path):
     assert got["search_vault5"]["success"]
     assert got["update_frontmatter6"]["success"] is False  # refused, not rewritten
     assert got["append_to_file7"]["success"]
+
+
+def test_one_line_files_of_megabytes_are_found_and_shown_piece_by_piece(tmp_path):
+    # A 2 MB one-line text and a minified bundle used to be one item each: unfindable in
+    # a budget and a gigabyte of memory to index (issue 13, item 9).
+    from smartcontext import Workspace
+    from smartcontext.sources.text import WINDOW_CHARS
+
+    words = " ".join(f"w{i % 997}" for i in range(400_000))
+    (tmp_path / "dump.txt").write_text(words[:1_000_000] + " needle_marker " + words[:1_000_000])
+    (tmp_path / "bundle.js").write_text("var a=1;" * 5_000 + "function needle_marker(){}" + ";var b=2" * 5_000)
+    (tmp_path / "smartcontext.toml").write_text("[index]\nmax_file_bytes = 5000000\n")
+    ws = Workspace.open(tmp_path)
+    stats = ws.index(embeddings=False)
+    pieces = [e for e in ws.catalogue().entries.values() if e.path == "dump.txt"]
+    assert len(pieces) > 400  # about 2 MB / WINDOW_CHARS
+    assert any("minified" in w and "bundle.js" in w for w in stats.warnings)
+    hits = ws.search("needle_marker", mode="keyword", limit=5)
+    assert {h.path for h in hits} == {"dump.txt", "bundle.js"}
+    res = ws.context("needle_marker", max_tokens=4000)
+    ws.close()
+    assert "needle_marker" in res.text and res.token_count <= 4000
+    assert all(len(s.item.text) <= WINDOW_CHARS for s in res.items)

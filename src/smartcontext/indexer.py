@@ -33,7 +33,7 @@ from .sources.discover import (
     symlink_allowed,
 )
 from .sources.registry import get_source
-from .sources.text import text_windows
+from .sources.text import TEXT_SOURCE, text_windows
 from .store.base import Store
 
 log = logging.getLogger("smartcontext.indexer")
@@ -86,12 +86,28 @@ def embed_text(item: Item) -> str:
     return f"{head}\n{body}"[:2000]
 
 
+def _longest_line(data: bytes) -> int:
+    return max(map(len, data.split(b"\n")), default=0)
+
+
 def _content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# A line this long is machine-made (a minified bundle, a data dump): its symbols are not
+# worth reading, and a parser's item for it would be one unreadable block.
+MINIFIED_LINE_CHARS = 20_000
+
+
 def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedFile:
-    """Parse one file with its source. Never raises: a source's bug becomes text windows."""
+    """Parse one file with its source. Never raises: a source's bug becomes text windows,
+    and so does a file with minified lines."""
+    if source.name != TEXT_SOURCE and _longest_line(data) > MINIFIED_LINE_CHARS:
+        parsed = text_windows(path, decode(data))
+        parsed.warnings.append(
+            f"{path}: lines over {MINIFIED_LINE_CHARS:,} characters (minified?); indexed as text windows"
+        )
+        return parsed
     try:
         return source.parse(path, data, language)
     except Exception as exc:  # a parser bug must not abort a run over thousands of files
