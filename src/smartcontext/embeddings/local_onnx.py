@@ -79,6 +79,7 @@ class OnnxEmbedder(EmbedderBase):
         self._dim = dim
         self._lock = threading.Lock()
         self._runtime: _Runtime | None = None
+        self._query_runtime: _Runtime | None = None
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder(name={self._name!r}, model={str(self.model_path)!r})"
@@ -92,6 +93,18 @@ class OnnxEmbedder(EmbedderBase):
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self._run(list(texts))
 
+    def embed_query(self, text: str) -> np.ndarray:
+        # One short text: a session of one thread answers it 2-3x faster than the batch
+        # session, whose extra threads only add hand-off costs for a single row (measured:
+        # 3.5 against 8.7 ms median for a question, 2 cores).
+        if self.threads == 1:
+            return super().embed_query(text)
+        if self._query_runtime is None:
+            with self._lock:
+                if self._query_runtime is None:
+                    self._query_runtime = _Runtime.load(self, threads=1)
+        return self._run([text if isinstance(text, str) else str(text)], self._query_runtime)[0]
+
     # -- internals ------------------------------------------------------------------
 
     def _load(self) -> _Runtime:
@@ -103,8 +116,8 @@ class OnnxEmbedder(EmbedderBase):
                 runtime = self._runtime
         return runtime
 
-    def _run(self, texts: list[str]) -> np.ndarray:
-        rt = self._load()
+    def _run(self, texts: list[str], rt: _Runtime | None = None) -> np.ndarray:
+        rt = rt or self._load()
         encodings = rt.tokenizer.encode_batch([t if isinstance(t, str) else str(t) for t in texts])
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         # Texts of similar length share a batch, so little compute goes to padding.
@@ -140,7 +153,7 @@ class _Runtime:
             )
 
     @classmethod
-    def load(cls, owner: OnnxEmbedder) -> _Runtime:
+    def load(cls, owner: OnnxEmbedder, threads: int | None = None) -> _Runtime:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -165,7 +178,7 @@ class _Runtime:
         tokenizer.enable_truncation(max_length=owner.max_length)
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = owner.threads
+        options.intra_op_num_threads = threads or owner.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
