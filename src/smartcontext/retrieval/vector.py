@@ -2,10 +2,13 @@
 
 The vectors sit in the shared ``VectorMatrix`` (the Smart Connections cache uses the same
 class), loaded once per index generation; this class maps the store's item row ids to
-matrix rows and back.
+matrix rows and back. A background embedder hands each stored batch to ``extend``, so
+readers see new vectors as they land without a reload of the whole matrix.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -14,39 +17,73 @@ from .matrix import VectorMatrix
 
 
 class VectorIndex:
+    """generation / vector_generation: the store's counters this index reflects."""
+
     def __init__(self, store: Store, model: str):
         self.model = model
         self.generation = store.generation()
+        self.vector_generation = store.vector_generation()
         self.rowids, vectors = store.load_vectors(model)
         self._matrix = VectorMatrix()
         if len(self.rowids):
             self._matrix.reserve(len(self.rowids))
             self._matrix.add(vectors)
         self._pos = {int(r): i for i, r in enumerate(self.rowids)}
+        # Searches and extensions may come from different threads (readers and the
+        # background embedder): a search sees the matrix before or after a batch.
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.rowids)
+
+    def extend(self, rowids, vectors: np.ndarray) -> None:
+        """Add the vectors of these items (an item already here keeps its vector: its
+        content, and so its vector, changes only with a new row id)."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or not len(vectors):
+            return
+        with self._lock:
+            if self._matrix.dim is not None and vectors.shape[1] != self._matrix.dim:
+                return  # another model's size: never mixed into this matrix
+            fresh_ids, fresh_rows = [], []
+            for i, r in enumerate(int(x) for x in rowids):
+                if r not in self._pos:
+                    fresh_ids.append(r)
+                    fresh_rows.append(i)
+            if fresh_ids:
+                rows = self._matrix.add(vectors[fresh_rows])
+                ids = np.asarray(fresh_ids, dtype=np.int64)
+                n = self._matrix.n_rows
+                if len(self.rowids) < n:
+                    grown = np.zeros(n, dtype=np.int64)
+                    grown[: len(self.rowids)] = self.rowids
+                    self.rowids = grown
+                self.rowids[rows] = ids
+                for row, r in zip(rows.tolist(), fresh_ids):
+                    self._pos[r] = row
 
     def search(
         self, query: np.ndarray, k: int = 200, allowed: set[int] | None = None
     ) -> list[tuple[int, float]]:
         """(rowid, cosine) of the ``k`` nearest items, best first; ``allowed`` restricts
         the search to those row ids before the top ``k`` are cut."""
-        if not len(self.rowids):
-            return []
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self._matrix.dim:
-            # Never compare vectors of two different models.
-            return []
-        mask = None
-        if allowed is not None:
-            mask = np.isin(self.rowids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-        rows, scores = self._matrix.top_k(q, k, mask)
-        return [(int(self.rowids[i]), float(s)) for i, s in zip(rows.tolist(), scores.tolist())]
+        with self._lock:
+            if not len(self.rowids):
+                return []
+            q = np.asarray(query, dtype=np.float32).reshape(-1)
+            if q.shape[0] != self._matrix.dim:
+                # Never compare vectors of two different models.
+                return []
+            mask = None
+            if allowed is not None:
+                mask = np.isin(self.rowids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            rows, scores = self._matrix.top_k(q, k, mask)
+            return [(int(self.rowids[i]), float(s)) for i, s in zip(rows.tolist(), scores.tolist())]
 
     def vector_of(self, rowid: int) -> np.ndarray | None:
-        i = self._pos.get(int(rowid))
-        return None if i is None else self._matrix.row(i)
+        with self._lock:
+            i = self._pos.get(int(rowid))
+            return None if i is None else self._matrix.row(i).copy()
 
     def similar_to(self, rowid: int, k: int = 10) -> list[tuple[int, float]]:
         v = self.vector_of(rowid)

@@ -103,8 +103,10 @@ ItemRow = tuple
 class Store(Protocol):
     """One workspace index. Readers may run on several threads; writes are serialised.
 
-    Every write that changes what retrieval sees bumps :meth:`generation`, so callers
-    can cache derived structures (catalogue, vector matrix) per generation.
+    Every write that changes items or edges bumps :meth:`generation`, so callers can
+    cache derived structures (catalogue, vector matrix) per generation; a write that only
+    adds vectors bumps :meth:`vector_generation` instead, so a background embedder storing
+    batch after batch never invalidates the catalogue.
     """
 
     location: str
@@ -141,6 +143,10 @@ class Store(Protocol):
 
     # -- meta ----------------------------------------------------------------------
     def generation(self) -> int: ...
+
+    def vector_generation(self) -> int:
+        """Bumped by every write of vectors (``cache_vectors``, ``put_vectors``)."""
+        ...
 
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...
 

@@ -170,7 +170,7 @@ class PostgresStore:
         self._local = threading.local()
         self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
         self._files_lock = threading.Lock()
-        self._vector_models: tuple[int, dict[str, int]] | None = None
+        self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
         self._hnsw_dims: set[int] = set()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
         self._bootstrap()
@@ -316,6 +316,17 @@ class PostgresStore:
     def generation(self) -> int:
         with self._conn() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump_vector_generation(self, conn: "psycopg.Connection") -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('vector_generation', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
+        )
+
+    def vector_generation(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'vector_generation'").fetchone()
         return int(row[0]) if row else 0
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -634,7 +645,7 @@ class PostgresStore:
             self._put_cache_rows(
                 conn, model, [(hashes[r], matrix[i]) for i, r in enumerate(wanted) if r in hashes]
             )
-            self._bump_generation(conn)
+            self._bump_vector_generation(conn)
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         with self._conn() as conn, conn.cursor(binary=True) as cur:
@@ -654,7 +665,7 @@ class PostgresStore:
         return rowids, np.vstack([r[1] for r in rows])
 
     def vector_models(self) -> dict[str, int]:
-        generation = self.generation()
+        generation = (self.generation(), self.vector_generation())
         cached = self._vector_models
         if cached is not None and cached[0] == generation:
             return dict(cached[1])
@@ -711,7 +722,7 @@ class PostgresStore:
     def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         with self._write() as conn:
             self._put_cache_rows(conn, model, rows)
-            self._bump_generation(conn)
+            self._bump_vector_generation(conn)
 
     def _put_cache_rows(
         self, conn: "psycopg.Connection", model: str, rows: Sequence[tuple[str, np.ndarray]]

@@ -95,7 +95,7 @@ class SQLiteStore:
         self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
         self._files_chars = 0
         self._files_lock = threading.Lock()  # readers on several threads share the cache
-        self._vector_models: tuple[int, dict[str, int]] | None = None
+        self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
         self._memo: dict[str, tuple[int, object]] = {}
         try:
             self.db = sqlite3.connect(
@@ -190,6 +190,16 @@ class SQLiteStore:
 
     def generation(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump_vector_generation(self) -> None:
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES('vector_generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    def vector_generation(self) -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key='vector_generation'").fetchone()
         return int(row[0]) if row else 0
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -609,7 +619,7 @@ class SQLiteStore:
             self._put_cache_rows(
                 model, [(hashes[int(r)], matrix[i]) for i, r in enumerate(rowids) if int(r) in hashes]
             )
-            self._bump_generation()
+            self._bump_vector_generation()
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, matrix) of every item with a vector for ``model``."""
@@ -632,7 +642,7 @@ class SQLiteStore:
     def vector_models(self) -> dict[str, int]:
         # Asked on every question (is there a vector index?); the join is counted once
         # per index generation, which every write that adds items or vectors bumps.
-        generation = self.generation()
+        generation = (self.generation(), self.vector_generation())
         cached = self._vector_models
         if cached is not None and cached[0] == generation:
             return dict(cached[1])
@@ -678,8 +688,10 @@ class SQLiteStore:
     def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         with self.transaction():
             self._put_cache_rows(model, rows)
-            # Items whose content hash is among these now have vectors.
-            self._bump_generation()
+            # Items whose content hash is among these now have vectors. Only the vector
+            # generation moves: the catalogue of items stays valid while a background
+            # embedder stores batch after batch.
+            self._bump_vector_generation()
 
     def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         self.db.executemany(
