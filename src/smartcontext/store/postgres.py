@@ -307,27 +307,23 @@ class PostgresStore:
 
     # -- meta --------------------------------------------------------------------------
 
-    def _bump_generation(self, conn: "psycopg.Connection") -> None:
+    def _bump_generation(self, conn: "psycopg.Connection", counter: str = "generation") -> None:
         conn.execute(
-            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
+            "INSERT INTO meta(key, value) VALUES (%s, '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (meta.value::bigint + 1)::text",
+            (counter,),
         )
 
-    def generation(self) -> int:
+    def generation(self, counter: str = "generation") -> int:
         with self._conn() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            row = conn.execute("SELECT value FROM meta WHERE key = %s", (counter,)).fetchone()
         return int(row[0]) if row else 0
 
     def _bump_vector_generation(self, conn: "psycopg.Connection") -> None:
-        conn.execute(
-            "INSERT INTO meta(key, value) VALUES ('vector_generation', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
-        )
+        self._bump_generation(conn, "vector_generation")
 
     def vector_generation(self) -> int:
-        with self._conn() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'vector_generation'").fetchone()
-        return int(row[0]) if row else 0
+        return self.generation("vector_generation")
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self._conn() as conn:

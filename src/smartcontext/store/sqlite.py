@@ -182,25 +182,22 @@ class SQLiteStore:
             self._batch_depth = 0
             self.db.execute("COMMIT")
 
-    def _bump_generation(self) -> None:
+    def _bump_generation(self, counter: str = "generation") -> None:
         self.db.execute(
-            "INSERT INTO meta(key, value) VALUES('generation', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            "INSERT INTO meta(key, value) VALUES(?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (counter,),
         )
 
-    def generation(self) -> int:
-        row = self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+    def generation(self, counter: str = "generation") -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (counter,)).fetchone()
         return int(row[0]) if row else 0
 
     def _bump_vector_generation(self) -> None:
-        self.db.execute(
-            "INSERT INTO meta(key, value) VALUES('vector_generation', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
+        self._bump_generation("vector_generation")
 
     def vector_generation(self) -> int:
-        row = self.db.execute("SELECT value FROM meta WHERE key='vector_generation'").fetchone()
-        return int(row[0]) if row else 0
+        return self.generation("vector_generation")
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
