@@ -196,7 +196,7 @@ class ToolContext:
         self.stopping.set()
         job = self.workspace.background
         if job is not None:
-            job.stop(wait=wait)
+            job.stop()  # no new batch starts; closing the workspace waits for the one in flight
         if self.index_lock.acquire_write(timeout=wait):
             try:
                 self.workspace.close()
