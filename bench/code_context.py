@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repos", default="", help="comma-separated: requests,flask or psf/requests")
     p.add_argument("--instances", default="", help="comma-separated instance ids")
     p.add_argument("--max-tokens", type=int, default=8000)
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="index into this store (postgresql://...) instead of each tree's SQLite file; "
+                        "keep results apart with --out")
     p.add_argument("--out", type=Path, default=None,
                    help="output path without suffix (default bench/results/code_context, "
                         "or code_context.quick with --quick)")
@@ -386,6 +389,12 @@ def main(argv: list[str] | None = None) -> int:
     tiktoken_dir = sw.seed_tiktoken_cache(args.work / "tiktoken-cache")
     env = sw.git_isolated_env(args.work / "repos", {"TIKTOKEN_CACHE_DIR": str(tiktoken_dir),
                                                     "PYTHONDONTWRITEBYTECODE": "1"})
+    env.pop("SMARTCONTEXT_STORE_URL", None)
+    if args.store:
+        # Every worker's Workspace.open() reads it: one schema per tree (named after its folder).
+        env["SMARTCONTEXT_STORE_URL"] = args.store
+        if "smartcontext" in method_info:
+            method_info["smartcontext"] += f"; store {args.store.split('@')[-1]}"
 
     # One index per (repo, base_commit): instances sharing a commit share a tree and an index.
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)

@@ -26,6 +26,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import shlex
 import subprocess
 import sys
@@ -66,6 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--embed-budget", type=float, default=600.0, help="seconds allowed for --full-embed auto")
     p.add_argument("--conversations", type=int, default=None, help="LoCoMo conversations (default all 5; quick 1)")
     p.add_argument("--out", type=Path, default=None, help="output path without suffix")
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="index into this store (postgresql://...) instead of SQLite files; keep results apart with --out")
     p.add_argument("--timeout", type=int, default=7200, help="seconds per worker")
     # Internal: run one measurement in this process.
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -482,12 +485,17 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         raise SystemExit(f"error: dataset not found: {', '.join(missing)} (pass --datasets DIR, or --parts)")
     args.work.mkdir(parents=True, exist_ok=True)
+    # The workers' Workspace.open() reads it: the same benchmark on another store.
+    os.environ.pop("SMARTCONTEXT_STORE_URL", None)
+    if args.store:
+        os.environ["SMARTCONTEXT_STORE_URL"] = args.store
     t0 = time.perf_counter()
     report: dict[str, Any] = {
         "command": "python bench/vault.py" + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""),
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(), "load_start": load_average(), "quick": args.quick, "seed": args.seed,
         "sample": args.sample, "git": git_state(),
+        "store": args.store.split("@")[-1] if args.store else "sqlite",
     }
     if "hub" in parts:
         report["hub"] = run_hub(args)

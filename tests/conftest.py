@@ -251,3 +251,23 @@ def open_ws(backend, request):
             from smartcontext.store.postgres import drop_workspace
 
             drop_workspace(ws.config.store.url, ws.config.store.workspace, clear_cache=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_env(request, monkeypatch):
+    """Runs the test on each store through the environment, as a user would choose one:
+    with ``postgres``, ``SMARTCONTEXT_STORE_URL`` names a fresh workspace of the test
+    database, so every ``Workspace.open`` in the test (and in the processes it starts)
+    indexes into PostgreSQL. Yields the URL, or None for SQLite."""
+    if request.param == "sqlite":
+        monkeypatch.delenv("SMARTCONTEXT_STORE_URL", raising=False)
+        yield None
+        return
+    from smartcontext.store.postgres import drop_workspace
+
+    base = request.getfixturevalue("pg_url")
+    name = f"e{os.getpid()}_{next(_pg_names)}"
+    url = f"{base}{'&' if '?' in base else '?'}workspace={name}"
+    monkeypatch.setenv("SMARTCONTEXT_STORE_URL", url)
+    yield url
+    drop_workspace(base, name, clear_cache=True)

@@ -20,7 +20,7 @@ def cli(*args: str):
     return result.exit_code, result.stdout, result.stderr if hasattr(result, "stderr") else ""
 
 
-def test_cli_topics_filter_context_events(tmp_path):
+def test_cli_topics_filter_context_events(tmp_path, store_env):
     make_chat(tmp_path)
     root = str(tmp_path)
     code, out, _ = cli("chat", "topics", "c1", root, "--extract", "--method", "local", "--json")
@@ -65,7 +65,7 @@ def test_cli_import_and_add(tmp_path):
     assert json.loads(out)["chats"] == ["imp"]
 
 
-def test_tools_answer_the_seed_shapes_and_events(tmp_path):
+def test_tools_answer_the_seed_shapes_and_events(tmp_path, store_env):
     make_chat(tmp_path)
     reg = ToolRegistry.open(tmp_path)
     try:

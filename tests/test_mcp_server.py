@@ -320,12 +320,21 @@ def stop(proc: subprocess.Popen) -> None:
         proc.stderr.close()
 
 
-@pytest.fixture(scope="module")
-def http_server(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def http_server(tmp_path_factory, request):
+    """One HTTP server per store: its index in the folder (SQLite) or in the test database."""
     folder = make_folder(tmp_path_factory.mktemp("http") / "ws", smart_connections=True)
-    proc, url = start_http_server(folder, FAST_ENV)
+    env = dict(FAST_ENV)
+    if request.param == "postgres":
+        base = request.getfixturevalue("pg_url")
+        env["SMARTCONTEXT_STORE_URL"] = f"{base}{'&' if '?' in base else '?'}workspace=mcp_http"
+    proc, url = start_http_server(folder, env)
     yield url, folder, proc
     stop(proc)
+    if request.param == "postgres":
+        from smartcontext.store.postgres import drop_workspace
+
+        drop_workspace(request.getfixturevalue("pg_url"), "mcp_http", clear_cache=True)
 
 
 def test_http_client_lists_tools_and_answers_context(http_server):

@@ -12,7 +12,7 @@ BADGES = ("[![Build](https://img.shields.io/badge/build-passing-green.svg)](http
 
 
 @pytest.fixture()
-def vault(tmp_path):
+def vault(tmp_path, store_env):
     lines = ["# Flashcards", "", BADGES, "", "![](logo.png) Logo by Ann.", ""]
     lines += [f"- Plugin number {i} helps with spaced repetition flashcards by scheduling review {i}."
               for i in range(60)]

@@ -1,4 +1,5 @@
-"""Search tools against the real Workspace index (keyword signals; no embedding model needed)."""
+"""Search tools against the real Workspace index (keyword signals; no embedding model needed),
+on SQLite and on PostgreSQL."""
 
 import json
 
@@ -22,7 +23,7 @@ NOTES = {
 
 
 @pytest.fixture
-def vault(tmp_path):
+def vault(tmp_path, store_env):
     root = tmp_path / "vault"
     for rel, text in NOTES.items():
         p = root / rel

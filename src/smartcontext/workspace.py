@@ -29,7 +29,7 @@ from .background import BackgroundEmbedding
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
-from .retrieval.vector import VectorIndex
+from .retrieval.vector import StoreVectorIndex, VectorIndex, vector_index
 from .sources.discover import DiscoveryOptions
 from .store import Store, open_store
 
@@ -109,7 +109,7 @@ class Workspace:
         self.index_path = self.index_dir / INDEX_FILE
         self._store: Store | None = None
         self._catalogue: Catalogue | None = None
-        self._vectors: VectorIndex | None = None
+        self._vectors: VectorIndex | StoreVectorIndex | None = None
         self._embedder = None
         self._chats = None
         self._background: BackgroundEmbedding | None = None
@@ -334,7 +334,7 @@ class Workspace:
                 self._catalogue = Catalogue(self.store)
             return self._catalogue
 
-    def vectors(self) -> tuple[VectorIndex, Any] | None:
+    def vectors(self) -> tuple[VectorIndex | StoreVectorIndex, Any] | None:
         """The vector index and query embedder, or None when there are no vectors to use.
 
         Reloaded when items change; vectors that a background embedder of this process
@@ -359,7 +359,7 @@ class Workspace:
                 return None
             if embedder.name not in models:
                 return None  # vectors of another model: never compare across models
-            self._vectors = VectorIndex(self.store, embedder.name)
+            self._vectors = vector_index(self.store, embedder.name)
             return self._vectors, embedder
 
     def vectors_landed(self, model: str, rowids: list[int], matrix, generations: tuple[int, int] | None) -> None:
@@ -526,12 +526,12 @@ class Workspace:
         index, _ = vectors
         cat = self.catalogue()
         rel = self.note_path(path, cat)
-        own = [r for r in cat.by_path.get(rel, []) if index.vector_of(r) is not None]
+        own = index.vectors_of(cat.by_path.get(rel, []))
         if not own:
             from .errors import InvalidArgument
 
             raise InvalidArgument(f"{rel} is not in the index (or has no vectors yet)")
-        centroid = np.mean([index.vector_of(r) for r in own], axis=0)
+        centroid = np.mean(list(own.values()), axis=0)
         centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
         best: dict[str, tuple[int, float]] = {}
         for r, s in index.search(centroid, 400):

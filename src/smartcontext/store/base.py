@@ -8,7 +8,7 @@ FTS5 query syntax, connections or locks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -116,6 +116,11 @@ class Store(Protocol):
     """A pure, picklable function of one file's items that the indexer runs in its worker
     processes, so the writing process only writes; its result comes back to
     :meth:`replace_file` as ``prepared``. None when the backend needs no preparation."""
+
+    searches_vectors: bool
+    """True when the backend answers :meth:`nearest` from its own vector index (pgvector
+    HNSW), so retrieval asks it rather than holding every vector in memory; False when
+    retrieval's exact in-memory search is the faster path (SQLite)."""
 
     notices: list[str]
     """Things the user should hear about opening this index (e.g. an old format that
@@ -232,9 +237,16 @@ class Store(Protocol):
 
     def vector_models(self) -> dict[str, int]: ...
 
-    def nearest(self, model: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def nearest(
+        self, model: str, vector: np.ndarray, limit: int, among: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the ``limit`` items nearest ``vector``, best first
-        (exact in SQLite, the HNSW index in PostgreSQL)."""
+        (exact in SQLite, the HNSW index in PostgreSQL); ``among`` restricts the search to
+        those row ids before the top ``limit`` are cut."""
+        ...
+
+    def vectors_for(self, model: str, rowids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The ``model`` vectors of these items (those that have one), by row id."""
         ...
 
     # -- embedding cache (vectors by model and text hash) --------------------------
@@ -250,3 +262,17 @@ class Store(Protocol):
     def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
         """Every file (or these files) as it was written, in path order, for copying."""
         ...
+
+
+def exact_nearest(
+    rowids: np.ndarray, matrix: np.ndarray, vector: np.ndarray, limit: int
+) -> list[tuple[int, float]]:
+    """(rowid, cosine) of the ``limit`` rows of ``matrix`` nearest ``vector``, best first;
+    empty when there are none or their size differs from the vector's."""
+    q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if not len(rowids) or matrix.shape[1] != q.shape[0]:
+        return []
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+    sims = (matrix @ q) / np.where(norms == 0, 1.0, norms)
+    top = np.argsort(-sims, kind="stable")[:limit]
+    return [(int(rowids[i]), float(sims[i])) for i in top]

@@ -33,7 +33,7 @@ import re
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import StoreUnavailable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
+from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest
 from .pg_schema import CORE, EMBEDDINGS, SHARED_SCHEMA
 from .text import JSON, FileData, pack_file
 
@@ -72,6 +72,9 @@ _NON_WORD = re.compile(r"[\W_]+")
 _BOOTSTRAP_LOCK = 0x5C000001
 # pgvector's HNSW indexes vectors of at most 2000 dimensions.
 _HNSW_MAX_DIM = 2000
+# A filtered semantic search over at most this many items (a folder, a tag) reads their
+# vectors and ranks them exactly: cheaper than an HNSW scan that skips everything else.
+EXACT_AMONG = 5000
 _SCHEMA_PREFIX = "sc_"
 
 
@@ -150,6 +153,8 @@ class PostgresStore:
 
     # The indexer's workers pack each file's text (stretches + zlib) for replace_file.
     prepare_file = staticmethod(pack_file)
+    # pgvector's HNSW answers semantic search: retrieval does not load every vector.
+    searches_vectors = True
 
     def __init__(
         self, url: str, workspace: str | None = None, *, default_workspace: str | None = None,
@@ -675,13 +680,26 @@ class PostgresStore:
         self._vector_models = (generation, out)
         return dict(out)
 
-    def nearest(self, model: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def nearest(
+        self, model: str, vector: np.ndarray, limit: int, among: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the ``limit`` items closest to ``vector``, through
         the HNSW index of the shared cache (iterative scan, so items of other workspaces
-        in the cache do not crowd this one's out)."""
-        v = np.ascontiguousarray(vector, dtype=np.float32)
+        in the cache, or outside ``among``, do not crowd this one's out). A small ``among``
+        (a folder, a tag) is searched exactly over its own vectors instead."""
+        v = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
+        if among is not None and len(among) <= EXACT_AMONG:
+            found = self.vectors_for(model, list(among))
+            rowids = np.fromiter(found, dtype=np.int64, count=len(found))
+            matrix = np.vstack(list(found.values())) if found else np.zeros((0, v.shape[0]), dtype=np.float32)
+            dims = {m.shape[0] for m in found.values()}
+            if len(dims) > 1:
+                return []  # never compare vectors of different sizes
+            return exact_nearest(rowids, matrix, v, limit)
         dim = int(v.shape[0])
         cast = sql.SQL("c.vec::vector({})").format(sql.Literal(dim))
+        among_clause = sql.SQL("AND i.rowid = ANY(%s) " if among is not None else "")
+        params: tuple = (v, model) + ((list(among),) if among is not None else ()) + (v, limit)
         with self._conn() as conn, conn.transaction():
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             # ef_search 100: recall@10 near 0.99 on the bench's clustered vectors (40, the
@@ -691,11 +709,24 @@ class PostgresStore:
                 sql.SQL(
                     "SELECT i.rowid, 1 - ({cast} <=> %s::vector({d})) AS sim FROM embedding_cache c "
                     "JOIN items i ON i.content_hash = c.hash "
-                    "WHERE c.model = %s AND c.dim = {d} ORDER BY {cast} <=> %s::vector({d}) LIMIT %s"
-                ).format(cast=cast, d=sql.Literal(dim)),
-                (v, model, v, limit),
+                    "WHERE c.model = %s AND c.dim = {d} {among} ORDER BY {cast} <=> %s::vector({d}) LIMIT %s"
+                ).format(cast=cast, d=sql.Literal(dim), among=among_clause),
+                params,
             ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
+        # relaxed_order: the scan may return near ties slightly out of order.
+        return sorted(((int(r), float(s)) for r, s in rows), key=lambda rs: -rs[1])
+
+    def vectors_for(self, model: str, rowids: Sequence[int]) -> dict[int, np.ndarray]:
+        wanted = list(dict.fromkeys(int(r) for r in rowids))
+        if not wanted:
+            return {}
+        with self._conn() as conn, conn.cursor(binary=True) as cur:
+            rows = cur.execute(
+                "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
+                "ON c.model = %s AND c.hash = i.content_hash WHERE i.rowid = ANY(%s)",
+                (model, wanted),
+            ).fetchall()
+        return {int(r): _array(vec) for r, vec in rows}
 
     # -- embedding cache ------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import IndexDamaged, IndexUnwritable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem
+from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
 
@@ -85,6 +85,8 @@ class SQLiteStore:
     # Packing (stretches + zlib) is a third of the writing process's work on a cold index;
     # the indexer's workers run it instead.
     prepare_file = staticmethod(pack_file)
+    # Retrieval's in-memory matrix is faster than any query through SQLite.
+    searches_vectors = False
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -655,17 +657,29 @@ class SQLiteStore:
         self._vector_models = (generation, out)
         return dict(out)
 
-    def nearest(self, model: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def nearest(
+        self, model: str, vector: np.ndarray, limit: int, among: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
         """Exact cosine search over the model's vectors (retrieval keeps its own matrix in
         memory; this is the store-level equivalent of PostgreSQL's HNSW query)."""
         rowids, matrix = self.load_vectors(model)
-        q = np.asarray(vector, dtype=np.float32)
-        if not len(rowids) or matrix.shape[1] != q.shape[0]:
-            return []
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
-        sims = (matrix @ q) / np.where(norms == 0, 1.0, norms)
-        top = np.argsort(-sims, kind="stable")[:limit]
-        return [(int(rowids[i]), float(sims[i])) for i in top]
+        if among is not None and len(rowids):
+            keep = np.isin(rowids, np.fromiter(among, dtype=np.int64, count=len(among)))
+            rowids, matrix = rowids[keep], matrix[keep]
+        return exact_nearest(rowids, matrix, vector, limit)
+
+    def vectors_for(self, model: str, rowids: Sequence[int]) -> dict[int, np.ndarray]:
+        wanted = list(dict.fromkeys(int(r) for r in rowids))
+        out: dict[int, np.ndarray] = {}
+        for chunk in _chunks(wanted, _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for rowid, vec in self.db.execute(
+                "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
+                f"ON c.model = ? AND c.hash = i.content_hash WHERE i.rowid IN ({marks})",
+                (model, *chunk),
+            ):
+                out[int(rowid)] = np.frombuffer(vec, dtype=np.float32).copy()
+        return out
 
     # -- embedding cache -------------------------------------------------------------
 
