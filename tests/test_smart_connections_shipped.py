@@ -117,6 +117,22 @@ def test_filters_and_the_plugins_exclusions_hold_in_shipped_mode(tmp_path):
     assert [h.path for h in only] == ["notes/Taxes.md"]
 
 
+def test_a_one_shot_query_leaves_a_whole_vault_to_index_and_says_so(tmp_path, monkeypatch):
+    from smartcontext.smart_connections import shipped
+
+    monkeypatch.setattr(shipped, "SYNC_LIMIT", 2)
+    vault = make_vault(tmp_path)
+    res = reader(vault).semantic_search(QUERY, min_score=0.0)
+    assert res.mode == "keyword-rerank"
+    assert any("run `smartcontext index" in w and "0 / 5 sections" in w for w in res.warnings)
+    from smartcontext import Workspace
+
+    with Workspace.open(vault) as ws:
+        ws.index()  # what the warning asks for
+    res = reader(vault).semantic_search(QUERY, min_score=0.0)
+    assert res.mode == "shipped-model" and res.results[0].path == "notes/Watering.md"
+
+
 def test_a_server_answers_at_once_and_uses_the_shipped_model_once_it_has_embedded(tmp_path):
     vault = make_vault(tmp_path)
     reg = ToolRegistry.open(vault, refresh_interval=-1)

@@ -10,7 +10,10 @@ them in without blocking anyone.
 
 A server (which embeds in the background) never waits: until every section has its
 vector this mode declines, saying how far embedding has come, and the reader answers by
-keyword-rerank meanwhile. A one-shot caller (CLI, library) embeds what is missing first.
+keyword-rerank meanwhile. A one-shot caller (CLI, library) embeds what is missing first
+when that is a few seconds' work (edits since the last run); a whole vault is left to
+``smartcontext index``, which prints an estimate and a progress bar, and the answer says
+so.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from ..indexer import embed_pending
 from ..notes import path_matches, tag_matches
 
 MODE_SHIPPED = "shipped-model"
+# A one-shot query embeds at most this many missing sections itself (seconds, even on a
+# slow machine); more is a job for `smartcontext index`.
+SYNC_LIMIT = 256
 # Sections are ranked on the whole vault; only this many notes/blocks are resolved to
 # text (a few past the limit, as results whose note is gone are skipped).
 EXTRA_CANDIDATES = 8
@@ -58,8 +64,9 @@ def usable(ws: Any) -> str | None:
 def prepare(ws: Any, wait: bool) -> tuple[int, str | None]:
     """Make sure every item of the vault's index has a vector of the workspace's model.
 
-    wait: embed what is missing now (a one-shot caller); otherwise (a server) wake the
-          background embedder and decline while it works.
+    wait: embed what is missing now when it is at most ``SYNC_LIMIT`` sections (a
+          one-shot caller); otherwise (a server) wake the background embedder and
+          decline while it works.
     Returns (items embedded now, why the mode cannot answer yet or None).
     """
     done, total = ws.vector_progress()
@@ -69,6 +76,11 @@ def prepare(ws: Any, wait: bool) -> tuple[int, str | None]:
         ws.embed_in_background()
         return 0, (
             f"the shipped model is embedding the notes in the background ({done:,} / {total:,} sections)"
+        )
+    if total - done > SYNC_LIMIT:
+        return 0, (
+            f"{done:,} / {total:,} sections have a vector of the shipped model; run "
+            f"`smartcontext index {ws.root}` once to embed the rest (it prints an estimate)"
         )
     embedded, _ = embed_pending(ws.store, ws.embedder(), batch_size=max(8, ws.config.embeddings.batch_size))
     return embedded, None
