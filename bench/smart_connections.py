@@ -7,8 +7,9 @@ Two vaults:
 - the real plugin output in ../shared/datasets/smart-connections-vault.tar.gz (an error
   when absent; ``--no-real`` leaves it out). No package ships its model, bge-micro-v2, so
   free-text search is measured twice there: in keyword-rerank mode (the vault's own
-  embeddings off) and in shipped-model mode (the bundled MiniLM embeds the notes'
-  sections into the vault's index on the first query, once; ``--no-shipped`` leaves it out);
+  embeddings off) and in shipped-model mode (``smartcontext index`` embeds the notes'
+  sections into the vault's index with the bundled MiniLM, once; then queries answer by
+  meaning; ``--no-shipped`` leaves it out);
 - a generated ``.smart-env`` of N notes shaped like the real one (one entry per note,
   4 embedded heading blocks, 8 short paragraph blocks without vectors, an older
   superseded note entry for 40% of notes, the plugin's metadata fields), with 384-d
@@ -39,6 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from smartcontext import Workspace
 from smartcontext.smart_connections import ajson
 from smartcontext.smart_connections.cache import VectorCache
 from smartcontext.smart_connections.keyword import forget_workspaces
@@ -318,19 +320,21 @@ def bench_shipped(vault: Path) -> dict:
     forget_workspaces()
     sc = SmartConnections(vault, use_hf_cache=False, sweep_interval=1.0)
     sc.refresh()
+    before = sc.semantic_search(QUERIES[0])  # a whole vault is left to `index`: keyword-rerank
+    ws = Workspace.open(vault)
     cpu, first = time.process_time(), time.perf_counter()
-    res = sc.semantic_search(QUERIES[0])
-    out = {"mode": res.mode, "method": res.method, "first_query": time.perf_counter() - first,
-           "first_query_cpu": time.process_time() - cpu}
-    ws = sc._keywords.workspace()
-    out["sections"] = ws.vector_progress()[1]
+    stats = ws.index()  # what the answer's warning asks for: `smartcontext index VAULT`
+    out = {"mode_before_index": before.mode, "index_embed": time.perf_counter() - first,
+           "index_embed_cpu": time.process_time() - cpu, "sections": stats.embedded + stats.embed_cache_hits}
+    ws.close()
     sc.close()
     forget_workspaces()
     again = SmartConnections(vault, use_hf_cache=False, sweep_interval=1.0)
     again.refresh()
     first = time.perf_counter()
-    again.semantic_search(QUERIES[1])
+    res = again.semantic_search(QUERIES[1])
     out["first_query_indexed"] = time.perf_counter() - first
+    out["mode"], out["method"] = res.mode, res.method
     times = []
     for q in QUERIES:
         again._query_vectors.clear()
@@ -447,8 +451,9 @@ def main() -> None:
     if sh:
         print(f"\nReal vault, shipped-model mode ({sh['method']}):\n")
         print("| measurement | value |\n|---|---|")
-        print(f"| first query: embeds every section once ({sh['sections']:,}) | {sh['first_query']:.1f} s "
-              f"(CPU {sh['first_query_cpu']:.1f} s; {sh['sections'] / sh['first_query']:.1f} sections/s) |")
+        print(f"| before `index`: a query answers by | {sh['mode_before_index']} (and says to run `index`) |")
+        print(f"| `smartcontext index`: embeds every section once ({sh['sections']:,}) | {sh['index_embed']:.1f} s "
+              f"(CPU {sh['index_embed_cpu']:.1f} s; {sh['sections'] / sh['index_embed']:.1f} sections/s) |")
         print(f"| first query of a new process, vectors on disk | {ms(sh['first_query_indexed'])} |")
         print(f"| search notes, new query (query embedding included) p50 / p95 | "
               f"{ms(sh['search_fresh_p50'])} / {ms(sh['search_fresh_p95'])} |")

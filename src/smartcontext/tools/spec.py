@@ -154,7 +154,7 @@ class ToolContext:
             return
         try:
             self.workspace.embed_in_background()
-        except Exception:  # e.g. a bad [embeddings] setting: status says so, questions go on
+        except RuntimeError:  # no thread could be started: questions go on without vectors
             pass
 
     def reading(self):
