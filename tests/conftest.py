@@ -271,3 +271,22 @@ def store_env(request, monkeypatch):
     monkeypatch.setenv("SMARTCONTEXT_STORE_URL", url)
     yield url
     drop_workspace(base, name, clear_cache=True)
+
+
+@pytest.fixture
+def openai_stub():
+    """Start scripted OpenAI-compatible servers on 127.0.0.1 (``tests/openai_stub.py``):
+    ``server = openai_stub([{"content": "hi"}, ...])``; ``server.url`` is the api_base,
+    ``server.requests`` what it received. Closed after the test."""
+    from openai_stub import ScriptedOpenAI
+
+    servers: list[ScriptedOpenAI] = []
+
+    def start(script: list[dict]) -> ScriptedOpenAI:
+        server = ScriptedOpenAI(script)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()

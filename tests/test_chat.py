@@ -166,6 +166,64 @@ def test_auto_history_retrieves_within_budget(ws):
     assert small.tokens <= 60 and "a7" in small.message_ids
 
 
+GROUP = [
+    ("g1", "Caroline", "I went to a support group yesterday and it was so powerful."),
+    ("g2", "Melanie", "That's great! I also went to a support group, for parents, last month."),
+    ("g3", "Caroline", "My friends have been there for me since I moved here four years ago."),
+    ("g4", "Melanie", "Wow."),
+    ("g5", "Melanie", "I signed up for a pottery class; painting with my kids is how I relax."),
+    ("g6", "Caroline", "I am thinking of a career in counselling, to help young people."),
+]
+
+
+def test_auto_history_favours_the_speaker_the_message_names(tmp_path, embedder):
+    from smartcontext.chat.auto import named_speaker
+
+    assert named_speaker("When did Caroline go to the support group?", ["Caroline", "Melanie"]) == "Caroline"
+    assert named_speaker("Did caroline's friend call?", ["Caroline", "Melanie"]) == "Caroline"
+    assert named_speaker("Did Caroline and Melanie meet?", ["Caroline", "Melanie"]) is None
+    assert named_speaker("What did the assistant say?", ["user", "assistant"]) is None
+    assert named_speaker("Carolines", ["Caroline"]) is None
+    make_chat(tmp_path, "grp", GROUP)
+    with Workspace.open(tmp_path) as w:
+        w._embedder = embedder
+        chat = w.chat("grp")
+        budget = chat.token_counts(chat.messages(), "cl100k_base")
+        # Room for one of the two support-group turns: the named speaker's wins.
+        for name, want, other in (("Caroline", "g1", "g2"), ("Melanie", "g2", "g1")):
+            hist = chat.history(f"When did {name} go to a support group?", max_tokens=max(budget[0], budget[1]) + 1)
+            assert want in hist.message_ids and other not in hist.message_ids, (name, hist.message_ids)
+            assert "speaker" in hist.signals
+
+
+def test_auto_history_prefers_the_longer_of_two_equal_turns():
+    from smartcontext.chat.auto import auto_filter
+
+    msgs = [Message("s", "user", "Wow."), Message("l", "user", "We went camping at the beach with the kids.")]
+    # Both turns tie on every signal (the same rank in one ranking each, no vectors).
+    res = auto_filter("c", msgs, [], ["s", "l"], None, None, max_tokens=100, token_counts=[2, 11])
+    full = auto_filter("c", msgs, [], ["l", "s"], None, None, max_tokens=100, token_counts=[2, 11])
+    assert res.message_ids == full.message_ids == ["s", "l"]
+    one = auto_filter("c", msgs, [], [], np.eye(2, dtype=np.float32), np.array([0.6, 0.6], np.float32),
+                      max_tokens=11, token_counts=[2, 11])
+    assert one.message_ids == ["l"]
+
+
+def test_token_counts_are_counted_once_per_text(ws):
+    from smartcontext.tokens import count_tokens
+
+    chat = ws.chat("c1")
+    msgs = chat.messages()
+    counts = chat.token_counts(msgs, "cl100k_base")
+    assert counts == [count_tokens(f"{m.role}: {m.content}", "cl100k_base") for m in msgs]
+    assert chat.token_counts(chat.messages(), "cl100k_base") is counts  # same file: same list
+    chat.add_message("user", "one more", id="x1", extract=False)
+    now = chat.messages()
+    again = chat.token_counts(now, "cl100k_base")
+    # The new message carries its timestamp, which the model reads too.
+    assert again[:-1] == counts and again[-1] == count_tokens(f"[{now[-1].timestamp}] user: one more", "cl100k_base")
+
+
 def test_adding_an_assistant_reply_extracts_topics_in_the_background(ws):
     chat = ws.chat("c1")
     got = []

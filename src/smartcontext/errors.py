@@ -67,6 +67,14 @@ class LLMError(SmartContextError):
     """A language model call failed or answered something that could not be used."""
 
 
+class SessionNotFound(SmartContextError):
+    """No agent session has this id (``agent.AgentSessions``)."""
+
+
+class SessionBusy(SmartContextError):
+    """An agent session is answering another message; one message at a time."""
+
+
 class Interrupted(SmartContextError):
     """A long operation (an index run) was asked to stop; what it finished is kept."""
 

@@ -75,7 +75,11 @@ class IndexStats:
 
 
 def embed_text(item: Item) -> str:
-    """The text an item is embedded from: where it is, what it is, then its content."""
+    """The text an item is embedded from: where it is, what it is, then its content
+    (unless its kind says otherwise: ``KindTraits.embed_text``)."""
+    own = item.traits.embed_text
+    if own is not None:
+        return own(item)
     head = f"{item.path} {item.kind} {item.qualname}"
     body = item.text or f"{item.signature}\n{item.docstring}"
     # The model truncates at 256 tokens anyway; cutting characters first saves tokenising.

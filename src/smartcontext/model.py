@@ -6,6 +6,7 @@ and replaced on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -54,6 +55,10 @@ class KindTraits:
     max_full_tokens:      largest size shown in full when it contains other items; beyond
                           it, its header plus its best members say more per token.
     brings_parent_header: chosen, it brings its parent's header (a method its class).
+    embed_text:           the text its items are embedded from, when a source needs its
+                          own (None: path, kind and name, then the content). Chat
+                          messages use the chat layer's text, so a message is embedded
+                          once for the index and the chat's own vector cache.
     """
 
     sigil: str
@@ -66,6 +71,13 @@ class KindTraits:
     shows_nested: bool = True
     max_full_tokens: int | None = None
     brings_parent_header: bool = False
+    embed_text: Callable[["Item"], str] | None = None
+
+
+def _message_embed_text(item: "Item") -> str:
+    from .sources.chat import message_embed_text  # the chat source owns its items' text
+
+    return message_embed_text(item.name, item.text)
 
 
 KIND_TRAITS: dict[str, KindTraits] = {
@@ -76,7 +88,7 @@ KIND_TRAITS: dict[str, KindTraits] = {
         "#", code_symbol=True, callable=True, body_from_file=True, brings_parent_header=True
     ),
     ItemKind.SECTION: KindTraits("§", prose=True, shows_nested=False),
-    ItemKind.MESSAGE: KindTraits(">", prose=True),
+    ItemKind.MESSAGE: KindTraits(">", prose=True, embed_text=_message_embed_text),
     ItemKind.TEXT: KindTraits("~", file_row=True, prose=True, max_full_tokens=3000),
 }
 # A kind no source has described (an index written by a newer plugin): a plain leaf.

@@ -69,7 +69,13 @@ def best_cosines(message_vectors: np.ndarray, query_vectors: np.ndarray) -> np.n
     """Each message's best cosine to any of the queries (rows are unit vectors)."""
     if not len(query_vectors) or not len(message_vectors):
         return np.zeros(len(message_vectors), dtype=np.float32)
-    return np.max(message_vectors @ query_vectors.T, axis=1)
+    # One matrix-vector product per query: a matrix-matrix product goes to the threaded
+    # BLAS kernel, which took 10-20 ms for 1,000 x 2 on a busy 2-core machine, against
+    # well under 1 ms this way.
+    best = message_vectors @ query_vectors[0]
+    for q in query_vectors[1:]:
+        np.maximum(best, message_vectors @ q, out=best)
+    return best
 
 
 def topic_filter(

@@ -26,7 +26,7 @@ from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write
 from .filter import HistoryResult, threshold_filter, topic_filter
 from .sticky import sticky_message_ids
 from .topics import TopicResult, local_topics, with_sticky
-from .vectors import MessageVectors, embed_labels
+from .vectors import MessageVectors, embed_labels, same_objects
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -162,7 +162,9 @@ class Chat:
         self._extraction: threading.Thread | None = None
         self.last_extraction: TopicResult | None = None
         self._indexed_sig: tuple[int, int] | None = None
-        self._token_memo: dict[str, tuple[str, int]] = {}
+        self._token_memo: dict[str, dict[str, int]] = {}
+        self._token_list: tuple[str, tuple[Message, ...], list[int]] | None = None
+        self._own_rows: tuple[Any, dict[int, str]] | None = None
 
     @property
     def path(self) -> Path:
@@ -220,7 +222,10 @@ class Chat:
     # -- topics ----------------------------------------------------------------------------
 
     def vectors(self) -> MessageVectors:
-        return MessageVectors(self.context.memory_dir, self.chat_id, self.workspace.embedder())
+        """The chat's message vectors; with a workspace index, through its embedding cache."""
+        ws = self.workspace
+        return MessageVectors(self.context.memory_dir, self.chat_id, ws.embedder(),
+                              shared_store=lambda: ws.store if ws.has_index else None)
 
     def extract_topics(self, method: str = "auto", **llm_options: Any) -> TopicResult:
         """Regenerate the chat's topics (3-8 labels plus the sticky entry), write them and
@@ -362,24 +367,39 @@ class Chat:
         return "topics" if ctx.active_topics and ctx.embedding_search else ("auto" if pending else "all")
 
     def _auto(self, data, sticky, pending, matrix, query, max_tokens, share, sync=True) -> HistoryResult:
-        from ..tokens import count_tokens
-        from .auto import auto_filter, render_message
+        from .auto import auto_filter
 
-        counts = []
         encoding = self.workspace.config.context.encoding
-        for m in data.messages:
-            text = render_message(m)
-            memo = self._token_memo.get(m.id)
-            if memo is None or memo[0] != text:
-                memo = (text, count_tokens(text, encoding))
-                self._token_memo[m.id] = memo
-            counts.append(memo[1])
         return auto_filter(
             self.chat_id, data.messages, sticky, self.keyword_ranking(pending, len(data.messages), sync=sync),
             matrix, query, max_tokens=max_tokens,
             share=share if share is not None else self.context.config.history_share,
-            neighbours=self.context.config.neighbours, encoding=encoding, token_counts=counts,
+            neighbours=self.context.config.neighbours, encoding=encoding,
+            token_counts=self.token_counts(data.messages, encoding), pending=pending,
         )
+
+    def token_counts(self, messages: list[Message], encoding: str) -> list[int]:
+        """Exact tokens of each message as the model reads it (``render_message``).
+
+        Counted once per rendered text; a chat read again from an unchanged file holds
+        the same message objects, so the whole list is reused without rendering."""
+        from ..tokens import count_many
+        from .auto import render_message
+
+        last = self._token_list
+        if last is not None and last[0] == encoding and same_objects(last[1], messages):
+            return last[2]
+        memo = self._token_memo.setdefault(encoding, {})
+        texts = [render_message(m) for m in messages]
+        todo = [t for t in dict.fromkeys(texts) if t not in memo]
+        if todo:
+            memo.update(zip(todo, count_many(todo, encoding)))
+        counts = [memo[t] for t in texts]
+        if len(memo) > 4 * len(texts) + 1000:
+            # Edited and deleted messages leave their counts behind: keep only the live ones.
+            self._token_memo[encoding] = {t: memo[t] for t in texts}
+        self._token_list = (encoding, tuple(messages), counts)
+        return counts
 
     def sync_index(self) -> None:
         """Bring the workspace index up to date with this chat file (re-indexed only when
@@ -416,8 +436,11 @@ class Chat:
         if sync:
             self.sync_index()
         cat = self.workspace.catalogue()
-        mine = {r: cat.entries[r].qualname for r in cat.by_path.get(self.rel_path, [])
-                if cat.entries[r].kind == "message"}
+        if self._own_rows is None or self._own_rows[0] is not cat:
+            # This chat's rows, once per catalogue (a catalogue is rebuilt on index changes).
+            self._own_rows = (cat, {r: cat.entries[r].qualname for r in cat.by_path.get(self.rel_path, [])
+                                    if cat.entries[r].kind == "message"})
+        mine = self._own_rows[1]
         if not mine or not query.strip():
             return []
         hits = KeywordSearcher(self.workspace.store).search(query, 1 << 30)

@@ -6,6 +6,11 @@ is embedded with the text (``Caroline: ...``): in a group chat or transcript, wh
 is part of what it is about. The file also records the model (``"_model"``): vectors
 of another model are dropped, never compared. Parsed files are memoised by (mtime, size),
 so filtering a long chat again costs no JSON parsing.
+
+A message's text is the one the index embeds for its item (``sources.chat.
+message_embed_text``), and when the workspace has an index the vectors go through the
+index's embedding cache (by model and text hash): a message embedded by the index is a
+cache hit here and the other way round, so each text reaches the model once.
 """
 
 from __future__ import annotations
@@ -13,32 +18,32 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..safeio import read_regular
+from ..sources.chat import GENERIC_ROLES, MAX_EMBED_CHARS, message_embed_text  # noqa: F401 (re-exported)
 from .files import EMBEDDINGS_SUFFIX, Message, write_json_atomic
 
 MODEL_KEY = "_model"
-# The model truncates long texts itself; cutting characters first saves tokenising.
-MAX_EMBED_CHARS = 2000
 
 _memo: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
-_stacked_memo: dict[str, tuple[list[str], dict[str, Any], np.ndarray]] = {}
+_stacked_memo: dict[str, tuple[tuple[Message, ...], list[str], dict[str, Any], np.ndarray]] = {}
 _label_memo: dict[tuple[str, str], np.ndarray] = {}
 _memo_lock = threading.Lock()
 
 
-# Roles that say nothing about the content; any other role is a speaker's name (an
-# imported group chat, a transcript) and is embedded with the text, as a reader sees it.
-GENERIC_ROLES = frozenset({"user", "assistant", "system", "tool", "function", "developer"})
-
-
 def embed_text(m: Message) -> str:
-    text = m.content if m.role.lower() in GENERIC_ROLES else f"{m.role}: {m.content}"
-    return text[:MAX_EMBED_CHARS] or " "
+    return message_embed_text(m.role, m.content)
+
+
+def same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two sequences hold the very same objects, in order (a chat read again
+    from an unchanged file shares its message objects with the previous read)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def content_hash(content: str) -> str:
@@ -52,9 +57,13 @@ def cache_key(message_id: str, content: str) -> str:
 class MessageVectors:
     """Vectors of a chat's messages for one embedder, cached in the sidecar file."""
 
-    def __init__(self, memory_dir: Path, chat_id: str, embedder: Any):
+    def __init__(self, memory_dir: Path, chat_id: str, embedder: Any,
+                 shared_store: Callable[[], Any] | None = None):
+        """shared_store: returns the workspace's index store (or None when it has no
+        index); misses are looked up in, and new vectors added to, its embedding cache."""
         self.path = memory_dir / f"{chat_id}{EMBEDDINGS_SUFFIX}"
         self.embedder = embedder
+        self.shared_store = shared_store
         self.embedded_last = 0  # texts sent to the model by the last ``matrix`` call
 
     def _load(self) -> dict[str, Any]:
@@ -86,15 +95,19 @@ class MessageVectors:
         """Unit vectors of ``messages`` in order (float32, one row each); embeds the
         messages the cache lacks and saves them."""
         data = self._load()
-        keys = [cache_key(m.id, embed_text(m)) for m in messages]
         stacked = _stacked_memo.get(str(self.path))
-        if stacked is not None and stacked[0] == keys and stacked[1] is data:
+        if stacked is not None and stacked[2] is data and same_objects(stacked[0], messages):
             self.embedded_last = 0
-            return stacked[2]
+            return stacked[3]
+        keys = [cache_key(m.id, embed_text(m)) for m in messages]
+        if stacked is not None and stacked[1] == keys and stacked[2] is data:
+            self.embedded_last = 0
+            _stacked_memo[str(self.path)] = (tuple(messages), keys, data, stacked[3])
+            return stacked[3]
         missing = [i for i, k in enumerate(keys) if k not in data]
-        self.embedded_last = len(missing)
+        self.embedded_last = 0
         if missing:
-            vecs = np.asarray(self.embedder.embed([embed_text(messages[i]) for i in missing]), dtype=np.float32)
+            vecs = self._embed([embed_text(messages[i]) for i in missing])
             fresh = {keys[i]: v for i, v in zip(missing, vecs)}
             self._save(fresh, keep={m.id for m in messages})
             data = {**data, **fresh}
@@ -102,8 +115,20 @@ class MessageVectors:
         for i, k in enumerate(keys):
             out[i] = data[k]
         # The stacked matrix, for the next call on the same messages and cache file.
-        _stacked_memo[str(self.path)] = (keys, self._load(), out)
+        _stacked_memo[str(self.path)] = (tuple(messages), keys, self._load(), out)
         return out
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        store = self.shared_store() if self.shared_store is not None else None
+        if store is None:
+            self.embedded_last = len(texts)
+            return np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        from ..embeddings.cache import EmbeddingCache
+
+        cache = EmbeddingCache(store)
+        vecs = cache.embed_cached(self.embedder, texts)
+        self.embedded_last = cache.stats.embedded
+        return vecs
 
     def _save(self, fresh: dict[str, list[float]], keep: set[str]) -> None:
         # Merge with what is on disk now (another process may have added vectors) and

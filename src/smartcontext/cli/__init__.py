@@ -7,7 +7,7 @@ they print and how they fail.
 from __future__ import annotations
 
 # Each module registers its commands on import, in the order help lists them.
-from . import index, context, search, tool, serve, sc, store, chat  # noqa: F401,I001
+from . import index, context, search, tool, serve, sc, store, chat, agent  # noqa: F401,I001
 from .app import app
 from . import output
 from .output import EXIT_ERROR, EXIT_INTERRUPTED

@@ -15,6 +15,18 @@ from ..model import Item, ItemKind, ParsedFile
 from .base import BaseSource, decode
 
 CHAT_LANGUAGE = "chat"
+# Roles that say nothing about the content; any other role is a speaker's name (an
+# imported group chat, a transcript) and is embedded with the text, as a reader sees it.
+GENERIC_ROLES = frozenset({"user", "assistant", "system", "tool", "function", "developer"})
+# The model truncates long texts itself; cutting characters first saves tokenising.
+MAX_EMBED_CHARS = 2000
+
+
+def message_embed_text(role: str, content: str) -> str:
+    """The text a message is embedded from, by the index and by the chat's vector cache
+    alike (``Caroline: ...`` for a named speaker), so the model sees it once."""
+    text = content if role.lower() in GENERIC_ROLES else f"{role}: {content}"
+    return text[:MAX_EMBED_CHARS] or " "
 
 
 def is_chat_path(path: str) -> bool:
