@@ -165,8 +165,9 @@ class Workspace:
         return self.config.embeddings.active and bool(self.store.vector_models())
 
     def close(self) -> None:
-        if self._background is not None:
-            self._background.stop(wait=2.0)
+        job, self._background = self._background, None
+        if job is not None:  # a stopped job never starts again: a later one is a new job
+            job.stop(wait=2.0)
         with self._lock:
             if self._store is not None:
                 self._store.close()
