@@ -100,7 +100,9 @@ def test_stdio_server_exits_when_its_parent_dies_though_stdin_stays_open(tmp_pat
 
 
 def test_stdio_server_embedding_in_the_background_exits_when_its_client_closes_stdin(tmp_path):
-    vault = make_vault(tmp_path / "vault", 600)
+    # Enough notes that embedding them takes a while even with a faster MiniLM.
+    notes = 1500
+    vault = make_vault(tmp_path / "vault", notes)
     (vault / "smartcontext.toml").write_text('[embeddings]\nmodel = "local:minilm"\nbatch_size = 16\n')
     env = {k: v for k, v in child_env().items() if k != "SMARTCONTEXT_EMBEDDING_MODEL"}
     proc = subprocess.Popen([*SERVE, str(vault)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -113,7 +115,7 @@ def test_stdio_server_embedding_in_the_background_exits_when_its_client_closes_s
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             pytest.fail("the stdio server kept running (embedding) after its client closed stdin")
-        assert stored_vectors(vault) < 600  # it was stopped mid-way, not run to the end
+        assert stored_vectors(vault) < notes  # it was stopped mid-way, not run to the end
     finally:
         kill_all([proc.pid])
     # What it stored is kept: a new run continues from there (checked by counting).
