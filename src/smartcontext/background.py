@@ -32,8 +32,10 @@ log = logging.getLogger("smartcontext.background")
 NICENESS = 10
 # A short sleep after each stored batch lets reader threads take the GIL and the cores.
 BATCH_PAUSE = 0.02
-# How long the interpreter's exit waits for a batch in flight to be stored.
-EXIT_WAIT = 0.5
+# The longest the interpreter's exit waits for the batch in flight (one batch: seconds).
+# A model call in native code cannot be interrupted, and tearing the interpreter down
+# under it (freeing the session it runs in) aborts the process; no later batch starts.
+EXIT_WAIT = 60.0
 
 _alive: weakref.WeakSet["BackgroundEmbedding"] = weakref.WeakSet()
 
@@ -177,8 +179,9 @@ class BackgroundEmbedding:
 
 @atexit.register
 def _stop_all() -> None:
-    # Daemon threads die with the interpreter; asking them to stop first lets a batch in
-    # flight be stored (never longer than EXIT_WAIT), and none starts a new one.
+    # Runs before the interpreter frees modules and objects: every embedder stops after
+    # the batch in flight, which ends here, so no native model call outlives the objects
+    # it uses. The process exits one batch later at most, never after the whole backlog.
     jobs = list(_alive)
     for job in jobs:
         job.stop()
