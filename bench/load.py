@@ -71,11 +71,21 @@ def prepare(archive: Path) -> Path:
     return vault
 
 
-def start_server(vault: Path) -> tuple[subprocess.Popen, str]:
+def store_env(src: Path, store: str | None) -> dict[str, str]:
+    """The environment of the indexer and the server: this tree, and the store to use."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("SMARTCONTEXT_STORE_URL", None)
+    if store:
+        env["SMARTCONTEXT_STORE_URL"] = store
+    return env
+
+
+def start_server(vault: Path, src: Path, store: str | None = None) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = free_port()
-    env = dict(os.environ, SMARTCONTEXT_EMBEDDING_MODEL="none", PYTHONPATH=str(ROOT / "src"))
+    env = store_env(src, store)
+    env["SMARTCONTEXT_EMBEDDING_MODEL"] = "none"
     proc = subprocess.Popen(
         [sys.executable, "-m", "smartcontext", "serve", "mcp", str(vault), "--transport", "http",
          "--host", "127.0.0.1", "--port", str(port)],
@@ -107,7 +117,8 @@ def read_call(rng: random.Random, notes: list[str]) -> tuple[str, dict]:
 
 
 async def client_run(url: str, who: int, calls: int, deadline: float, notes: list[str], mixed: bool,
-                     latencies: list[float], errors: list[str], written: dict[str, list[str]]) -> None:
+                     latencies: list[tuple[bool, float]], errors: list[str],
+                     written: dict[str, list[str]]) -> None:
     from mcp import Client
 
     rng = random.Random(who)
@@ -115,7 +126,8 @@ async def client_run(url: str, who: int, calls: int, deadline: float, notes: lis
         for i in range(calls):
             if time.monotonic() > deadline:
                 break
-            if mixed and i % 3 == 2:
+            writes = mixed and i % 3 == 2
+            if writes:
                 if i % 2:
                     line = f"client {who} line {i}"
                     name, args = "append_to_file", {"path": "load-log.md", "content": line}
@@ -129,16 +141,17 @@ async def client_run(url: str, who: int, calls: int, deadline: float, notes: lis
             t0 = time.perf_counter()
             try:
                 result = await client.call_tool(name, args)
-                data = json.loads(result.content[0].text)
+                # The context tool's first block is the context text; the JSON comes last.
+                data = json.loads(result.content[-1].text)
                 if not data.get("success"):
                     errors.append(f"{name}: {data.get('error')}")
             except Exception as exc:  # counted, the run goes on
                 errors.append(f"{name}: {type(exc).__name__}: {exc}")
-            latencies.append(time.perf_counter() - t0)
+            latencies.append((writes, time.perf_counter() - t0))
 
 
 async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[str], mixed: bool) -> dict:
-    latencies: list[float] = []
+    latencies: list[tuple[bool, float]] = []
     errors: list[str] = []
     written: dict[str, list[str]] = {"appends": [], "preferences": []}
     deadline = time.monotonic() + seconds
@@ -149,8 +162,11 @@ async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[
         timeout=seconds + 60,
     )
     wall = time.perf_counter() - t0
+    every = [s for _, s in latencies]
+    reads = [s for w, s in latencies if not w]
     return {"clients": clients, "calls": len(latencies), "errors": errors, "written": written,
-            "p50": quantile(latencies, 0.5) * 1000, "p95": quantile(latencies, 0.95) * 1000,
+            "p50": quantile(every, 0.5) * 1000, "p95": quantile(every, 0.95) * 1000,
+            "read_p95": quantile(reads, 0.95) * 1000,
             "rate": len(latencies) / wall if wall else 0.0, "seconds": wall}
 
 
@@ -162,6 +178,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120, help="time limit of each phase")
     parser.add_argument("--quick", action="store_true", help="5 clients, 10 calls each")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--src", type=Path, default=ROOT / "src",
+                        help="the source tree whose server is measured (e.g. another checkout's src)")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="index into this store (postgresql://...?workspace=...) instead of SQLite")
     args = parser.parse_args()
     if args.quick:
         args.clients, args.calls, args.seconds = 5, 10, 60
@@ -171,9 +191,9 @@ def main() -> None:
                    if not any(part.startswith(".") for part in p.relative_to(vault).parts))
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
-                   env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), check=True, capture_output=True)
+                   env=store_env(args.src, args.store), check=True, capture_output=True)
     index_seconds = time.perf_counter() - t0
-    proc, url = start_server(vault)
+    proc, url = start_server(vault, args.src, args.store)
     try:
         asyncio.run(phase(url, 1, 5, 30, notes, False))  # warm: catalogue, encoders
         single = asyncio.run(phase(url, 1, args.calls * 2, args.seconds, notes, False))
@@ -198,22 +218,28 @@ def main() -> None:
         (f"read-only, {args.clients} clients", many),
         (f"mixed read/write, {args.clients} clients", mixed),
     ]
-    table = ["| run | calls | errors | p50 ms | p95 ms | calls/s |", "|---|---:|---:|---:|---:|---:|"]
+    table = ["| run | calls | errors | p50 ms | p95 ms | reads' p95 ms | calls/s |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for label, r in rows:
-        table.append(f"| {label} | {r['calls']} | {len(r['errors'])} | {r['p50']:.0f} | {r['p95']:.0f} | {r['rate']:.1f} |")
+        table.append(f"| {label} | {r['calls']} | {len(r['errors'])} | {r['p50']:.0f} | {r['p95']:.0f} "
+                     f"| {r['read_p95']:.0f} | {r['rate']:.1f} |")
     summary = [
-        f"- p95 with {args.clients} clients / p95 with 1 client: **{ratio:.2f}x** (goal: within 3x)",
+        f"- p95 with {args.clients} clients / p95 with 1 client: **{ratio:.2f}x** (goal: within 3x); "
+        f"mixed run / read-only run, same clients: p95 {mixed['p95'] / many['p95']:.2f}x",
         f"- mixed run: {len(mixed['written']['appends'])} appends, {len(lost_appends)} lost; "
         f"{len(mixed['written']['preferences'])} preferences, {len(lost_prefs)} lost",
         f"- index build before the runs: {index_seconds:.1f} s; {len(notes)} notes",
     ]
     cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (
-        f" --clients {args.clients} --calls {args.calls}" if not args.quick else "")
+        f" --clients {args.clients} --calls {args.calls}" if not args.quick else "") + (
+        f" --src {args.src}" if args.src != ROOT / "src" else "") + (
+        " --store postgresql://..." if args.store else "")
     text = "\n".join([
         "# Load: concurrent MCP clients over streamable HTTP (hub vault)", "",
         f"Command: `{cmd}`  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1. "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1; "
+        f"store: {'PostgreSQL' if args.store else 'SQLite'}. "
         "Reads: keyword search, context (2000 tokens), read_file, search_vault; the mixed run makes every "
         "third call a write (append_to_file on one shared note, save_preference).", "",
         *table, "", *summary, "",

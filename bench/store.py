@@ -188,12 +188,31 @@ def embed_and_copy(root: Path, url: str, name: str) -> dict[str, Any]:
             "copy_s": copy_s, "vectors_copied": copied.vectors, "missing_after_copy": missing}
 
 
+def vectors_database(url: str) -> str:
+    """A database of its own for the synthetic vectors, so their HNSW index is built once
+    after the load (the vault's vectors of the same size already have one in the bench
+    database)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    from smartcontext.store.postgres import split_url
+
+    conninfo, _ = split_url(url)
+    name = "sc_bench_vectors"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return urlunsplit(urlsplit(conninfo)._replace(path=f"/{name}"))
+
+
 def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
     """Clustered unit vectors (as text embeddings are), one item each, in a workspace."""
     from smartcontext.model import Item
     from smartcontext.store import open_store
     from smartcontext.store.postgres import drop_workspace
 
+    url = vectors_database(url)
     rng = np.random.default_rng(11)
     centres = rng.standard_normal((max(8, n // 500), dim)).astype(np.float32)
     mat = centres[rng.integers(0, len(centres), n)] + 0.5 * rng.standard_normal((n, dim)).astype(np.float32)
@@ -213,10 +232,14 @@ def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
     items_s = time.perf_counter() - t0
     rows = store.item_light_rows()
     rowids = np.array([r.rowid for r in rows])
+    # A bulk load: the vectors first, then the HNSW graph built once over all of them
+    # (what `store copy` does), rather than grown vector by vector.
     t0 = time.perf_counter()
-    for s in range(0, n, 5000):
-        store.put_vectors("synthetic", rowids[s:s + 5000].tolist(), mat[s:s + 5000])
-    vectors_s = time.perf_counter() - t0
+    with store.deferred_vector_index(maintenance_work_mem="4GB"):
+        for s in range(0, n, 5000):
+            store.put_vectors("synthetic", rowids[s:s + 5000].tolist(), mat[s:s + 5000])
+        load_s = time.perf_counter() - t0
+    build_s = time.perf_counter() - t0 - load_s
     # a query near one stored vector (a question close to one passage)
     queries = mat[rng.integers(0, n, n_queries)] + 0.02 * rng.standard_normal((n_queries, dim)).astype(np.float32)
     hnsw_t, exact_t, recalls = [], [], []
@@ -233,7 +256,7 @@ def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
         recalls.append(len(truth & {r for r, _ in got}) / 10)
     store.close()
     drop_workspace(url, name, clear_cache=True)
-    return {"n": n, "dim": dim, "items_s": items_s, "put_vectors_with_hnsw_s": vectors_s,
+    return {"n": n, "dim": dim, "items_s": items_s, "put_vectors_s": load_s, "hnsw_build_s": build_s,
             "hnsw": ms(hnsw_t), "exact_numpy": ms(exact_t), "recall_at_10": float(np.mean(recalls))}
 
 
@@ -268,7 +291,7 @@ def table(r: dict[str, Any]) -> str:
         f"| pgvector HNSW nearest (top 10, through the store) p50 / p95, ms | {fmt(s['hnsw']['p50'], 2)} / {fmt(s['hnsw']['p95'], 2)} |",
         f"| HNSW recall@10 against exact search | {s['recall_at_10']:.3f} |",
         f"| exact numpy search over the in-memory matrix p50 / p95, ms | {fmt(s['exact_numpy']['p50'], 2)} / {fmt(s['exact_numpy']['p95'], 2)} |",
-        f"| writing {s['n']:,} items / their vectors (HNSW kept up to date), s | {fmt(s['items_s'], 1)} / {fmt(s['put_vectors_with_hnsw_s'], 1)} |",
+        f"| writing {s['n']:,} items / their vectors / building the HNSW index once, s | {fmt(s['items_s'], 1)} / {fmt(s['put_vectors_s'], 1)} / {fmt(s['hnsw_build_s'], 1)} |",
     ]
     e = r["embed_copy"]
     lines += ["", f"Vault sample with embeddings: {e['items']} items; index + embed into SQLite "

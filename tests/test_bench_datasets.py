@@ -20,6 +20,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
         ("smart_connections.py", ["--dataset", "{missing}/vault.tar.gz"]),
         ("vault.py", ["--datasets", "{missing}", "--parts", "locomo"]),
         ("agent.py", ["--datasets", "{missing}"]),
+        ("web.py", ["--dataset", "{missing}/dev.json"]),
     ],
 )
 def test_a_missing_dataset_is_an_error(tmp_path, script, args):

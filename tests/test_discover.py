@@ -80,3 +80,28 @@ def test_text_files_setting_turns_off_the_optional_sources(tmp_path):
     on = sorted(f.path for f in discover(tmp_path).files)
     off = sorted(f.path for f in discover(tmp_path, DiscoveryOptions(index_text_files=False)).files)
     assert on == ["app.py", "guide.rst", "notes.md"] and off == ["app.py", "notes.md"]
+
+
+def test_ignore_matcher_answers_as_pathspec_does():
+    """The one-expression matcher agrees with pathspec on random patterns and paths,
+    negations included (where it defers to pathspec)."""
+    import random
+
+    import pathspec
+
+    from smartcontext.sources.discover import IgnoreMatcher
+
+    rng = random.Random(4)
+    atoms = ["*.pyc", "build/", "/dist", "doc/**/x", "**/tmp", "a?c", "[ab]*.md", "logs/*.log",
+             "*~", "node_modules", "/top.txt", "sub/", "\\#weird", "x/**", "# comment", "", "!keep.pyc",
+             "!build/keep/", "*.egg-info/"]
+    names = ["a", "b", "abc", "build", "dist", "doc", "x", "tmp", "logs", "keep.pyc", "m.pyc", "r.md",
+             "top.txt", "sub", "file~", "#weird", "p.egg-info", "z.log"]
+    for _ in range(300):
+        lines = rng.sample(atoms, rng.randint(0, 8))
+        ours, theirs = IgnoreMatcher(lines), pathspec.PathSpec.from_lines("gitignore", lines)
+        for _ in range(40):
+            path = "/".join(rng.choice(names) for _ in range(rng.randint(1, 4)))
+            if rng.random() < 0.3:
+                path += "/"
+            assert ours.match_file(path) == theirs.match_file(path), (lines, path)

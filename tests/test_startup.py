@@ -41,3 +41,26 @@ def test_version_runs_without_the_engine():
     env = {**os.environ}
     out = subprocess.run([sys.executable, "-m", "smartcontext", "--version"], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.startswith("smartcontext ")
+
+
+def test_a_keyword_only_question_loads_no_numpy_jsonschema_or_model(sample_repo):
+    """A `context` process on an index without vectors needs neither numpy (vectors), nor
+    jsonschema (tools), nor onnxruntime (the embedding model)."""
+    out = subprocess.run([sys.executable, "-m", "smartcontext", "index", str(sample_repo), "--no-embeddings"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    probe = (
+        "import contextlib, io, json, runpy, sys\n"
+        f"sys.argv = ['smartcontext', 'context', 'How does the session send requests?', {str(sample_repo)!r}]\n"
+        "buf = io.StringIO()\n"
+        "try:\n    with contextlib.redirect_stdout(buf):\n        runpy.run_module('smartcontext', run_name='__main__')\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print(json.dumps({'text': len(buf.getvalue()), **{m: m in sys.modules for m in "
+        "('numpy', 'jsonschema', 'onnxruntime')}}))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SMARTCONTEXT_EMBEDDING_MODEL"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == {"text": loaded["text"], "numpy": False, "jsonschema": False, "onnxruntime": False}
+    assert loaded["text"] > 0

@@ -295,3 +295,31 @@ def test_store_copy_cli_then_the_workspace_answers_from_postgres(sample_repo, pg
 def test_copy_refuses_a_source_without_an_index(tmp_path):
     with pytest.raises(InvalidArgument, match="no index"):
         copy_store(str(tmp_path), str(tmp_path / "out.db"))
+
+
+def test_deferred_vector_index_is_built_once_at_the_end(pg, tmp_path):
+    # A bulk load into a size with no HNSW index yet: no index while loading, one after,
+    # and search answers the same before (exact scan) and after (through the index).
+    import psycopg
+
+    from smartcontext.store.pg_schema import SHARED_SCHEMA
+
+    s = pg("bulk")
+    with psycopg.connect(s.url, autocommit=True) as conn:  # a server a previous run used
+        conn.execute(f"DROP INDEX IF EXISTS {SHARED_SCHEMA}.embedding_cache_hnsw_23")
+    quals = [f"f{i}" for i in range(200)]
+    _put(s, "b.py", quals)
+    rowids = [r.rowid for r in s.item_light_rows()]
+    vecs = np.random.default_rng(3).standard_normal((200, 23)).astype(np.float32)  # a size no other test uses
+
+    def indexed() -> bool:
+        with psycopg.connect(s.url, autocommit=True) as conn:
+            return conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'embedding_cache_hnsw_23'").fetchone() is not None
+
+    with s.deferred_vector_index(maintenance_work_mem="64MB"):
+        s.put_vectors("m", rowids, vecs)
+        assert not indexed()
+        during = s.nearest("m", vecs[5], 5)
+    assert indexed()
+    after = s.nearest("m", vecs[5], 5)
+    assert during[0][0] == after[0][0] == rowids[5]

@@ -135,3 +135,30 @@ def test_rank_file_with_wrong_hash_is_refused(tmp_path, monkeypatch):
     with pytest.raises(SmartContextError, match="sha256"):
         tokens._load_bundled_ranks("https://example.invalid/cl100k_base.tiktoken", expected_hash="0" * 64)
     assert tokens._load_bundled_ranks("https://example.invalid/cl100k_base.tiktoken") == {b"!": 0}
+
+
+def test_parsed_ranks_are_cached_and_a_damaged_cache_is_parsed_again(tmp_path):
+    """The parsed rank file is kept under $XDG_CACHE_HOME/smartcontext/tokens; a later
+    process loads it and counts the same, and a damaged copy is never trusted."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("from smartcontext.tokens import count_tokens, get_encoding\n"
+             "enc = get_encoding()\n"
+             "print(count_tokens('Hello, world! Smart Context counts tokens exactly.'), enc.n_vocab)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+
+    def run() -> str:
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    first = run()
+    cached = list((tmp_path / "smartcontext" / "tokens").glob("cl100k_base*.marshal"))
+    assert len(cached) == 1 and cached[0].stat().st_size > 1_000_000
+    assert run() == first
+    good = cached[0].read_bytes()
+    cached[0].write_bytes(good[:-100] + b"\x00" * 100)
+    assert run() == first
+    assert cached[0].read_bytes() == good  # parsed again and rewritten

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import binascii
 import gzip
+import marshal
 import os
 import threading
 import types
@@ -116,6 +117,71 @@ def _build(name: str) -> tiktoken.Encoding:
 
 def _load_bundled_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
     path = _bundled_rank_file(url.rsplit("/", 1)[-1])
+    cache = _rank_cache_file(path, expected_hash)
+    ranks = _read_rank_cache(cache) if cache is not None else None
+    if ranks is None:
+        ranks = _parse_rank_file(path, expected_hash)
+        if cache is not None:
+            _write_rank_cache(cache, ranks)
+    return ranks
+
+
+# The parsed ranks as last checked: a process that counts tokens (every `context`) loads
+# this instead of decompressing, hashing and decoding 100k lines (about 45 ms of 70).
+_RANK_CACHE_MAGIC = b"smartcontext ranks 1\n"
+
+
+def _rank_cache_file(path: Path, expected_hash: str | None) -> Path | None:
+    """Where the parsed ranks of ``path`` are kept: named by the file's size, modification
+    time and official hash, so a reinstalled or different rank file is parsed again."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    name = f"{path.name}-{st.st_size}-{st.st_mtime_ns}-{(expected_hash or 'unchecked')[:16]}.marshal"
+    return Path(base) / "smartcontext" / "tokens" / name
+
+
+def _read_rank_cache(cache: Path) -> dict[bytes, int] | None:
+    try:
+        data = cache.read_bytes()
+    except OSError:
+        return None
+    head = len(_RANK_CACHE_MAGIC)
+    if not data.startswith(_RANK_CACHE_MAGIC) or len(data) < head + 4:
+        return None
+    payload = memoryview(data)[head + 4 :]
+    if binascii.crc32(payload) != int.from_bytes(data[head : head + 4], "big"):
+        return None  # torn or damaged: parsed again
+    try:
+        ranks = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    return ranks if isinstance(ranks, dict) and ranks else None
+
+
+def _write_rank_cache(cache: Path, ranks: dict[bytes, int]) -> None:
+    """Best effort (a read-only home only costs the parse next time), atomic (a temporary
+    file renamed over the cache)."""
+    import tempfile
+
+    payload = marshal.dumps(ranks)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=cache.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_RANK_CACHE_MAGIC + binascii.crc32(payload).to_bytes(4, "big") + payload)
+            os.replace(tmp, cache)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+def _parse_rank_file(path: Path, expected_hash: str | None) -> dict[bytes, int]:
     try:
         data = gzip.decompress(path.read_bytes())
     except (OSError, EOFError) as exc:

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .context.models import ContextResult, ExtractionConfig
@@ -29,12 +29,19 @@ from .background import BackgroundEmbedding
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
-from .retrieval.vector import StoreVectorIndex, VectorIndex, vector_index
 from .sources.discover import DiscoveryOptions
 from .store import Store, open_store
 
+if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
+    from .retrieval.vector import StoreVectorIndex, VectorIndex
+
 INDEX_DIR = ".smartcontext"
 INDEX_FILE = "index.db"
+# The in-memory catalogue as last built, so a new process need not read the whole index.
+CATALOGUE_FILE = "catalogue.bin"
+# Files derived from the index (the saved catalogue, the last clean integrity check): they
+# go with it.
+DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked")
 # What marks a workspace's root when a command starts inside it, as git finds its root:
 # a repository, an Obsidian vault, or a folder indexed before.
 ROOT_MARKERS = (".git", ".obsidian", INDEX_DIR)
@@ -236,7 +243,8 @@ class Workspace:
             return
         self.close()
         if self.index_dir.exists():
-            for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", INDEX_FILE + ".damaged"):
+            for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", INDEX_FILE + ".damaged",
+                         *DERIVED_FILES):
                 p = self.index_dir / name
                 if p.exists():
                     p.unlink()
@@ -262,7 +270,11 @@ class Workspace:
                     self.store, embedder, progress, batch_size=max(8, self.config.embeddings.batch_size)
                 )
                 stats.seconds["embed"] = time.perf_counter() - t1
-            self.store.set_meta("last_indexed", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            changed = stats.files_indexed or stats.files_deleted or stats.embedded
+            if changed or self.store.get_meta("last_indexed") is None:
+                # Not on a refresh that found nothing: a question would write the index
+                # every time, and a changed file is checked for damage on the next open.
+                self.store.set_meta("last_indexed", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             if stats.files_indexed or stats.files_deleted:
                 self.store.compact()
             stats.seconds["total"] = time.perf_counter() - t0
@@ -330,9 +342,11 @@ class Workspace:
 
     def catalogue(self) -> Catalogue:
         with self._lock:
-            gen = self.store.generation()
-            if self._catalogue is None or self._catalogue.generation != gen:
-                self._catalogue = Catalogue(self.store)
+            if self._catalogue is None:  # a process's first: from the saved one when it can
+                saved = None if self.store_url else self.index_dir / CATALOGUE_FILE
+                self._catalogue = Catalogue.open(self.store, saved, self.store.get_meta("index_id") or "")
+            else:  # a write re-reads only the files it changed
+                self._catalogue = self._catalogue.updated(self.store)
             return self._catalogue
 
     def vectors(self) -> tuple[VectorIndex | StoreVectorIndex, Any] | None:
@@ -360,6 +374,8 @@ class Workspace:
                 return None
             if embedder.name not in models:
                 return None  # vectors of another model: never compare across models
+            from .retrieval.vector import vector_index
+
             self._vectors = vector_index(self.store, embedder.name)
             return self._vectors, embedder
 
@@ -602,7 +618,7 @@ class Workspace:
             self.store.delete_files(list(self.store.file_states()))
             return
         self.close()
-        for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm"):
+        for name in (INDEX_FILE, INDEX_FILE + "-wal", INDEX_FILE + "-shm", *DERIVED_FILES):
             p = self.index_dir / name
             if p.exists():
                 p.unlink()

@@ -66,6 +66,12 @@ class SmartContext:
         except (OSError, ValueError):
             return {}
 
+    def state(self) -> dict[str, Any]:
+        """The filter state as a page restores it: active topics, current chat, similarity
+        mode and threshold."""
+        return {"active_topics": list(self.active_topics), "current_chat_id": self.current_chat_id,
+                "embedding_search": self.embedding_search, "similarity_threshold": self.similarity_threshold}
+
     def _save_state(self) -> None:
         write_json_atomic(self.state_path, {"active_topics": self.active_topics,
                                             "current_chat_id": self.current_chat_id,

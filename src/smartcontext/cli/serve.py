@@ -12,7 +12,8 @@ from ..config import DEFAULT_REFRESH_INTERVAL
 from .app import PathArg, app, open_workspace, workspace_root
 from .output import EXIT_INTERRUPTED, errors, print_json, warn
 
-serve_app = typer.Typer(help="Serve a folder to programs (MCP).", no_args_is_help=True)
+serve_app = typer.Typer(help="Serve a folder to programs (MCP) and people (the web page and HTTP API).",
+                        no_args_is_help=True)
 app.add_typer(serve_app, name="serve")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -61,4 +62,34 @@ def mcp(
         try:
             serve(path, transport.value, host=host, port=port, refresh_interval=refresh, warm=warm)
         except KeyboardInterrupt:  # the usual way to stop a server: not an error to report
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+@serve_app.command("web")
+def web(
+    path: Optional[Path] = PathArg,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
+    port: int = typer.Option(8766, "--port", help="Port to listen on (0: any free port).", min=0, max=65535),
+    browser: bool = typer.Option(True, "--browser/--no-browser", help="Open the page in a browser."),
+    refresh: float = typer.Option(
+        DEFAULT_REFRESH_INTERVAL, "--refresh-interval",
+        help="Seconds between checks for changed files before a question; negative: never.",
+    ),
+    warm: bool = typer.Option(True, "--warm/--no-warm", help="Build a missing index in the background at start."),
+) -> None:
+    """Serve PATH's web page (chat with the Smart Context panel, search and context) and its
+    HTTP API: every tool at /api/tools/NAME, events over the WebSocket /ws."""
+    path = workspace_root(path)
+    with errors(OSError):  # OSError: e.g. the port is taken
+        open_workspace(path)  # a wrong folder is reported before the server starts
+        from ..server.http import serve as serve_web
+
+        if host not in LOCAL_HOSTS:
+            warn(
+                f"binding {host}: the web server has no authentication; "
+                "anyone who can reach this address can read and write files in the folder"
+            )
+        try:
+            serve_web(path, host=host, port=port, refresh_interval=refresh, warm=warm, open_browser=browser)
+        except KeyboardInterrupt:
             raise typer.Exit(EXIT_INTERRUPTED) from None

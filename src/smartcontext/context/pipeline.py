@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import ItemKind, kind_traits
 from ..notes.match import normalise_folder, path_matches
@@ -14,12 +14,14 @@ from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
 from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
-from ..retrieval.vector import VectorIndex
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
 from .budgeter import plan_budget
 from .export import EXPORTERS
 from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
+
+if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
+    from ..retrieval.vector import VectorIndex
 
 MAX_QUESTION_CHARS = 200_000
 CANDIDATES_PER_SIGNAL = 200

@@ -1,24 +1,34 @@
-"""Embedding models (local ONNX by default, any LiteLLM provider) and a cache by content hash."""
+"""Embedding models (local ONNX by default, any LiteLLM provider) and a cache by content hash.
 
-from .base import Embedder, l2_normalise
-from .cache import CacheStats, EmbeddingCache, text_hash
-from .local_onnx import DEFAULT_MODEL_NAME, OnnxEmbedder, default_embedder, folder_embedder
-from .registry import get_embedder, known_specs, register_embedder, register_scheme
-from .remote import LiteLLMEmbedder
+The names load on first use (PEP 562): the plugin manager imports ``embeddings.builtin``
+for every registry, and a keyword-only question should not load numpy for it.
+"""
 
-__all__ = [
-    "CacheStats",
-    "DEFAULT_MODEL_NAME",
-    "Embedder",
-    "EmbeddingCache",
-    "LiteLLMEmbedder",
-    "OnnxEmbedder",
-    "default_embedder",
-    "folder_embedder",
-    "get_embedder",
-    "known_specs",
-    "l2_normalise",
-    "register_embedder",
-    "register_scheme",
-    "text_hash",
-]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_names
+
+_WHERE = {
+    "Embedder": ".base", "l2_normalise": ".base",
+    "CacheStats": ".cache", "EmbeddingCache": ".cache", "text_hash": ".cache",
+    "DEFAULT_MODEL_NAME": ".local_onnx", "OnnxEmbedder": ".local_onnx",
+    "default_embedder": ".local_onnx", "folder_embedder": ".local_onnx",
+    "get_embedder": ".registry", "known_specs": ".registry", "register_embedder": ".registry",
+    "register_scheme": ".registry",
+    "LiteLLMEmbedder": ".remote",
+}
+
+__all__ = sorted(_WHERE)
+
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+
+
+if TYPE_CHECKING:
+    from .base import Embedder, l2_normalise
+    from .cache import CacheStats, EmbeddingCache, text_hash
+    from .local_onnx import DEFAULT_MODEL_NAME, OnnxEmbedder, default_embedder, folder_embedder
+    from .registry import get_embedder, known_specs, register_embedder, register_scheme
+    from .remote import LiteLLMEmbedder

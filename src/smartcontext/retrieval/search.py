@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, did_you_mean
 from ..model import KIND_TRAITS, ItemKind
@@ -17,7 +17,9 @@ from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import Store, StoredItem
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
-from .vector import VectorIndex
+
+if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
+    from .vector import VectorIndex
 
 MODES = ("hybrid", "keyword", "semantic")
 # Measured on LoCoMo (bench/vault.py): with filters applied before the pools are cut,

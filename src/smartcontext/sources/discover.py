@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from collections import Counter
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
+from pathspec.util import normalize_file
 
 from .registry import get_source
 
@@ -127,6 +129,28 @@ def git_exclude_patterns(root: Path) -> list[str]:
     return patterns
 
 
+class IgnoreMatcher:
+    """The patterns of one ignore file. When none negates (the usual case) they are one
+    regular expression, so a path is tested once instead of once per pattern (sympy's
+    .gitignore: 68 patterns, a third of the walk); with a negation, pathspec decides
+    (the last matching pattern wins). Either way the answer is pathspec's."""
+
+    def __init__(self, lines: Iterable[str]):
+        self.spec = pathspec.PathSpec.from_lines("gitignore", lines)
+        patterns = [p for p in self.spec.patterns if p.include is not None and p.regex is not None]
+        self.regex: re.Pattern[str] | None = None
+        if all(p.include for p in patterns):
+            try:
+                self.regex = re.compile("|".join(f"(?:{p.regex.pattern})" for p in patterns) or "(?!)")
+            except re.error:
+                self.regex = None
+
+    def match_file(self, path: str) -> bool:
+        if self.regex is None:
+            return self.spec.match_file(path)
+        return self.regex.search(normalize_file(path)) is not None
+
+
 class _IgnoreRules:
     """.gitignore files found while walking, each applied to paths below its folder, plus
     the configured excludes and git's own exclude files at the root."""
@@ -134,12 +158,12 @@ class _IgnoreRules:
     def __init__(self, root: Path, extra_excludes: Iterable[str], use_gitignore: bool):
         self.root = root
         self.use_gitignore = use_gitignore
-        self.specs: list[tuple[str, pathspec.PathSpec]] = []
+        self.specs: list[tuple[str, IgnoreMatcher]] = []
         patterns = list(extra_excludes)
         if use_gitignore:
             patterns += git_exclude_patterns(root)
         if patterns:
-            self.specs.append(("", pathspec.PathSpec.from_lines("gitignore", patterns)))
+            self.specs.append(("", IgnoreMatcher(patterns)))
 
     def load_dir(self, rel_dir: str, abs_dir: Path) -> None:
         if not self.use_gitignore:
@@ -150,7 +174,7 @@ class _IgnoreRules:
                 lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self.specs.append((rel_dir, pathspec.PathSpec.from_lines("gitignore", lines)))
+            self.specs.append((rel_dir, IgnoreMatcher(lines)))
 
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
         for base, spec in self.specs:

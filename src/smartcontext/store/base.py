@@ -11,11 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from ..model import Edge, Item
+
+if TYPE_CHECKING:  # numpy only in annotations: a keyword-only question never loads it
+    import numpy as np
+
+
+# The change log (:meth:`Store.changed_paths`) keeps the last CHANGES_KEPT generations,
+# pruned every CHANGES_PRUNE_EVERY: a reader further behind reads the whole index again,
+# which past a few thousand changed files costs no more than patching.
+CHANGES_KEPT = 4096
+CHANGES_PRUNE_EVERY = 256
 
 
 @dataclass
@@ -153,6 +161,13 @@ class Store(Protocol):
         """Bumped by every write of vectors (``cache_vectors``, ``put_vectors``)."""
         ...
 
+    def changed_paths(self, since: int) -> set[str] | None:
+        """The item paths whose rows (items, names, tags) changed after generation
+        ``since``, so a cache of the light rows can re-read just those; None when the
+        store no longer remembers that far back (re-read everything). Vectors are not
+        changes here: they bump only :meth:`vector_generation`."""
+        ...
+
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
@@ -182,7 +197,9 @@ class Store(Protocol):
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]: ...
 
-    def item_light_rows(self) -> list[CatalogueRow]: ...
+    def item_light_rows(self, paths: Sequence[str] | None = None) -> list[CatalogueRow]:
+        """The light columns of every item, or of the items at ``paths``, by row id."""
+        ...
 
     def item_count(self) -> int: ...
 
@@ -195,8 +212,9 @@ class Store(Protocol):
 
     def file_warnings(self) -> dict[str, list[str]]: ...
 
-    def tag_rows(self) -> list[tuple[int, str]]:
-        """(rowid, tag) for every tag in every item's ``meta["tags"]``, as written."""
+    def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        """(rowid, tag) for every tag in every item's ``meta["tags"]`` (of the items at
+        ``paths``, when given), as written."""
         ...
 
     # -- keyword search -----------------------------------------------------------
@@ -269,6 +287,8 @@ def exact_nearest(
 ) -> list[tuple[int, float]]:
     """(rowid, cosine) of the ``limit`` rows of ``matrix`` nearest ``vector``, best first;
     empty when there are none or their size differs from the vector's."""
+    import numpy as np
+
     q = np.asarray(vector, dtype=np.float32).reshape(-1)
     if not len(rowids) or matrix.shape[1] != q.shape[0]:
         return []

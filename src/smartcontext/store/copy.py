@@ -4,6 +4,7 @@ the vectors of the items, as they are."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -60,16 +61,20 @@ def copy_index(
                 stats.edges += len(rec.edges)
         if progress:
             progress("files", stats.files, len(paths))
-    for model in sorted(src.vector_models()):
-        rowids, matrix = src.load_vectors(model)
-        hashes = {r: si.content_hash for r, si in src.items_by_rowids(rowids.tolist()).items()}
-        rows = {hashes[int(r)]: matrix[i] for i, r in enumerate(rowids) if int(r) in hashes}
-        pairs = list(rows.items())
-        for start in range(0, len(pairs), VECTOR_BATCH):
-            dst.cache_vectors(model, pairs[start : start + VECTOR_BATCH])
-            if progress:
-                progress("vectors", min(start + VECTOR_BATCH, len(pairs)), len(pairs))
-        stats.vectors[model] = len(pairs)
+    # A store with a vector index (pgvector HNSW) builds it once after the load when none
+    # exists yet, rather than growing it vector by vector.
+    deferred = getattr(dst, "deferred_vector_index", None)
+    with deferred() if deferred else contextlib.nullcontext():
+        for model in sorted(src.vector_models()):
+            rowids, matrix = src.load_vectors(model)
+            hashes = {r: si.content_hash for r, si in src.items_by_rowids(rowids.tolist()).items()}
+            rows = {hashes[int(r)]: matrix[i] for i, r in enumerate(rowids) if int(r) in hashes}
+            pairs = list(rows.items())
+            for start in range(0, len(pairs), VECTOR_BATCH):
+                dst.cache_vectors(model, pairs[start : start + VECTOR_BATCH])
+                if progress:
+                    progress("vectors", min(start + VECTOR_BATCH, len(pairs)), len(pairs))
+            stats.vectors[model] = len(pairs)
     last = src.get_meta("last_indexed")
     if last:
         dst.set_meta("last_indexed", last)

@@ -178,3 +178,23 @@ def m001_tables(conn: Connection, schema: str) -> None:
         """,
     )
 
+
+
+@CORE()
+def m002_change_log(conn: Connection, schema: str) -> None:
+    """Which files each generation changed (see the SQLite ``m003_change_log``)."""
+    import secrets
+
+    s = sql.Identifier(schema)
+    for statement in (
+        "CREATE TABLE {s}.changes (generation bigint NOT NULL, path text NOT NULL)",
+        "CREATE INDEX changes_generation ON {s}.changes (generation)",
+        "INSERT INTO {s}.meta (key, value) SELECT 'changes_from', COALESCE("
+        "(SELECT value FROM {s}.meta WHERE key = 'generation'), '0') "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ):
+        conn.execute(sql.SQL(statement).format(s=s))
+    conn.execute(
+        sql.SQL("INSERT INTO {}.meta (key, value) VALUES ('index_id', %s) ON CONFLICT (key) DO NOTHING").format(s),
+        (secrets.token_hex(8),),
+    )

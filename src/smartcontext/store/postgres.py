@@ -42,7 +42,10 @@ import numpy as np
 from ..errors import StoreUnavailable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest
+from .base import (
+    CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
+    StoredItem, exact_nearest,
+)
 from .pg_schema import CORE, EMBEDDINGS, SHARED_SCHEMA
 from .text import JSON, FileData, pack_file
 
@@ -177,6 +180,7 @@ class PostgresStore:
         self._files_lock = threading.Lock()
         self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
         self._hnsw_dims: set[int] = set()
+        self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
         self._bootstrap()
         search_path = sql.SQL("SET search_path TO {}, {}, public").format(
@@ -312,12 +316,39 @@ class PostgresStore:
 
     # -- meta --------------------------------------------------------------------------
 
-    def _bump_generation(self, conn: "psycopg.Connection", counter: str = "generation") -> None:
+    def _bump_generation(self, conn: "psycopg.Connection", paths: Iterable[str] = ()) -> None:
+        """A new generation; ``paths`` are the item paths whose rows it changed, logged
+        for :meth:`changed_paths` (vector writes bump the vector generation instead)."""
+        generation = int(conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value"
+        ).fetchone()[0])
+        changed = list(dict.fromkeys(paths))
+        if not changed:
+            return
         conn.execute(
-            "INSERT INTO meta(key, value) VALUES (%s, '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = (meta.value::bigint + 1)::text",
-            (counter,),
+            "INSERT INTO changes(generation, path) SELECT %s, unnest(%s::text[])", (generation, changed)
         )
+        if generation % CHANGES_PRUNE_EVERY == 0:
+            floor = generation - CHANGES_KEPT
+            conn.execute("DELETE FROM changes WHERE generation <= %s", (floor,))
+            conn.execute(
+                "UPDATE meta SET value = %s WHERE key = 'changes_from' AND value::bigint < %s",
+                (str(floor), floor),
+            )
+
+    def changed_paths(self, since: int) -> set[str] | None:
+        """Item paths whose rows changed after generation ``since``; None when the log no
+        longer reaches back that far."""
+        with self._snapshot() as conn:
+            floor = conn.execute("SELECT value FROM meta WHERE key = 'changes_from'").fetchone()
+            if floor is None or since < int(floor[0]):
+                return None
+            return {
+                p for (p,) in conn.execute(
+                    "SELECT DISTINCT path FROM changes WHERE generation > %s", (since,)
+                )
+            }
 
     def generation(self, counter: str = "generation") -> int:
         with self._conn() as conn:
@@ -325,7 +356,10 @@ class PostgresStore:
         return int(row[0]) if row else 0
 
     def _bump_vector_generation(self, conn: "psycopg.Connection") -> None:
-        self._bump_generation(conn, "vector_generation")
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('vector_generation', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
+        )
 
     def vector_generation(self) -> int:
         return self.generation("vector_generation")
@@ -362,9 +396,10 @@ class PostgresStore:
         paths = list(paths)
         with self._write() as conn:
             if paths:
+                changed = self._item_paths(conn, paths)
                 # items and edges go with their file (ON DELETE CASCADE)
                 conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
-                self._bump_generation(conn)
+                self._bump_generation(conn, changed)
         return len(paths)
 
     def replace_file(
@@ -376,6 +411,7 @@ class PostgresStore:
         indexer worker's ``prepare_file`` of the same items)."""
         blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
         with self._write() as conn:
+            changed = self._item_paths(conn, [path]) | {row[0].path for row in items}
             conn.execute("DELETE FROM files WHERE path = %s", (path,))
             file_id = conn.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, "
@@ -414,7 +450,16 @@ class PostgresStore:
                         "INSERT INTO edges(file_id, src, kind, dst, dst_name) VALUES (%s, %s, %s, %s, %s)",
                         [(file_id, e.src, str(e.kind), e.dst, e.dst_name) for e in edges],
                     )
-            self._bump_generation(conn)
+            self._bump_generation(conn, changed)
+
+    @staticmethod
+    def _item_paths(conn: "psycopg.Connection", files: list[str]) -> set[str]:
+        """These files' paths and the paths their items carry, for the change log."""
+        rows = conn.execute(
+            "SELECT DISTINCT i.path FROM items i JOIN files f ON f.id = i.file_id "
+            "WHERE f.path = ANY(%s)", (files,),
+        ).fetchall()
+        return set(files) | {r[0] for r in rows}
 
     # -- items -------------------------------------------------------------------------
 
@@ -482,11 +527,12 @@ class PostgresStore:
             return []
         return self._read_items("i.path = ANY(%s)", (wanted,))
 
-    def item_light_rows(self) -> list[CatalogueRow]:
+    def item_light_rows(self, paths: Sequence[str] | None = None) -> list[CatalogueRow]:
+        where, params = ("", ()) if paths is None else ("WHERE path = ANY(%s) ", (list(paths),))
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT rowid, id, path, kind, name, qualname, fqname, parent_id, tokens, "
-                "sig_tokens, start_line, end_line FROM items ORDER BY rowid"
+                f"sig_tokens, start_line, end_line FROM items {where}ORDER BY rowid", params,
             ).fetchall()
         return [CatalogueRow(*r) for r in rows]
 
@@ -513,10 +559,11 @@ class PostgresStore:
                 conn.execute("SELECT path, warnings FROM files WHERE warnings <> '[]'::jsonb").fetchall()
             )
 
-    def tag_rows(self) -> list[tuple[int, str]]:
+    def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        where, params = ("", ()) if paths is None else ("AND path = ANY(%s) ", (list(paths),))
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT rowid, tags FROM items WHERE tags IS NOT NULL ORDER BY rowid"
+                f"SELECT rowid, tags FROM items WHERE tags IS NOT NULL {where}ORDER BY rowid", params,
             ).fetchall()
         out: list[tuple[int, str]] = []
         for rowid, tags in rows:
@@ -759,7 +806,10 @@ class PostgresStore:
         if not unique:
             return
         for dim in {int(v.shape[0]) for v in unique.values()} - self._hnsw_dims:
-            self._ensure_hnsw(conn, dim)
+            if self._deferred_dims is not None and not self._hnsw_exists(conn, dim):
+                self._deferred_dims.add(dim)  # built once, over all rows, at the end of the load
+            else:
+                self._ensure_hnsw(conn, dim)
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO embedding_cache(model, hash, dim, vec) VALUES (%s, %s, %s, %s) "
@@ -767,15 +817,39 @@ class PostgresStore:
                 [(model, h, int(unique[h].shape[0]), unique[h]) for h in sorted(unique)],
             )
 
+    @contextmanager
+    def deferred_vector_index(self, maintenance_work_mem: str = "2GB") -> Iterator[None]:
+        """For a bulk load (``store copy``, a first index of a large corpus): vectors of a
+        size that has no HNSW index yet get it once at the end, built over all rows, which
+        is many times faster than growing the graph row by row. Sizes already indexed stay
+        indexed. The graph must fit in ``maintenance_work_mem`` for a fast build (about
+        1.5-2x the vectors). Should the load die first, searches still answer (exactly,
+        without the index) and the next write of that size builds it."""
+        self._deferred_dims = set()
+        try:
+            yield
+        finally:
+            dims, self._deferred_dims = self._deferred_dims, None
+            for dim in sorted(dims):
+                with self._conn() as conn:
+                    conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
+                    try:
+                        with conn.transaction():
+                            self._ensure_hnsw(conn, dim)
+                    finally:
+                        conn.execute("RESET maintenance_work_mem")
+
+    def _hnsw_exists(self, conn: "psycopg.Connection", dim: int) -> bool:
+        return conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+            (SHARED_SCHEMA, f"embedding_cache_hnsw_{dim}"),
+        ).fetchone() is not None
+
     def _ensure_hnsw(self, conn: "psycopg.Connection", dim: int) -> None:
         """An HNSW index (cosine) over the cache's vectors of size ``dim``."""
         if 0 < dim <= _HNSW_MAX_DIM:
             name = f"embedding_cache_hnsw_{dim}"
-            exists = conn.execute(
-                "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
-                (SHARED_SCHEMA, name),
-            ).fetchone()
-            if not exists:
+            if not self._hnsw_exists(conn, dim):
                 # Two workspaces creating the same index at once would collide.
                 conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_BOOTSTRAP_LOCK, dim))
                 conn.execute(

@@ -148,6 +148,34 @@ def m002_tables(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA user_version = {FORMAT}")
 
 
+@CORE()
+def m003_change_log(db: sqlite3.Connection) -> None:
+    """Which files each generation changed, so a reader's in-memory catalogue can patch
+    those files' rows instead of reading the whole index again (``Store.changed_paths``).
+    The log starts complete at today's generation (``changes_from``); older generations
+    are pruned. ``index_id`` tells this index from one rebuilt at the same path, whose
+    generations start again at 1 (a catalogue saved beside the index is keyed by both)."""
+    import secrets
+
+    run_script(
+        db,
+        """
+        CREATE TABLE changes (generation INTEGER NOT NULL, path TEXT NOT NULL);
+        CREATE INDEX changes_generation ON changes(generation);
+        -- Reading the items at some paths looks up the rare item whose path is not its
+        -- file's too; without this that lookup walked every item.
+        CREATE INDEX items_path ON items(path) WHERE path IS NOT NULL;
+        """,
+    )
+    db.execute(
+        "INSERT OR REPLACE INTO meta(key, value) SELECT 'changes_from', "
+        "COALESCE((SELECT value FROM meta WHERE key = 'generation'), '0')"
+    )
+    db.execute(
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('index_id', ?)", (secrets.token_hex(8),)
+    )
+
+
 def migrate(db: sqlite3.Connection) -> list[str]:
     """Apply every pending migration (embedding cache first); returns what ran."""
     version = db.execute("PRAGMA user_version").fetchone()[0]

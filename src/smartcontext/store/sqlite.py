@@ -22,15 +22,20 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import IndexDamaged, IndexUnwritable
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
-from .base import CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest
+from .base import (
+    CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
+    StoredItem, exact_nearest,
+)
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
+
+if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
+    import numpy as np
 
 log = logging.getLogger("smartcontext.store")
 
@@ -66,6 +71,9 @@ _EDGE_SELECT = (
     "e.dst_name FROM edges e JOIN files ef ON ef.id = e.file_id "
     "LEFT JOIN items s ON s.rowid = e.src LEFT JOIN items d ON d.rowid = e.dst"
 )
+# The items at some paths: two indexed lookups, items on their file's path and the rare
+# item whose path differs from its file's ({} takes the placeholders).
+_PATH_WHERE = ("i.path IS NULL AND f.path IN ({})", "i.path IN ({})")
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
 # Decoded files kept for reads, by characters: a question reads items of about a hundred
@@ -99,20 +107,30 @@ class SQLiteStore:
         self._files_lock = threading.Lock()  # readers on several threads share the cache
         self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
         self._memo: dict[str, tuple[int, object]] = {}
+        # Reads run on connections of their own, one per reader at a time: SQLite runs one
+        # statement at a time per connection, so on the writer's connection concurrent
+        # questions queued for it (full-text ranking is most of a question's time), and a
+        # reader never sees a writer's uncommitted rows. The writing thread reads on its
+        # own connection, which sees what it wrote.
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._all_readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._writer: int | None = None
+        self._local = threading.local()  # the reader a read method runs on
         try:
-            self.db = sqlite3.connect(
+            self._wdb = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
             )
-            self.db.execute("PRAGMA busy_timeout=30000")
-            _enable_wal(self.db)
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            legacy = self.db.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
-            migrate(self.db)
-            self.db.execute("PRAGMA quick_check(1)").fetchone()
+            self._wdb.execute("PRAGMA busy_timeout=30000")
+            _enable_wal(self._wdb)
+            self._wdb.execute("PRAGMA synchronous=NORMAL")
+            self._wdb.execute("PRAGMA foreign_keys=ON")
+            legacy = self._wdb.execute("PRAGMA user_version").fetchone()[0] == LEGACY_VERSION
+            migrate(self._wdb)
+            self._probe_damage()
         except sqlite3.DatabaseError as exc:
-            if hasattr(self, "db"):
-                self.db.close()
+            if hasattr(self, "_wdb"):
+                self._wdb.close()
             raise translate_error(exc, self.path) from exc
         if legacy:
             notice = (
@@ -122,9 +140,67 @@ class SQLiteStore:
             self.notices.append(notice)
             log.warning(notice)
 
+    def _probe_damage(self) -> None:
+        """``PRAGMA quick_check(1)``: damaged pages fail here, as one sentence, rather than
+        midway through a question. It reads the whole file (a tenth of a second on a
+        large repository's index, and the page cache), so it is skipped when the file is
+        as it was after the last clean check (same inode, size and modification time, no
+        pending write-ahead log): a write or a damaging edit changes one of them."""
+        stamp_file = self.path.with_name(self.path.name + ".checked")
+        stamp = _file_stamp(self.path)
+        try:
+            if stamp is not None and stamp_file.read_text(encoding="utf-8") == stamp:
+                return
+        except OSError:
+            pass
+        result = self._wdb.execute("PRAGMA quick_check(1)").fetchone()
+        if stamp is not None and result is not None and result[0] == "ok":
+            try:
+                stamp_file.write_text(stamp, encoding="utf-8")
+            except OSError:  # a read-only folder: check every time
+                pass
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection for this thread now: the writer's inside a write, the reader
+        bound by a read method (``_reads``), else the writer's."""
+        if self._writer != threading.get_ident():
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:
+                return conn
+        return self._wdb
+
     def close(self) -> None:
         with self._lock:
-            self.db.close()
+            self._wdb.close()
+            with self._readers_lock:
+                for conn in self._all_readers:
+                    conn.close()
+                self._all_readers.clear()
+                self._idle_readers.clear()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one read: the writer's own inside a write on this thread, else
+        an idle reader (opened when none is idle)."""
+        if self._writer == threading.get_ident() or getattr(self._local, "conn", None) is not None:
+            yield self.db
+            return
+        with self._readers_lock:
+            conn = self._idle_readers.pop() if self._idle_readers else None
+        if conn is None:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA busy_timeout=30000")
+            with self._readers_lock:
+                self._all_readers.append(conn)
+        self._local.conn = conn
+        try:
+            yield conn
+        finally:
+            self._local.conn = None
+            with self._readers_lock:
+                if conn in self._all_readers:  # not closed meanwhile
+                    self._idle_readers.append(conn)
 
     def check(self, full: bool = False) -> str | None:
         """None when the index is sound, else the first problem found: damage an earlier
@@ -138,7 +214,7 @@ class SQLiteStore:
             return None
         with self._lock:
             try:
-                rows = self.db.execute("PRAGMA quick_check(1)").fetchall()
+                rows = self._wdb.execute("PRAGMA quick_check(1)").fetchall()
             except sqlite3.DatabaseError as exc:
                 return str(exc)
         problem = rows[0][0] if rows else "no answer"
@@ -150,16 +226,19 @@ class SQLiteStore:
     def transaction(self) -> Iterator[None]:
         """One atomic write; inside ``batch()`` it joins the batch's transaction."""
         with self._lock:
-            if self._batch_depth:
+            if self._batch_depth or self._writer is not None:
                 yield
                 return
-            self.db.execute("BEGIN IMMEDIATE")
+            self._wdb.execute("BEGIN IMMEDIATE")
+            self._writer = threading.get_ident()
             try:
                 yield
             except BaseException:
-                self.db.execute("ROLLBACK")
+                self._wdb.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT")
+            finally:
+                self._writer = None
+            self._wdb.execute("COMMIT")
 
     @contextmanager
     def batch(self) -> Iterator["SQLiteStore"]:
@@ -173,30 +252,66 @@ class SQLiteStore:
                 finally:
                     self._batch_depth -= 1
                 return
-            self.db.execute("BEGIN IMMEDIATE")
+            self._wdb.execute("BEGIN IMMEDIATE")
             self._batch_depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield self
             except BaseException:
                 self._batch_depth = 0
-                self.db.execute("ROLLBACK")
+                self._writer = None
+                self._wdb.execute("ROLLBACK")
                 raise
             self._batch_depth = 0
-            self.db.execute("COMMIT")
+            self._writer = None
+            self._wdb.execute("COMMIT")
 
-    def _bump_generation(self, counter: str = "generation") -> None:
+    def _bump_generation(self, paths: Iterable[str] = ()) -> None:
+        """A new generation; ``paths`` are the item paths whose rows it changed, logged
+        for :meth:`changed_paths` (vector writes bump the vector generation instead)."""
         self.db.execute(
-            "INSERT INTO meta(key, value) VALUES(?, '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-            (counter,),
+            "INSERT INTO meta(key, value) VALUES('generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
+        rows = [(p,) for p in dict.fromkeys(paths)]
+        if not rows:
+            return
+        generation = self.generation()
+        self.db.executemany(
+            "INSERT INTO changes(generation, path) VALUES (?, ?)", [(generation, p) for (p,) in rows]
+        )
+        if generation % CHANGES_PRUNE_EVERY == 0:
+            floor = generation - CHANGES_KEPT
+            self.db.execute("DELETE FROM changes WHERE generation <= ?", (floor,))
+            self.db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'changes_from' AND CAST(value AS INTEGER) < ?",
+                (str(floor), floor),
+            )
+
+    def changed_paths(self, since: int) -> set[str] | None:
+        """Item paths whose rows changed after generation ``since``; None when the log no
+        longer reaches back that far (the caller reads everything again)."""
+        # One statement, so one snapshot: a writer pruning the log in between cannot make
+        # an incomplete answer look complete.
+        rows = self.db.execute(
+            "SELECT 0, value FROM meta WHERE key = 'changes_from' "
+            "UNION ALL SELECT DISTINCT 1, path FROM changes WHERE generation > ?",
+            (since,),
+        ).fetchall()
+        floor = [int(v) for tag, v in rows if tag == 0]
+        if not floor or since < floor[0]:
+            return None
+        return {p for tag, p in rows if tag == 1}
 
     def generation(self, counter: str = "generation") -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (counter,)).fetchone()
         return int(row[0]) if row else 0
 
     def _bump_vector_generation(self) -> None:
-        self._bump_generation("vector_generation")
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES('vector_generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
 
     def vector_generation(self) -> int:
         return self.generation("vector_generation")
@@ -218,13 +333,13 @@ class SQLiteStore:
         to the file system when they are more than a twentieth of the file; returns
         whether it did."""
         with self._lock:
-            pages = self.db.execute("PRAGMA page_count").fetchone()[0]
-            free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+            pages = self._wdb.execute("PRAGMA page_count").fetchone()[0]
+            free = self._wdb.execute("PRAGMA freelist_count").fetchone()[0]
             if not pages or free * 20 < pages:
                 return False
             try:
-                self.db.execute("VACUUM")
-                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._wdb.execute("VACUUM")
+                self._wdb.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.OperationalError as exc:
                 # VACUUM fails while another statement is open on the shared connection
                 # (a reader mid-iteration); compaction is only an optimisation, so the
@@ -247,11 +362,13 @@ class SQLiteStore:
                 "UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path)
             )
 
-    def _delete_file_rows(self, path: str) -> None:
+    def _delete_file_rows(self, path: str) -> set[str]:
+        """Delete ``path``'s rows; returns the item paths they had (the file's own, and
+        any other an item carried), for the change log."""
         db = self.db
         row = db.execute("SELECT id, data FROM files WHERE path=?", (path,)).fetchone()
         if not row:
-            return
+            return set()
         file_id, blob = row
         text = FileData.unpack(blob)
         # A contentless FTS5 row is deleted by giving back exactly what was indexed.
@@ -274,15 +391,17 @@ class SQLiteStore:
         db.execute("DELETE FROM edges WHERE src IS NULL AND file_id=?", (file_id,))
         db.execute("DELETE FROM items WHERE file_id=?", (file_id,))
         db.execute("DELETE FROM files WHERE id=?", (file_id,))
+        return {path, *(ipath for _, ipath, *_ in rows)}
 
     def delete_files(self, paths: Iterable[str]) -> int:
         count = 0
+        changed: set[str] = set()
         with self.transaction():
             for path in paths:
-                self._delete_file_rows(path)
+                changed |= self._delete_file_rows(path)
                 count += 1
             if count:
-                self._bump_generation()
+                self._bump_generation(changed)
         return count
 
     def replace_file(
@@ -310,7 +429,7 @@ class SQLiteStore:
         blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
         db = self.db
         with self.transaction():
-            self._delete_file_rows(path)
+            changed = self._delete_file_rows(path) | {path} | {row[0].path for row in items}
             cur = db.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, "
                 "warnings, data) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -366,7 +485,7 @@ class SQLiteStore:
                     for e in edges
                 ],
             )
-            self._bump_generation()
+            self._bump_generation(changed)
 
     # -- items -------------------------------------------------------------------
 
@@ -447,22 +566,32 @@ class SQLiteStore:
         found: dict[int, StoredItem] = {}
         for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
             marks = ",".join("?" * len(chunk))
-            # Two indexed lookups: items on their file's path, and the rare item whose
-            # path differs from its file's.
-            for where in (f"i.path IS NULL AND f.path IN ({marks})", f"i.path IN ({marks})"):
-                for stored in self._read_items(where, chunk):
+            for where in _PATH_WHERE:
+                for stored in self._read_items(where.format(marks), chunk):
                     found[stored.rowid] = stored
         return [found[r] for r in sorted(found)]
 
-    def item_light_rows(self) -> list[CatalogueRow]:
-        """The light columns of every item: the in-memory catalogue retrieval works on."""
+    def item_light_rows(self, paths: Sequence[str] | None = None) -> list[CatalogueRow]:
+        """The light columns of every item (or of the items at these paths), in row id
+        order: the in-memory catalogue retrieval works on."""
+        if paths is None:
+            return self._light_rows("1", ())
+        found: dict[int, CatalogueRow] = {}
+        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for where in _PATH_WHERE:
+                found.update((r.rowid, r) for r in self._light_rows(where.format(marks), chunk))
+        return [found[r] for r in sorted(found)]
+
+    def _light_rows(self, where: str, params: Sequence) -> list[CatalogueRow]:
         return [
             CatalogueRow(rowid, id_, path, kind, name, qual, _fqname(fq_mode, fq, module, qual),
                          parent, tokens, sig_tokens, start, end)
             for (rowid, id_, path, kind, name, qual, fq, fq_mode, module, parent, tokens,
                  sig_tokens, start, end) in self.db.execute(
                 f"SELECT {_LIGHT_COLUMNS} FROM items i JOIN files f ON f.id = i.file_id "
-                "LEFT JOIN items p ON p.rowid = i.parent ORDER BY i.rowid"
+                f"LEFT JOIN items p ON p.rowid = i.parent WHERE {where} ORDER BY i.rowid",
+                params,
             )
         ]
 
@@ -500,14 +629,19 @@ class SQLiteStore:
             for path, w in self.db.execute("SELECT path, warnings FROM files WHERE warnings != '[]'")
         }
 
-    def tag_rows(self) -> list[tuple[int, str]]:
-        return [
-            (r, str(t))
-            for r, t in self.db.execute(
-                "SELECT items.rowid, t.value FROM items, json_each(items.tags) AS t "
-                "WHERE items.tags IS NOT NULL"
-            )
-        ]
+    def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        select = (
+            "SELECT i.rowid, t.value FROM items i JOIN files f ON f.id = i.file_id, "
+            "json_each(i.tags) AS t WHERE i.tags IS NOT NULL AND "
+        )
+        if paths is None:
+            return [(r, str(t)) for r, t in self.db.execute(select + "1")]
+        out: list[tuple[int, str]] = []
+        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
+            marks = ",".join("?" * len(chunk))
+            for where in _PATH_WHERE:
+                out.extend((r, str(t)) for r, t in self.db.execute(select + where.format(marks), chunk))
+        return out
 
     # -- keyword search ------------------------------------------------------------
 
@@ -604,6 +738,8 @@ class SQLiteStore:
         ).fetchall()
 
     def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
+        import numpy as np
+
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         with self.transaction():
             hashes: dict[int, str] = {}
@@ -622,6 +758,8 @@ class SQLiteStore:
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, matrix) of every item with a vector for ``model``."""
+        import numpy as np
+
         rows = self.db.execute(
             "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
             "ON c.model = ? AND c.hash = i.content_hash ORDER BY i.rowid",
@@ -662,6 +800,8 @@ class SQLiteStore:
     ) -> list[tuple[int, float]]:
         """Exact cosine search over the model's vectors (retrieval keeps its own matrix in
         memory; this is the store-level equivalent of PostgreSQL's HNSW query)."""
+        import numpy as np
+
         rowids, matrix = self.load_vectors(model)
         if among is not None and len(rowids):
             keep = np.isin(rowids, np.fromiter(among, dtype=np.int64, count=len(among)))
@@ -669,6 +809,8 @@ class SQLiteStore:
         return exact_nearest(rowids, matrix, vector, limit)
 
     def vectors_for(self, model: str, rowids: Sequence[int]) -> dict[int, np.ndarray]:
+        import numpy as np
+
         wanted = list(dict.fromkeys(int(r) for r in rowids))
         out: dict[int, np.ndarray] = {}
         for chunk in _chunks(wanted, _CHUNK):
@@ -684,6 +826,8 @@ class SQLiteStore:
     # -- embedding cache -------------------------------------------------------------
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         found: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(hashes), _CHUNK):
             marks = ",".join("?" * len(chunk))
@@ -705,6 +849,8 @@ class SQLiteStore:
             self._bump_vector_generation()
 
     def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        import numpy as np
+
         self.db.executemany(
             "INSERT OR REPLACE INTO embedding_cache(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
             [
@@ -884,14 +1030,35 @@ def translate_error(exc: sqlite3.Error, path: Path) -> Exception:
     return exc
 
 
+def _file_stamp(path: Path) -> str | None:
+    """Inode, size and modification time of the index file, or None while its
+    write-ahead log holds changes (they are not in the file yet)."""
+    try:
+        wal = path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        wal = 0
+    except OSError:
+        return None
+    if wal:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
+
+
 def _damage_marker(path: Path) -> Path:
     return path.with_name(path.name + ".damaged")
 
 
-def _guarded(method):
+def _guarded(method, reads: bool = False):
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         try:
+            if reads:
+                with self._read():
+                    return method(self, *args, **kwargs)
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
             typed = translate_error(exc, self.path)
@@ -909,7 +1076,14 @@ def _guarded(method):
 
 # Every query method answers typed errors: a damaged page or a read-only folder found
 # mid-query is one sentence for the user, never an sqlite3 traceback.
+# Methods that only read run on a reader connection of their own (see ``_read``).
+_READS = {
+    "generation", "get_meta", "file_states", "changed_paths", "items_by_rowids", "items_by_ids",
+    "items_in_paths", "item_light_rows", "item_count", "counts", "kind_counts", "file_warnings",
+    "tag_rows", "keyword_search", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
+    "all_edges", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
+}
 for _name, _method in list(vars(SQLiteStore).items()):
     if (callable(_method) and not _name.startswith("_")
-            and _name not in ("transaction", "batch", "close", "check", "prepare_file")):
-        setattr(SQLiteStore, _name, _guarded(_method))
+            and _name not in ("transaction", "batch", "close", "check", "prepare_file", "db")):
+        setattr(SQLiteStore, _name, _guarded(_method, reads=_name in _READS))

@@ -96,10 +96,13 @@ def pack_file(
 class FileData:
     """A file's stored form, decoded; items read their text and details as slices."""
 
-    __slots__ = ("text",)
+    __slots__ = ("text", "_details")
 
     def __init__(self, text: str):
         self.text = text
+        # Decoded details by offset: the file stays cached across questions, and decoding
+        # the same JSON again was a tenth of a busy server's time.
+        self._details: dict[int, list] = {}
 
     @classmethod
     def unpack(cls, blob: bytes | None) -> "FileData":
@@ -109,5 +112,10 @@ class FileData:
         return self.text[at : at + length]
 
     def details(self, at: int, length: int) -> list:
-        """``[signature, docstring, meta]`` of the item whose details are at this span."""
-        return json.loads(self.text[at : at + length])
+        """``[signature, docstring, meta]`` of the item whose details are at this span
+        (meta is the caller's own copy)."""
+        hit = self._details.get(at)
+        if hit is None:
+            hit = self._details[at] = json.loads(self.text[at : at + length])
+        sig, doc, meta = hit
+        return [sig, doc, dict(meta) if isinstance(meta, dict) else meta]

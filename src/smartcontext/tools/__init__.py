@@ -6,30 +6,38 @@
 
 The one argument check (JSON Schema, with lenient conversions) is ``smartcontext.validate``,
 below both this package and ``vault``, which use it.
+
+The names load on first use (PEP 562): the plugin manager imports ``tools.builtin`` for
+every registry, and a CLI question that needs no tool should not pay for jsonschema.
 """
 
-from .registry import (
-    MAX_ARGUMENTS_CHARS,
-    ToolRegistry,
-    answer_data,
-    register_provider,
-    registered_providers,
-    spec_tools,
-)
-from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec
-from ..validate import ToolError, check_arguments, scalar_from_text
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_REFRESH_INTERVAL",
-    "MAX_ARGUMENTS_CHARS",
-    "ToolContext",
-    "ToolError",
-    "ToolRegistry",
-    "ToolSpec",
-    "answer_data",
-    "check_arguments",
-    "register_provider",
-    "registered_providers",
-    "scalar_from_text",
-    "spec_tools",
-]
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_names
+
+_WHERE = {
+    "MAX_ARGUMENTS_CHARS": ".registry", "ToolRegistry": ".registry", "answer_data": ".registry",
+    "register_provider": ".registry", "registered_providers": ".registry", "spec_tools": ".registry",
+    "DEFAULT_REFRESH_INTERVAL": ".spec", "ToolContext": ".spec", "ToolSpec": ".spec",
+    "ToolError": "..validate", "check_arguments": "..validate", "scalar_from_text": "..validate",
+}
+
+__all__ = sorted(_WHERE)
+
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+
+
+if TYPE_CHECKING:
+    from ..validate import ToolError, check_arguments, scalar_from_text
+    from .registry import (
+        MAX_ARGUMENTS_CHARS,
+        ToolRegistry,
+        answer_data,
+        register_provider,
+        registered_providers,
+        spec_tools,
+    )
+    from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec

@@ -1,0 +1,429 @@
+"""The HTTP API and the web page: one Starlette app over the tool registry of one folder.
+
+    smartcontext serve web path/to/vault          # http://127.0.0.1:8766/
+
+Every route is a thin call into the library and answers the JSON that the CLI's ``--json``
+and the MCP tools answer (``{"success": true, ...}`` or ``{"success": false, "error": ...}``):
+the workspace tools (context, search, status), every registry tool at
+``POST /api/tools/{name}``, the chats, and the seed's ``execute_command`` for the
+``smart_context.*`` commands, and the agent's sessions (``server.agent_api``). Events reach
+the page over the WebSocket ``/ws``. The page's files are plain HTML/CSS/JS in ``web/``.
+
+Requests pass the same checks as the MCP HTTP server, with the SDK's own code: bound to a
+loopback address, a Host or Origin that is not loopback is refused (421/403), so a web
+page elsewhere cannot reach the local server (DNS rebinding); bodies over the limit get 413.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.transport_security import (
+    RequestBodyLimitMiddleware,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..chat.files import ChatFile
+from ..tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry
+from ..tools.workspace import search_answer
+from .hub import MESSAGE_ADDED, EventHub, ProgressEvents
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8766
+WEB_DIR = Path(__file__).parent / "web"
+# Bodies are JSON arguments; the registry refuses calls over 2,000,000 characters anyway.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# The page's own files only: no inline script, no other site, no framing.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+
+log = logging.getLogger(__name__)
+
+
+class BadRequest(Exception):
+    """A request the API cannot read (not JSON, not an object, a bad query value)."""
+
+
+class JSON(JSONResponse):
+    """Like the CLI's ``--json``: non-ASCII kept, anything else as its string."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=False, default=str).encode("utf-8")
+
+
+def answer(result: dict[str, Any]) -> JSON:
+    """A tool's answer; a refusal is a 400 with the same body."""
+    return JSON(result, status_code=200 if result.get("success") else 400)
+
+
+def failure(message: str, status: int) -> JSON:
+    return JSON({"success": False, "error": message}, status_code=status)
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"the request body is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadRequest(f"the request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def query_number(request: Request, name: str, kind: Callable[[str], Any], default: Any) -> Any:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise BadRequest(f"query parameter {name} must be a number, not {raw!r}") from None
+
+
+def security_settings(host: str) -> TransportSecuritySettings | None:
+    """The MCP SDK's DNS-rebinding settings for a loopback bind (None: no checks, as the
+    SDK does for other addresses, where the CLI warns instead)."""
+    if host not in LOOPBACK:
+        return None
+    hosts = ["127.0.0.1", "localhost", "[::1]"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts + [f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts] + [f"http://{h}" for h in hosts],
+    )
+
+
+class GuardMiddleware:
+    """Host/Origin checks (the SDK's ``TransportSecurityMiddleware``) on every request and
+    WebSocket handshake, the body limit (the SDK's ``RequestBodyLimitMiddleware``), and
+    headers that keep the page's scripts its own."""
+
+    def __init__(self, app: ASGIApp, host: str, max_body: int = MAX_BODY_BYTES):
+        self.app = RequestBodyLimitMiddleware(app, max_body)
+        settings = security_settings(host)
+        self.security = TransportSecurityMiddleware(settings) if settings else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if self.security is not None:
+            refused = await self.security.validate_request(HTTPConnection(scope), is_post=False)
+            if refused is not None:
+                if scope["type"] == "websocket":
+                    # Closing before accepting answers the handshake with 403.
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                body = refused.body.decode("utf-8", "replace")
+                await failure(f"{body}: this server only answers pages on this computer",
+                              refused.status_code)(scope, receive, send)
+                return
+
+        async def with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                            (b"referrer-policy", b"no-referrer"), (b"cache-control", b"no-store")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class WebApi:
+    """The routes over one registry; ``hub`` carries the events to the WebSocket clients."""
+
+    def __init__(self, registry: ToolRegistry, hub: EventHub):
+        self.registry = registry
+        self.hub = hub
+        self.chats = registry.context.workspace.chats()
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        # Tools do file and SQLite work (and may embed): a worker thread keeps the loop free.
+        return await anyio.to_thread.run_sync(self.registry.call, tool, args)
+
+    async def tool_route(self, tool: str, request: Request, **fixed: Any) -> JSON:
+        args = await json_body(request) if request.method == "POST" else {}
+        return answer(await self.call(tool, {**args, **fixed}))
+
+    # -- the workspace -----------------------------------------------------------------
+
+    async def status(self, request: Request) -> JSON:
+        return await self.tool_route("status", request)
+
+    async def context(self, request: Request) -> JSON:
+        return await self.tool_route("context", request)
+
+    async def search(self, request: Request) -> JSON:
+        return await self.tool_route("search", request)
+
+    async def similar(self, request: Request) -> JSON:
+        args = await json_body(request)
+        path, limit = args.get("path"), args.get("limit", 10)
+        if not isinstance(path, str) or not path.strip():
+            raise BadRequest("'path' is required: a file or note of the workspace")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 100:
+            raise BadRequest("'limit' must be an integer from 1 to 100")
+
+        def run() -> dict[str, Any]:
+            ctx = self.registry.context
+            ws = ctx.ready_workspace()
+            with ctx.reading():
+                return {"success": True, **search_answer(ws.similar(path, limit=limit), {})}
+
+        return answer(await anyio.to_thread.run_sync(_guarded(run, "similar")))
+
+    # -- tools ---------------------------------------------------------------------------
+
+    async def tools(self, request: Request) -> JSON:
+        specs = [s.describe() for s in self.registry.specs()]
+        return JSON({"success": True, "tools": specs, "count": len(specs)})
+
+    async def call_tool(self, request: Request) -> JSON:
+        name = request.path_params["name"]
+        if self.registry.get(name) is None:
+            return failure(f"unknown tool {name!r}; GET /api/tools lists them", 404)
+        return await self.tool_route(name, request)
+
+    async def execute_command(self, request: Request) -> JSON:
+        """The seed's ``window.request('execute_command', {command, args})``: a
+        ``smart_context.*`` command runs as its tool (``smart_context.set_filter`` is the
+        tool ``smart_context_set_filter``), so it is checked and locked the same way."""
+        body = await json_body(request)
+        command, args = body.get("command"), body.get("args", {})
+        if not isinstance(args, dict):
+            raise BadRequest("'args' must be a JSON object")
+        from ..chat.session import COMMANDS
+
+        if command not in COMMANDS:
+            return failure(f"unknown command {command!r}; commands: {', '.join(COMMANDS)}", 404)
+        return answer(await self.call(command.replace(".", "_"), args))
+
+    # -- chats ---------------------------------------------------------------------------
+
+    async def list_chats(self, request: Request) -> JSON:
+        ids = await anyio.to_thread.run_sync(self.chats.chat_ids)
+        return JSON({"success": True, "chats": ids, "count": len(ids)})
+
+    async def state(self, request: Request) -> JSON:
+        return JSON({"success": True, **self.chats.state()})
+
+    async def read_chat(self, request: Request) -> JSON:
+        chat_id = request.path_params["chat_id"]
+
+        def run() -> dict[str, Any]:
+            # The file only: reading a chat does not make it the current one.
+            data = ChatFile(self.chats.memory_dir, chat_id).load()
+            return {"success": True, "chat_id": chat_id, "messages": [m.to_dict() for m in data.messages],
+                    "topics": data.topics, "total_messages": len(data.messages)}
+
+        return answer(await anyio.to_thread.run_sync(_guarded(run, "read chat")))
+
+    async def add_message(self, request: Request) -> JSON:
+        chat_id = request.path_params["chat_id"]
+        result = await self.call("chat_add_message", {**await json_body(request), "chat_id": chat_id})
+        if result.get("success"):
+            # Other tabs (and this one, whatever answers first) show the message from here.
+            self.hub.publish(MESSAGE_ADDED, {"chat_id": chat_id, "message": result["message"]})
+        return answer(result)
+
+    async def topics(self, request: Request) -> JSON:
+        chat_id = request.path_params["chat_id"]
+        if request.method == "POST":  # extract again
+            return await self.tool_route("chat_extract_topics", request, chat_id=chat_id)
+        return await self.tool_route("smart_context_get_topics", request, chat_id=chat_id)
+
+    async def history(self, request: Request) -> JSON:
+        return await self.tool_route("chat_history", request, chat_id=request.path_params["chat_id"])
+
+    async def events(self, request: Request) -> JSON:
+        args = {"since": query_number(request, "since", float, 0.0), "limit": query_number(request, "limit", int, 50)}
+        return answer(await self.call("smart_context_events", args))
+
+    # -- the WebSocket -------------------------------------------------------------------
+
+    async def websocket(self, ws: WebSocket) -> None:
+        await ws.accept()
+        queue = self.hub.connect()
+        try:
+            await ws.send_text(json.dumps({"event": "smartcontext.connected", "data": {}}))
+            receiver = asyncio.ensure_future(_drain(ws))
+            while not receiver.done():
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, receiver}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    await ws.send_text(getter.result())
+                else:
+                    getter.cancel()
+        except (WebSocketDisconnect, RuntimeError):
+            pass  # the tab went away
+        finally:
+            self.hub.disconnect(queue)
+
+    # (path under /api, handler, methods)
+    API = (
+        ("/status", "status", "GET"), ("/context", "context", "POST"), ("/search", "search", "POST"),
+        ("/similar", "similar", "POST"), ("/tools", "tools", "GET"), ("/tools/{name}", "call_tool", "POST"),
+        ("/execute_command", "execute_command", "POST"), ("/state", "state", "GET"), ("/events", "events", "GET"),
+        ("/chats", "list_chats", "GET"), ("/chats/{chat_id}", "read_chat", "GET"),
+        ("/chats/{chat_id}/messages", "add_message", "POST"), ("/chats/{chat_id}/topics", "topics", "GET POST"),
+        ("/chats/{chat_id}/history", "history", "POST"),
+    )
+
+    def routes(self) -> list[Any]:
+        page = lambda name: (lambda request: FileResponse(WEB_DIR / name))  # noqa: E731
+        return [
+            Route("/", page("index.html")),
+            Route("/search", page("search.html")),
+            Mount("/static", StaticFiles(directory=WEB_DIR), name="static"),
+            *(Route("/api" + path, getattr(self, handler), methods=methods.split()) for path, handler, methods in self.API),
+            WebSocketRoute("/ws", self.websocket),
+        ]
+
+
+async def _drain(ws: WebSocket) -> None:
+    """Read (and ignore) what the page sends, to notice when it closes."""
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+        while True:
+            await ws.receive_text()
+
+
+def _guarded(run: Callable[[], dict[str, Any]], what: str) -> Callable[[], dict[str, Any]]:
+    """``run`` answering ``{"success": false, "error": ...}`` as the registry does."""
+    from ..errors import SmartContextError
+
+    def call() -> dict[str, Any]:
+        try:
+            return run()
+        except SmartContextError as exc:
+            return {"success": False, "error": str(exc)}
+        except Exception as exc:  # a route answers, whatever the library does
+            log.exception("%s failed", what)
+            return {"success": False, "error": f"{what} failed: {type(exc).__name__}: {exc}"}
+
+    return call
+
+
+def build_app(registry: ToolRegistry, host: str = DEFAULT_HOST, warm: bool = False,
+              max_body: int = MAX_BODY_BYTES) -> Starlette:
+    """The web app for ``registry``'s folder. ``warm`` builds a missing index in the
+    background at start-up, with its progress sent as ``smartcontext.index_progress``."""
+    from .agent_api import AgentApi
+
+    hub = EventHub()
+    api = WebApi(registry, hub)
+    agent = AgentApi(registry, hub, JSON, json_body)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        hub.attach(asyncio.get_running_loop())
+        unsubscribe = api.chats.subscribe("*", hub.publish)
+        if warm:
+            threading.Thread(target=build_index, args=(registry, ProgressEvents(hub)),
+                             name="smartcontext-web-index", daemon=True).start()
+        try:
+            yield
+        finally:
+            unsubscribe()
+            hub.detach()
+
+    async def bad_request(request: Request, exc: Exception) -> Response:
+        return failure(str(exc), 400)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if not request.url.path.startswith("/api/"):
+            return Response(exc.detail, status_code=exc.status_code)
+        return failure(f"{exc.detail}: {request.method} {request.url.path}", exc.status_code)
+
+    app = Starlette(routes=api.routes() + agent.routes(), lifespan=lifespan,
+                    middleware=[Middleware(GuardMiddleware, host=host, max_body=max_body)],
+                    exception_handlers={BadRequest: bad_request, HTTPException: http_error})
+    app.state.hub = hub
+    return app
+
+
+def build_index(registry: ToolRegistry, progress: ProgressEvents) -> None:
+    """Build a missing index with progress events, then let the tool context take over
+    (its own warm-up: freshness checks, and background work it adds)."""
+    ctx = registry.context
+    ws = ctx.workspace
+    try:
+        if not ws.has_index:
+            with ctx.index_lock.writer:
+                if not ws.has_index:
+                    ws.index(embeddings=False, progress=progress, stop=ctx.stopping)
+        ctx.warm_up()
+        progress.finished()
+    except Exception as exc:  # reported to the page, and again to the first tool that needs the index
+        progress.finished(str(exc))
+
+
+def serve(
+    path: str | Path,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
+    warm: bool = True,
+    open_browser: bool = True,
+    log_level: str = "warning",
+) -> None:
+    """Serve the folder's web page and HTTP API until the process is stopped."""
+    import uvicorn
+
+    from .mcp import bind
+
+    sock = bind(host, port)  # a taken port fails before any index work starts
+    try:
+        registry = ToolRegistry.open(path, refresh_interval=refresh_interval)
+    except BaseException:
+        sock.close()
+        raise
+    for warning in registry.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    try:
+        url = f"http://{_url_host(host)}:{sock.getsockname()[1]}/"
+        print(f"Smart Context web page for {registry.context.root} at {url}", file=sys.stderr, flush=True)
+        if open_browser:
+            _open_browser(url)
+        config = uvicorn.Config(build_app(registry, host, warm=warm), log_level=log_level,
+                                lifespan="on", access_log=False, ws="websockets-sansio")
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        registry.close()
+
+
+def _open_browser(url: str) -> None:
+    import webbrowser
+
+    try:
+        webbrowser.open(url, new=2)
+    except Exception:  # no browser here (a server, a container): the printed URL is enough
+        pass
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

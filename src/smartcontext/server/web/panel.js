@@ -1,0 +1,188 @@
+// The Smart Context panel (the seed's Task 7): the bubble cloud of the chat's topics, the
+// locked "Instructions & Preferences" indicator, the similarity toggle and the status line.
+// Commands go out through window.request('execute_command', ...); the backend's events
+// arrive as CustomEvents on window. The filter state lives on the server (the seed's
+// plugin holds it; Smart Context keeps it in .smartcontext/chat_state.json), so a reload
+// reads it back. Labels are set with textContent, never as HTML.
+(function () {
+  'use strict';
+
+  var scTopics = [];
+  var scActive = new Set();
+  var scSimilarity = true;
+
+  var bubblesEl = document.getElementById('sc-bubbles');
+  var statusEl = document.getElementById('sc-status');
+  var stickyEl = document.getElementById('sc-sticky-count');
+  var toggleEl = document.getElementById('sc-toggle');
+
+  function note(text) {
+    var span = document.createElement('span');
+    span.className = 'sc-no-topics';
+    span.textContent = text;
+    return span;
+  }
+
+  function setStatus(text) { statusEl.textContent = text; }
+
+  function statusFor(included) {
+    var total = window.scChat.total();
+    if (!total || included >= total) return 'All messages in context';
+    return included + ' of ' + total + ' messages in context';
+  }
+
+  function scRender() {
+    var sticky = scTopics.find(function (t) { return t.sticky; });
+    stickyEl.textContent = sticky ? (sticky.count || (sticky.message_ids || []).length) : 0;
+
+    var regular = scTopics.filter(function (t) { return !t.sticky; });
+    if (!regular.length) {
+      bubblesEl.replaceChildren(note('No topics yet…'));
+      return;
+    }
+    var maxCount = Math.max.apply(null, regular.map(function (t) { return t.count || 1; }));
+    var hasFilter = scSimilarity && scActive.size > 0;
+    var frag = document.createDocumentFragment();
+    regular.forEach(function (t) {
+      var el = document.createElement('div');
+      el.className = 'sc-bubble';
+      if (hasFilter) el.classList.add(scActive.has(t.label) ? 'sc-active' : 'sc-dim');
+      if (!scSimilarity) el.classList.add('sc-inert');
+      el.dataset.label = t.label;
+      el.setAttribute('role', 'button');
+      el.setAttribute('aria-pressed', scActive.has(t.label) ? 'true' : 'false');
+      el.setAttribute('aria-disabled', scSimilarity ? 'false' : 'true');
+      el.tabIndex = scSimilarity ? 0 : -1;
+      el.title = (t.count || 0) + ' messages';
+      // Sized by count: the biggest topic at 1.45em, a topic of one message near 0.85em.
+      el.style.fontSize = (0.85 + 0.6 * ((t.count || 1) / maxCount)).toFixed(2) + 'em';
+      el.textContent = t.label;
+      frag.appendChild(el);
+    });
+    bubblesEl.replaceChildren(frag);
+  }
+
+  function sendFilter() {
+    return window.request('execute_command', {
+      command: 'smart_context.set_filter',
+      args: {topics: Array.from(scActive), chat_id: window.scChat.id}
+    }).catch(function (e) { setStatus('Filter failed: ' + e.message); });
+  }
+
+  window.scToggleTopic = function (label) {
+    if (!scSimilarity) return;
+    if (scActive.has(label)) scActive.delete(label);
+    else scActive.add(label);
+    if (scActive.size) setStatus('Filtering…');
+    scRender();
+    return sendFilter();
+  };
+
+  window.scToggleSimilarity = function (enabled) {
+    scSimilarity = enabled;
+    if (!enabled) scActive.clear();  // the server clears it too, and says so (filter_changed)
+    scRender();
+    return window.request('execute_command', {
+      command: 'smart_context.set_similarity_mode',
+      args: {enabled: enabled}
+    }).catch(function (e) { setStatus('Mode change failed: ' + e.message); });
+  };
+
+  bubblesEl.addEventListener('click', function (e) {
+    var el = e.target.closest('.sc-bubble');
+    if (el) window.scToggleTopic(el.dataset.label);
+  });
+  bubblesEl.addEventListener('keydown', function (e) {
+    var el = e.target.closest('.sc-bubble');
+    if (el && (e.key === 'Enter' || e.key === ' ')) {
+      e.preventDefault();
+      window.scToggleTopic(el.dataset.label);
+    }
+  });
+  toggleEl.addEventListener('change', function () { window.scToggleSimilarity(toggleEl.checked); });
+
+  document.getElementById('sc-extract').addEventListener('click', function () {
+    if (!window.scChat.id) return;
+    setStatus('Extracting topics…');
+    window.request('chats/' + encodeURIComponent(window.scChat.id) + '/topics', {method: 'auto'})
+      .catch(function (e) { setStatus('Extraction failed: ' + e.message); });
+  });
+
+  // Backend pushes new topics after each response.
+  window.addEventListener('smart_context.topics_updated', function (e) {
+    var d = e.detail || {};
+    if (!d.topics || (d.chat_id && d.chat_id !== window.scChat.id)) return;
+    scTopics = d.topics;
+    // Topics are regenerated: a selected label that is gone is dropped, here and on the server.
+    var labels = new Set(scTopics.map(function (t) { return t.label; }));
+    var kept = Array.from(scActive).filter(function (l) { return labels.has(l); });
+    var changed = kept.length !== scActive.size;
+    scActive = new Set(kept);
+    scRender();
+    if (changed || scActive.size) refreshFilter();
+    else setStatus('All messages in context');
+  });
+
+  // A filter still active is set again when the chat grows, so the new messages are weighed
+  // too and the highlights and the status line follow (once per burst of messages).
+  var refreshTimer = null;
+  function refreshFilter() {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(sendFilter, 150);
+  }
+
+  window.addEventListener('smartcontext.message_added', function (e) {
+    var d = e.detail || {};
+    if (d.chat_id === window.scChat.id && scSimilarity && scActive.size) refreshFilter();
+  });
+
+  window.addEventListener('smart_context.filter_changed', function (e) {
+    var d = e.detail || {};
+    // The seed's relay for chat views that listen for it.
+    window.dispatchEvent(new CustomEvent('smart_context.highlight_request', {detail: d}));
+    if (d.chat_id && d.chat_id !== window.scChat.id) return;
+    scActive = new Set(d.active_topics || []);
+    scRender();
+    if (!scActive.size) setStatus('All messages in context');
+  });
+
+  window.addEventListener('smart_context.highlight_applied', function (e) {
+    var ids = (e.detail && e.detail.message_ids) || [];
+    if (scActive.size) setStatus(statusFor(ids.length));
+  });
+
+  // Read the server's state: on load (so a reload keeps the filter), on switching chats and
+  // after the WebSocket reconnects (events may have been missed meanwhile).
+  function restore(chatData) {
+    return window.scGet('/api/state').then(function (state) {
+      scSimilarity = !!state.embedding_search;
+      toggleEl.checked = scSimilarity;
+      scTopics = chatData.topics || [];
+      var mine = state.current_chat_id === window.scChat.id;
+      scActive = new Set(mine && scSimilarity ? state.active_topics : []);
+      scRender();
+      if (!scActive.size) {
+        setStatus('All messages in context');
+        window.dispatchEvent(new CustomEvent('smart_context.filter_changed',
+          {detail: {active_topics: [], chat_id: window.scChat.id}}));
+        return;
+      }
+      return window.request('chats/' + encodeURIComponent(window.scChat.id) + '/history',
+        {mode: 'topics', include_messages: false})
+        .then(function (h) {
+          window.dispatchEvent(new CustomEvent('smart_context.highlight_applied',
+            {detail: {message_ids: h.message_ids}}));
+          setStatus(h.status_line);
+        });
+    }).then(function () { document.documentElement.dataset.panel = 'ready'; })
+      .catch(function (e) { setStatus('Could not read the state: ' + e.message); });
+  }
+
+  window.addEventListener('smartcontext.chat_opened', function (e) { restore(e.detail || {}); });
+
+  var connectedOnce = false;
+  window.addEventListener('smartcontext.connected', function () {
+    if (connectedOnce && window.scChat.id) window.scChat.open(window.scChat.id);
+    connectedOnce = true;
+  });
+})();

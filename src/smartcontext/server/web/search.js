@@ -1,0 +1,104 @@
+// The search / context page: a question and a budget give the context (its exact token
+// count, the ranked files and the text, with a copy button); Search lists matching places.
+(function () {
+  'use strict';
+
+  var $ = function (id) { return document.getElementById(id); };
+  var errorEl = $('sc-ask-error');
+
+  function showError(e) { errorEl.textContent = e ? (e.message || String(e)) : ''; }
+
+  function listItem(text, cls) {
+    var li = document.createElement('li');
+    if (cls) li.className = cls;
+    li.textContent = text;
+    return li;
+  }
+
+  function showContext(r) {
+    $('sc-search-result').hidden = true;
+    $('sc-context-result').hidden = false;
+    $('sc-token-count').textContent = r.token_count + ' tokens of ' + r.max_tokens +
+      ' (' + r.item_count + ' items, ' + r.format + ')';
+    $('sc-token-count').dataset.tokens = r.token_count;
+    $('sc-context-text').textContent = r.text;
+    var files = $('sc-files');
+    files.replaceChildren();
+    r.files.forEach(function (f) { files.appendChild(listItem(f)); });
+    if (r.more_files) files.appendChild(listItem('… ' + r.more_files + ' more', 'sc-muted'));
+    var warnings = $('sc-warnings');
+    warnings.replaceChildren();
+    (r.warnings || []).forEach(function (w) { warnings.appendChild(listItem(w)); });
+    $('sc-copied').textContent = '';
+  }
+
+  function showHits(r) {
+    $('sc-context-result').hidden = true;
+    $('sc-search-result').hidden = false;
+    $('sc-search-count').textContent = r.count + ' results (' + (r.signals || []).join(' + ') + ')' +
+      (r.note ? ' — ' + r.note : '');
+    var hits = $('sc-hits');
+    hits.replaceChildren();
+    r.results.forEach(function (h) {
+      var li = document.createElement('li');
+      var where = document.createElement('div');
+      where.className = 'sc-hit-where';
+      where.textContent = h.path + ':' + h.start_line + '  ' + (h.heading || h.name || '') +
+        '  ' + h.score.toFixed(3);
+      var snippet = document.createElement('div');
+      snippet.className = 'sc-hit-snippet';
+      snippet.textContent = h.snippet || '';
+      li.appendChild(where);
+      li.appendChild(snippet);
+      hits.appendChild(li);
+    });
+  }
+
+  function busy(on) {
+    $('sc-get-context').disabled = on;
+    $('sc-run-search').disabled = on;
+    document.body.classList.toggle('sc-busy', on);
+  }
+
+  $('sc-ask').addEventListener('submit', function (e) {
+    e.preventDefault();
+    var question = $('sc-question').value.trim();
+    if (!question) return;
+    busy(true);
+    window.request('context', {
+      question: question,
+      max_tokens: parseInt($('sc-budget').value, 10) || 8000,
+      format: $('sc-format').value
+    }).then(function (r) { showError(null); showContext(r); })
+      .catch(showError)
+      .finally(function () { busy(false); });
+  });
+
+  $('sc-run-search').addEventListener('click', function () {
+    var query = $('sc-question').value.trim();
+    if (!query) return;
+    busy(true);
+    window.request('search', {query: query, limit: 20})
+      .then(function (r) { showError(null); showHits(r); })
+      .catch(showError)
+      .finally(function () { busy(false); });
+  });
+
+  $('sc-copy').addEventListener('click', function () {
+    var text = $('sc-context-text').textContent;
+    var done = function () { $('sc-copied').textContent = 'Copied'; };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text, done); });
+    } else {
+      fallbackCopy(text, done);
+    }
+  });
+
+  function fallbackCopy(text, done) {
+    var area = document.createElement('textarea');
+    area.value = text;
+    document.body.appendChild(area);
+    area.select();
+    try { if (document.execCommand('copy')) done(); } finally { area.remove(); }
+  }
+})();

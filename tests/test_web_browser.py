@@ -1,0 +1,248 @@
+"""The web page in a real browser: Playwright for Python driving Debian's chromium against
+``smartcontext serve web`` on a free port, over a temp folder with a chat.
+
+Never skipped: without chromium the tests fail and say how to install it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import SAMPLE_REPO, write_tree
+
+from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, web_server
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+TIMEOUT_MS = 60_000
+CHAT = [
+    ("user", "be concise"),
+    ("user", "Which ferry goes from Piraeus to Naxos?"),
+    ("assistant", "Blue Star ferries sail from Piraeus to Naxos every morning; the crossing takes five hours."),
+    ("user", "Is there a faster ferry to Naxos in summer?"),
+    ("assistant", "SeaJets high-speed ferries reach Naxos from Piraeus in about three hours."),
+    ("user", "How do I feed my sourdough starter?"),
+    ("assistant", "Feed the sourdough starter equal weights of flour and water once a day."),
+    ("user", "Why is my sourdough bread so dense?"),
+    ("assistant", "Dense sourdough bread usually means a weak starter or under-proofed dough."),
+    ("user", "How does asyncio run coroutines in Python?"),
+    ("assistant", "The asyncio event loop schedules Python coroutines and resumes them when awaited futures finish."),
+    ("user", "Can asyncio run blocking Python code?"),
+    ("assistant", "Run blocking Python code in asyncio.to_thread so the event loop keeps serving coroutines."),
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    if chromium_missing():
+        pytest.fail(MISSING_CHROMIUM)
+    folder = write_tree(tmp_path_factory.mktemp("web") / "ws", SAMPLE_REPO)
+    with web_server(folder) as url:
+        yield url, folder
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    with browser_context() as context:
+        context.set_default_timeout(TIMEOUT_MS)
+        yield context
+
+
+def open_chat(page, url: str, chat_id: str) -> None:
+    page.goto(f"{url}/?chat={chat_id}")
+    page.wait_for_selector("html[data-ws=open][data-panel=ready]")
+
+
+def highlighted(page) -> set[str]:
+    return set(page.eval_on_selector_all(".sc-highlight[data-message-id]", "els => els.map(e => e.dataset.messageId)"))
+
+
+def status(page) -> str:
+    return page.text_content("#sc-status")
+
+
+def test_chat_topics_filter_highlight_toggle_and_reload(site, browser, tmp_path):
+    url, folder = site
+    page = browser.new_page()
+    open_chat(page, url, "trip")
+    assert page.locator("[data-message-id]").count() == 0
+    assert status(page) == "All messages in context"
+
+    # The first turns through the composer, the rest through the API (they arrive as events).
+    for role, content in CHAT[:3]:
+        page.select_option("#sc-role", role)
+        page.fill("#sc-input", content)
+        page.click("#sc-send")
+        page.wait_for_function("n => document.querySelectorAll('[data-message-id]').length >= n", arg=CHAT.index((role, content)) + 1)
+    for n, (role, content) in enumerate(CHAT[3:], start=3):
+        answer = httpx.post(f"{url}/api/chats/trip/messages", json={"role": role, "content": content, "id": f"m{n:02d}"},
+                            timeout=60).json()
+        assert answer["success"], answer
+    page.wait_for_function(f"() => document.querySelectorAll('[data-message-id]').length === {len(CHAT)}")
+    texts = page.eval_on_selector_all("[data-message-id] .sc-msg-body", "els => els.map(e => e.textContent)")
+    assert texts == [c for _, c in CHAT]
+
+    # Topics extracted by the local method after the last assistant reply appear as bubbles.
+    topics = httpx.get(f"{url}/api/chats/trip/topics", timeout=30).json()["topics"]
+    regular = [t for t in topics if not t.get("sticky")]
+    sticky = [t for t in topics if t.get("sticky")]
+    assert len(regular) >= 3 and sticky
+    page.wait_for_function(f"() => document.querySelectorAll('.sc-bubble').length === {len(regular)}")
+    assert page.text_content("#sc-sticky-count") == str(sticky[0]["count"])
+    labels = page.eval_on_selector_all(".sc-bubble", "els => els.map(e => e.textContent)")
+    assert labels == [t["label"] for t in regular]
+    sizes = page.eval_on_selector_all(".sc-bubble", "els => els.map(e => parseFloat(getComputedStyle(e).fontSize))")
+    biggest = max(regular, key=lambda t: t["count"])
+    smallest = min(regular, key=lambda t: t["count"])
+    if biggest["count"] > smallest["count"]:
+        assert sizes[regular.index(biggest)] > sizes[regular.index(smallest)]
+
+    # Click the ferry topic: exactly the messages the filter keeps are highlighted.
+    ferry = next(t["label"] for t in regular if re.search(r"ferr|naxos|piraeus", t["label"], re.I))
+    page.locator(".sc-bubble", has_text=ferry).click()
+    page.wait_for_function("() => /^\\d+ of \\d+ messages in context$/.test(document.getElementById('sc-status').textContent)")
+    kept = httpx.post(f"{url}/api/chats/trip/history", json={"mode": "topics", "include_messages": False},
+                      timeout=30).json()
+    assert kept["active_topics"] == [ferry] and kept["mode"] == "topics"
+    assert highlighted(page) == set(kept["message_ids"])
+    assert status(page) == kept["status_line"] == f"{len(kept['message_ids'])} of {len(CHAT)} messages in context"
+    ids = page.eval_on_selector_all("[data-message-id]", "els => els.map(e => e.dataset.messageId)")
+    ferry_ids = {ids[i] for i, (_, c) in enumerate(CHAT) if "ferr" in c.lower()}
+    assert ferry_ids <= highlighted(page)
+    assert ids[0] in highlighted(page)  # "be concise": sticky, always in context
+    assert not any("sourdough" in CHAT[ids.index(i)][1] for i in highlighted(page))
+    active = page.locator(".sc-bubble.sc-active")
+    assert active.count() == 1 and active.text_content() == ferry
+    assert page.locator(".sc-bubble.sc-dim").count() == len(regular) - 1
+    opacity = page.eval_on_selector(".sc-bubble.sc-dim", "e => getComputedStyle(e).opacity")
+    assert float(opacity) == pytest.approx(0.4)
+    assert "rgba(99, 179, 237" in page.eval_on_selector(".sc-bubble.sc-active", "e => getComputedStyle(e).boxShadow")
+
+    shot = tmp_path / "web-panel.png"
+    page.screenshot(path=str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("SMARTCONTEXT_UPDATE_DOCS") == "1":  # regenerates the docs' screenshot
+        shutil.copy(shot, DOCS / "web-panel.png")
+
+    # The state is the server's: a reload finds the same filter, highlights and status line.
+    page.reload()
+    page.wait_for_selector("html[data-ws=open][data-panel=ready]")
+    page.wait_for_function("() => /^\\d+ of \\d+/.test(document.getElementById('sc-status').textContent)")
+    assert highlighted(page) == set(kept["message_ids"]) and status(page) == kept["status_line"]
+    assert page.locator(".sc-bubble.sc-active").text_content() == ferry
+
+    # Similarity off: the filter is cleared, highlights go, bubbles are inert.
+    page.uncheck("#sc-toggle")
+    page.wait_for_function("() => document.querySelectorAll('.sc-highlight').length === 0")
+    assert status(page) == "All messages in context"
+    page.wait_for_function("() => fetch('/api/state').then(r => r.json()).then(s => !s.embedding_search)")
+    assert page.locator(".sc-bubble.sc-inert").count() == len(regular)
+    page.locator(".sc-bubble").first.click(force=True)  # aria-disabled: Playwright would wait
+    page.wait_for_timeout(300)  # a click must change nothing: give a wrong request time to land
+    assert highlighted(page) == set() and page.locator(".sc-bubble.sc-active").count() == 0
+    assert httpx.get(f"{url}/api/state").json()["active_topics"] == []
+
+    page.reload()
+    page.wait_for_selector("html[data-ws=open][data-panel=ready]")
+    assert not page.is_checked("#sc-toggle") and status(page) == "All messages in context"
+    assert page.locator(".sc-bubble.sc-inert").count() == len(regular)
+
+    # On again and select: messages added meanwhile are weighed against the filter too.
+    page.check("#sc-toggle")
+    page.wait_for_function("() => fetch('/api/state').then(r => r.json()).then(s => s.embedding_search)")
+    page.locator(".sc-bubble", has_text=ferry).click()
+    page.wait_for_function("() => document.querySelectorAll('.sc-highlight').length > 0")
+    page.fill("#sc-input", "Do ferries to Naxos take cars?")
+    page.select_option("#sc-role", "user")
+    page.click("#sc-send")
+    page.wait_for_function("() => document.querySelector('.sc-msg:last-child')?.classList.contains('sc-highlight')")
+    kept = httpx.post(f"{url}/api/chats/trip/history", json={"mode": "topics", "include_messages": False},
+                      timeout=30).json()
+    assert highlighted(page) == set(kept["message_ids"]) and status(page) == kept["status_line"]
+    assert status(page) == f"{len(kept['message_ids'])} of {len(CHAT) + 1} messages in context"
+
+    # Clicking the selected bubble clears the filter.
+    page.locator(".sc-bubble", has_text=ferry).click()
+    page.wait_for_function("() => document.querySelectorAll('.sc-highlight').length === 0")
+    assert status(page) == "All messages in context"
+    page.close()
+
+
+def test_labels_and_messages_render_as_text(site, browser):
+    url, folder = site
+    evil = '<img src=x onerror="window.pwned=1">'
+    memory = folder / ".memory"
+    memory.mkdir(exist_ok=True)
+    (memory / "evil.json").write_text(json.dumps({"messages": [{"id": "a", "role": "user", "content": evil}],
+                                                  "topics": [{"label": evil, "count": 1}]}))
+    page = browser.new_page()
+    open_chat(page, url, "evil")
+    page.wait_for_selector(".sc-bubble")
+    assert page.text_content(".sc-bubble") == evil
+    assert page.text_content("[data-message-id=a] .sc-msg-body") == evil
+    assert page.locator("img").count() == 0
+    assert page.evaluate("window.pwned") is None
+    page.close()
+
+
+def test_search_page_gives_a_context_with_its_token_count(site, browser):
+    url, _ = site
+    question = "How does the cart apply discounts?"
+    page = browser.new_page()
+    page.goto(f"{url}/search")
+    page.fill("#sc-question", question)
+    page.fill("#sc-budget", "1500")
+    page.click("#sc-get-context")
+    page.wait_for_selector("#sc-token-count[data-tokens]")
+    expected = httpx.post(f"{url}/api/context", json={"question": question, "max_tokens": 1500}, timeout=60).json()
+    assert page.get_attribute("#sc-token-count", "data-tokens") == str(expected["token_count"])
+    assert page.text_content("#sc-token-count").startswith(f"{expected['token_count']} tokens of 1500")
+    files = page.eval_on_selector_all("#sc-files li", "els => els.map(e => e.textContent)")
+    assert files == expected["files"] and "shop/pricing.py" in files
+    assert page.text_content("#sc-context-text") == expected["text"]
+    page.click("#sc-copy")
+    page.wait_for_function("() => document.getElementById('sc-copied').textContent === 'Copied'")
+
+    page.click("#sc-run-search")
+    page.wait_for_selector("#sc-hits li")
+    assert "shop/" in page.text_content("#sc-hits li")
+    page.close()
+
+
+def test_agent_session_streams_its_answer_into_the_chat(browser, tmp_path, openai_stub):
+    model = openai_stub([
+        {"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "shop/pricing.py"}}]},
+        {"content": "Orders above 100 get DISCOUNT_RATE off (shop/pricing.py)."},
+    ])
+    folder = write_tree(tmp_path / "ws", SAMPLE_REPO)
+    (folder / "smartcontext.toml").write_text(f'[llm]\nagent = "openai/scripted"\napi_base = "{model.url}"\n')
+    with web_server(folder) as url:
+        page = browser.new_page()
+        open_chat(page, url, "notes")
+        page.click("#sc-new-agent")
+        page.wait_for_function("() => /[?&]chat=agent-/.test(location.search)")
+        page.wait_for_selector("#sc-role", state="hidden")  # an agent session: the user writes
+        sid = page.eval_on_selector("#sc-chat-select", "e => e.value")
+        assert sid.startswith("agent-")
+        page.fill("#sc-input", "How are discounts applied?")
+        page.click("#sc-send")
+        page.wait_for_function("() => document.querySelectorAll('[data-message-id]').length === 4")
+        roles = page.eval_on_selector_all("[data-message-id] .sc-msg-role", "els => els.map(e => e.textContent)")
+        assert roles == ["user", "assistant", "tool", "assistant"]
+        assert "read_file" in page.text_content("[data-message-id] .sc-msg-tool")
+        bodies = page.eval_on_selector_all("[data-message-id] .sc-msg-body", "els => els.map(e => e.textContent)")
+        assert bodies[-1] == "Orders above 100 get DISCOUNT_RATE off (shop/pricing.py)."
+        stored = httpx.get(f"{url}/api/agent/sessions/{sid}", timeout=30).json()
+        assert [m["id"] for m in stored["messages"]] == page.eval_on_selector_all(
+            "[data-message-id]", "els => els.map(e => e.dataset.messageId)")
+
+        # The script is used up: the model's failure is shown, and the user's message kept.
+        page.fill("#sc-input", "And below 100?")
+        page.click("#sc-send")
+        page.wait_for_function("() => document.getElementById('sc-chat-error').textContent.includes('script exhausted')")
+        page.wait_for_function("() => document.querySelectorAll('[data-message-id]').length === 5")
+        page.close()
