@@ -280,6 +280,8 @@ def _token_profile(ws) -> dict[str, float]:
     from smartcontext.indexer import embed_text
 
     emb = ws.embedder()
+    if not hasattr(emb, "_load"):
+        return {}  # a static model reads whole texts: no window to profile
     tok = emb._load().tokenizer  # the embedder's own tokenizer, truncation included
     rows = ws.store.items_by_rowids([r.rowid for r in ws.store.item_light_rows()])
     items = [si.item for si in rows.values()]
@@ -300,7 +302,7 @@ def run_embed(job: dict) -> dict:
     root = Path(job["root"])
     copy_tree(Path(job["pristine"]), root, only=job.get("only"))
     ws = _open(root, embeddings=True)
-    ws.embedder()._load()  # loading the model (about a second) is not per-note work
+    ws.embedder().embed_query("warm up")  # loading the model (about a second) is not per-note work
     st, cold_s = timed(lambda: ws.index(embeddings=True))
     res: dict[str, Any] = {
         "notes": st.files_indexed, "cold_s": cold_s,

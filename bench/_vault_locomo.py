@@ -265,6 +265,10 @@ def run(job: dict) -> dict:
     from smartcontext.retrieval.keyword import KeywordSearcher
 
     clean_env()
+    if job.get("model"):  # bench/embeddings.py compares models on the same questions
+        import os
+
+        os.environ["SMARTCONTEXT_EMBEDDING_MODEL"] = job["model"]
     data = json.loads(Path(job["dataset"]).read_text(encoding="utf-8"))
     if job.get("conversations"):
         data = data[: job["conversations"]]
@@ -272,7 +276,7 @@ def run(job: dict) -> dict:
     layout, build_s = timed(lambda: build_vault(data, root))
 
     ws = Workspace.open(root)
-    ws.embedder()._load()
+    ws.embedder().embed_query("warm up")  # loading the model is not per-turn work
     st, index_s = timed(lambda: ws.index(embeddings=True))
     res: dict[str, Any] = {
         "build_s": build_s, "index_s": index_s, "stats": st.to_dict() | {"warnings": len(st.warnings)},

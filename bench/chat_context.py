@@ -121,7 +121,7 @@ def main() -> int:
     ws.index(embeddings=False)
     index_s = time.perf_counter() - t0
     sc = ws.chats()
-    embedder = ws.embedder()
+    embedder = sc.embedder()  # the chat's own model ([chat] embedding_model)
     rows: dict[tuple[str, str], list[tuple[float, bool, float]]] = {}
     ablation: dict[tuple[str, str], list[float]] = {}
     timings: dict[str, list[float]] = {m: [] for m in METHODS}

@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 
 from _vault_common import BENCH_DIR, DATASETS, RESULTS_DIR, clean_env, load_average, machine
-from chat import chat_messages
+from chat_context import chat_messages
 
 sys.path.insert(0, str(BENCH_DIR.parent / "tests"))
 from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, web_server  # noqa: E402

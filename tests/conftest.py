@@ -290,3 +290,18 @@ def openai_stub():
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def embedding_model_cache(tmp_path_factory):
+    """One cache folder for built embedding models (the static model distilled from MiniLM)
+    per test session: the first test that needs the model builds it once, as on a fresh
+    machine, and nothing is written to the user's own cache."""
+    folder = tmp_path_factory.mktemp("model-cache")
+    old = os.environ.get("SMARTCONTEXT_CACHE_DIR")
+    os.environ["SMARTCONTEXT_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("SMARTCONTEXT_CACHE_DIR", None)
+    else:
+        os.environ["SMARTCONTEXT_CACHE_DIR"] = old

@@ -21,6 +21,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
         ("vault.py", ["--datasets", "{missing}", "--parts", "locomo"]),
         ("agent.py", ["--datasets", "{missing}"]),
         ("web.py", ["--dataset", "{missing}/dev.json"]),
+        ("embeddings.py", ["--datasets", "{missing}"]),
     ],
 )
 def test_a_missing_dataset_is_an_error(tmp_path, script, args):

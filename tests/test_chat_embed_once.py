@@ -77,7 +77,9 @@ def counting(real, monkeypatch):
 
 
 def make_workspace(root: Path) -> Path:
-    (root / "smartcontext.toml").write_text('[embeddings]\nmodel = "counting:minilm"\n', encoding="utf-8")
+    # Chats share the index's model here ("" = the [embeddings] model), so one vector serves both.
+    (root / "smartcontext.toml").write_text(
+        '[embeddings]\nmodel = "counting:minilm"\n\n[chat]\nembedding_model = ""\n', encoding="utf-8")
     mem = root / ".memory"
     mem.mkdir()
     (mem / "trip.json").write_text(json.dumps(

@@ -6,7 +6,7 @@ from smartcontext.errors import ConfigError
 
 def test_defaults_without_a_file(tmp_path):
     cfg = Config.load(tmp_path)
-    assert cfg.embeddings.model == "local:minilm" and cfg.embeddings.active
+    assert cfg.embeddings.model == "local:static" and cfg.embeddings.active
     assert cfg.context.max_tokens == 8000 and cfg.source is None
 
 
@@ -41,3 +41,15 @@ def test_bad_config_gets_a_clear_error(tmp_path, text, message):
     (tmp_path / "smartcontext.toml").write_text(text)
     with pytest.raises(ConfigError, match=message):
         Config.load(tmp_path)
+
+
+def test_chats_keep_minilm_unless_told(tmp_path):
+    from smartcontext import Workspace
+
+    ws = Workspace.open(tmp_path)
+    assert ws.config.chat.embedding_model == "local:minilm"
+    assert ws.chats().embedder().name.startswith("local:all-MiniLM-L6-v2")
+    assert ws.embedder().name.startswith("local:static-minilm")
+    (tmp_path / "smartcontext.toml").write_text('[chat]\nembedding_model = ""\n')
+    ws = Workspace.open(tmp_path)
+    assert ws.chats().embedder() is ws.embedder()

@@ -33,7 +33,7 @@ from smartcontext.store import open_store
 
 @pytest.fixture(scope="module")
 def local() -> OnnxEmbedder:
-    return get_embedder()
+    return get_embedder("local:minilm")
 
 
 def words(n: int, seed: int = 0) -> str:
@@ -139,9 +139,9 @@ def test_folder_model_errors_are_actionable(tmp_path):
 
 
 def test_registry_resolves_specs(local):
-    assert get_embedder(None) is local
-    assert get_embedder("default") is local
-    assert get_embedder("local:minilm") is local
+    default = get_embedder("local:static")  # the default since issue 8 (docs/benchmarks.md)
+    assert get_embedder(None) is default and get_embedder("default") is default
+    assert get_embedder("local:minilm") is local and local is not default
     remote = get_embedder("openai/text-embedding-3-small", api_key="k")
     assert isinstance(remote, LiteLLMEmbedder) and remote.name == "litellm:openai/text-embedding-3-small"
     assert get_embedder("litellm:ollama/nomic-embed-text:latest").model == "ollama/nomic-embed-text:latest"
@@ -197,7 +197,7 @@ def test_a_plugin_on_the_plugin_manager_registers_embedders(local, monkeypatch):
         assert plugin.made == [("small", {"batch_size": 8})]
         assert "toy:..." in known_specs() and "onnx:..." in known_specs()  # built-ins are there too
         # the plugin's "default" replaced the built-in one, which registered first
-        assert registry._named["default"] is not registry._named["local:minilm"]
+        assert registry._named["default"] is not registry._named["local:static"]
         assert isinstance(get_embedder("litellm:openai/x"), LiteLLMEmbedder)
     finally:
         pm.unregister(plugin)

@@ -67,7 +67,7 @@ def test_without_the_plugins_model_the_shipped_model_answers_by_meaning_and_says
     sc = reader(vault)
     res = sc.semantic_search(QUERY, limit=3, min_score=0.0)
     assert res.mode == "shipped-model"
-    assert "shipped model local:all-MiniLM-L6-v2-int8" in res.method
+    assert res.method.startswith("semantic (shipped model local:")
     assert f"the plugin's model {PLUGIN_MODEL} is not installed" in res.method
     assert res.results[0].path == "notes/Watering.md"
     assert res.results[0].kind == "note" and "Drip irrigation" in res.results[0].snippet

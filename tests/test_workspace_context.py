@@ -172,3 +172,22 @@ def test_context_builds_an_index_when_missing(sample_repo, open_ws):
     assert "built_index" in res.stats
     assert any(s.item.name == "apply_discount" for s in res.items)
     w.close()
+
+
+def test_vectors_rank_prose_but_not_code_symbols(tmp_path):
+    # Measured on SWE-bench Lite, vectors made code context worse; on notes they help.
+    from smartcontext import Workspace
+
+    (tmp_path / "garden.py").write_text(
+        "def water_tomatoes(days):\n    '''Water the tomato plants every few days.'''\n    return days * 2\n")
+    (tmp_path / "Garden.md").write_text("# Garden\n\nTomato plants need deep watering twice a week.\n")
+    (tmp_path / "Budget.md").write_text("# Budget\n\nQuarterly spending forecast for the platform team.\n")
+    (tmp_path / "Standup.md").write_text("# Standup\n\nDaily notes: blockers, deploys, on-call.\n")
+    ws = Workspace.open(tmp_path)
+    ws.index(embeddings=True)
+    res = ws.context("how often should tomato plants get water?", max_tokens=2000)
+    ws.close()
+    with_vector = {s.item.kind for s in res.items if s.signals.get("vector")}
+    assert "vectors" in res.stats["signals"]
+    assert with_vector == {"section"}
+    assert any(s.item.name == "Garden" and s.signals.get("vector") for s in res.items)

@@ -9,7 +9,7 @@
     respect_gitignore = true
 
     [embeddings]
-    model = "local:minilm"        # "none", "onnx:/path/to/folder", "openai/text-embedding-3-small", ...
+    model = "local:static"        # "local:minilm", "none", "onnx:/path/to/folder", "openai/text-embedding-3-small", ...
     enabled = true                # false: keyword + graph only (same as model = "none")
     api_base = ""                 # for remote models (LiteLLM)
     api_key_env = ""              # name of the environment variable holding the key
@@ -67,7 +67,7 @@ class EmbeddingConfig:
     """enabled = false (or model = "none") gives keyword + graph only: nothing is
     embedded, by ``index`` or in the background of a server."""
 
-    model: str = "local:minilm"
+    model: str = "local:static"
     enabled: bool = True
     api_base: str = ""
     api_key_env: str = ""
@@ -101,6 +101,10 @@ class ChatConfig:
                          when no ``max_tokens`` is given.
     neighbours:          turns kept either side of each retrieved message (answers and
                          the question they answer travel together).
+    embedding_model:     the model chat messages are compared with: all-MiniLM-L6-v2 by
+                         default, because ``similarity_threshold`` is a cosine on its
+                         scale (the static default of ``[embeddings]`` scores on another:
+                         measured in docs/benchmarks.md); "" = the ``[embeddings]`` model.
     """
 
     enabled: bool = True
@@ -109,6 +113,7 @@ class ChatConfig:
     extraction_category: str = "fast"
     history_share: float = 0.25
     neighbours: int = 2
+    embedding_model: str = "local:minilm"
 
 
 # The seed's keys, written at the top level of [plugins.smart_context].

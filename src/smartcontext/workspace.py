@@ -266,6 +266,9 @@ class Workspace:
                 t1 = time.perf_counter()
                 embedder = self.embedder()
                 stats.embedding_model = embedder.name
+                from .embeddings.base import prepare_embedder
+
+                prepare_embedder(embedder, progress)  # a first-use model build shows its own bar
                 stats.embedded, stats.embed_cache_hits = embed_pending(
                     self.store, embedder, progress, batch_size=max(8, self.config.embeddings.batch_size)
                 )

@@ -57,6 +57,16 @@ class SmartContext:
         self._chats: dict[str, Chat] = {}
         self._lock = threading.RLock()
 
+    def embedder(self):
+        """The model chat messages are compared with: ``[chat] embedding_model``, or the
+        workspace's own model when that key is empty or embeddings are off."""
+        model = self.config.embedding_model
+        if not model or not self.workspace.config.embeddings.active:
+            return self.workspace.embedder()
+        from ..embeddings import get_embedder
+
+        return get_embedder(model)
+
     # -- state ------------------------------------------------------------------------
 
     def _read_state(self) -> dict[str, Any]:
@@ -228,9 +238,10 @@ class Chat:
     # -- topics ----------------------------------------------------------------------------
 
     def vectors(self) -> MessageVectors:
-        """The chat's message vectors; with a workspace index, through its embedding cache."""
+        """The chat's message vectors (the chat's own model); with a workspace index, through
+        its embedding cache."""
         ws = self.workspace
-        return MessageVectors(self.context.memory_dir, self.chat_id, ws.embedder(),
+        return MessageVectors(self.context.memory_dir, self.chat_id, self.context.embedder(),
                               shared_store=lambda: ws.store if ws.has_index else None)
 
     def extract_topics(self, method: str = "auto", **llm_options: Any) -> TopicResult:
@@ -353,11 +364,11 @@ class Chat:
         if mode == "topics":
             if not ctx.active_topics or not ctx.embedding_search:
                 return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, ctx.embedding_search, 0.0)
-            embedder = self.workspace.embedder()
+            embedder = self.context.embedder()
             return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True,
                                 ctx.similarity_threshold, self.vectors().matrix(data.messages),
                                 embed_labels(embedder, ctx.active_topics))
-        embedder = self.workspace.embedder()
+        embedder = self.context.embedder()
         matrix = self.vectors().matrix(data.messages)
         query = embedder.embed_query(pending)
         if mode == "threshold":

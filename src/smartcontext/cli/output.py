@@ -33,7 +33,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 err_console = Console(stderr=True, soft_wrap=True)
 out_console = Console(soft_wrap=True)
 
-PHASE_LABELS = {"parse": "Parsing files", "embed": "Embedding items"}
+PHASE_LABELS = {"parse": "Parsing files", "model": "Building the embedding model (once)", "embed": "Embedding items"}
 
 
 def print_json(data: Any) -> None:

@@ -1,4 +1,5 @@
-"""Embedding models (local ONNX by default, any LiteLLM provider) and a cache by content hash.
+"""Embedding models (a static model distilled from the bundled MiniLM by default, MiniLM itself,
+any local ONNX folder, any LiteLLM provider) and a cache by content hash.
 
 The names load on first use (PEP 562): the plugin manager imports ``embeddings.builtin``
 for every registry, and a keyword-only question should not load numpy for it.
@@ -18,6 +19,7 @@ _WHERE = {
     "get_embedder": ".registry", "known_specs": ".registry", "register_embedder": ".registry",
     "register_scheme": ".registry",
     "LiteLLMEmbedder": ".remote",
+    "StaticEmbedder": ".static", "static_embedder": ".static",
 }
 
 __all__ = sorted(_WHERE)
@@ -32,3 +34,4 @@ if TYPE_CHECKING:
     from .local_onnx import DEFAULT_MODEL_NAME, OnnxEmbedder, default_embedder, folder_embedder
     from .registry import get_embedder, known_specs, register_embedder, register_scheme
     from .remote import LiteLLMEmbedder
+    from .static import StaticEmbedder, static_embedder

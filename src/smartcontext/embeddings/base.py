@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from ..errors import EmbeddingError
 
 
 @runtime_checkable
@@ -31,8 +34,44 @@ class Embedder(Protocol):
         ...
 
 
+class EmbedderBase:
+    """What the built-in embedders share: the argument checks of ``embed`` and the
+    one-text ``embed_query``; a subclass sets ``_name`` and gives ``dim`` and ``_embed``."""
+
+    dim: int
+    _name: str
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r})"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise EmbeddingError("embed() takes a list of texts; use embed_query() for one text")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed(list(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length, as float32 (an all-zero row stays zero)."""
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.maximum(norms, 1e-12)
+
+
+def prepare_embedder(embedder: Embedder, progress: Callable[[str, int, int], None] | None = None) -> None:
+    """Load what ``embedder`` needs before its first text, building it when it is built on
+    first use (the static model); ``progress("model", done, total)`` reports the build."""
+    prepare = getattr(embedder, "prepare", None)
+    if callable(prepare):
+        prepare((lambda done, total: progress("model", done, total)) if progress else None)

@@ -15,8 +15,11 @@ def register_embedders(register: Callable[..., Any]) -> None:
     from .local_onnx import default_embedder, folder_embedder
     from .registry import DEFAULT_SPEC
     from .remote import LiteLLMEmbedder
+    from .static import static_embedder
 
-    register("default", default_embedder)
-    register(DEFAULT_SPEC, default_embedder)
+    local = {"local:minilm": default_embedder, "local:static": static_embedder}
+    for spec, factory in local.items():
+        register(spec, factory)
+    register("default", local[DEFAULT_SPEC])
     register("onnx", folder_embedder, scheme=True)  # onnx:/path/to/folder
     register("litellm", LiteLLMEmbedder, scheme=True)  # litellm:<model>, and <provider>/<model>

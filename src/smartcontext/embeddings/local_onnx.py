@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbeddingError
-from .base import l2_normalise
+from .base import EmbedderBase, l2_normalise
 
 DEFAULT_MODEL_NAME = "local:all-MiniLM-L6-v2-int8"
 DEFAULT_DIM = 384
@@ -36,7 +36,7 @@ def default_threads() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(EmbedderBase):
     """A transformer encoder in ONNX form, pooled into one unit vector per text.
 
     Parameters:
@@ -84,24 +84,13 @@ class OnnxEmbedder:
         return f"OnnxEmbedder(name={self._name!r}, model={str(self.model_path)!r})"
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
     def dim(self) -> int:
         if self._dim is None:
             self._dim = self._load().dim or int(self._run(["dimension probe"]).shape[1])
         return self._dim
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise EmbeddingError("embed() takes a list of texts; use embed_query() for one text")
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+    def _embed(self, texts: list[str]) -> np.ndarray:
         return self._run(list(texts))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
     # -- internals ------------------------------------------------------------------
 
@@ -194,6 +183,15 @@ class _Runtime:
         last = outputs[output][-1] if outputs[output] else None
         return cls(session, tokenizer, pad_id, output, last if isinstance(last, int) else None)
 
+    def hidden(self, arrays: dict[str, np.ndarray], where: str) -> np.ndarray:
+        """The model's output for these input arrays (each cast to what the graph takes)."""
+        feeds = {name: arrays[name].astype(dtype, copy=False) for name, dtype in self.inputs.items()}
+        try:
+            (out,) = self.session.run([self.output], feeds)
+        except Exception as exc:
+            raise EmbeddingError(f"the ONNX embedding model failed {where}: {exc}") from exc
+        return np.asarray(out, dtype=np.float32)
+
     def forward(self, encodings: list[Any], width: int, pooling: str) -> np.ndarray:
         n = len(encodings)
         ids = np.full((n, width), self.pad_id, dtype=np.int64)
@@ -204,13 +202,8 @@ class _Runtime:
             ids[row, :k] = enc.ids
             mask[row, :k] = 1
             types[row, :k] = enc.type_ids
-        arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        feeds = {name: arrays[name].astype(dtype, copy=False) for name, dtype in self.inputs.items()}
-        try:
-            (hidden,) = self.session.run([self.output], feeds)
-        except Exception as exc:
-            raise EmbeddingError(f"the ONNX embedding model failed on a batch of {n} texts: {exc}") from exc
-        hidden = np.asarray(hidden, dtype=np.float32)
+        hidden = self.hidden({"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+                             f"on a batch of {n} texts")
         if hidden.ndim == 2:
             return l2_normalise(hidden)
         return l2_normalise(_pool(hidden, mask, pooling))

@@ -1,7 +1,9 @@
 """Turn a model spec from configuration into an Embedder.
 
 Specs:
-    None, "default", "local:minilm"   the bundled all-MiniLM-L6-v2 (int8 ONNX)
+    None, "default", "local:static"   a static model distilled from the bundled MiniLM
+                                      (built once on first use, then cached; embeddings/static.py)
+    "local:minilm"                    the bundled all-MiniLM-L6-v2 (int8 ONNX) itself
     "onnx:/path/to/folder"            a local folder with model.onnx + tokenizer.json
     "litellm:<model>"                 any LiteLLM embedding model
     "<provider>/<model>"              shorthand for litellm:<provider>/<model>,
@@ -33,7 +35,9 @@ _schemes: dict[str, SchemeFactory] = {}
 _lock = threading.RLock()
 _hook = HookOnce("register_embedders", _lock)
 
-DEFAULT_SPEC = "local:minilm"
+# The default, chosen by the measured tables in docs/benchmarks.md ("Embeddings (issue 8)"):
+# 175x the items per CPU second of MiniLM, LoCoMo retrieval at its level.
+DEFAULT_SPEC = "local:static"
 
 
 def _add(spec_or_scheme: str, factory: Callable[..., Embedder], scheme: bool = False) -> None:

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbeddingError
-from .base import l2_normalise
+from .base import EmbedderBase, l2_normalise
 
 DEFAULT_BATCH_SIZE = 64
 # OpenAI's embedding models reject inputs over 8191 tokens instead of cutting them.
 DEFAULT_MAX_INPUT_TOKENS = 8191
 
 
-class LiteLLMEmbedder:
+class LiteLLMEmbedder(EmbedderBase):
     """A remote embedding model called through ``litellm.embedding``.
 
     Parameters:
@@ -80,16 +80,9 @@ class LiteLLMEmbedder:
         assert self._dim is not None
         return self._dim
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise EmbeddingError("embed() takes a list of texts; use embed_query() for one text")
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+    def _embed(self, texts: list[str]) -> np.ndarray:
         parts = [self._embed_batch(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
         return np.vstack(parts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
     # -- internals ------------------------------------------------------------------
 

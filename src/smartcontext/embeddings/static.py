@@ -1,0 +1,323 @@
+"""A static embedding model distilled from the shipped MiniLM (the model2vec method).
+
+A static model keeps one vector per vocabulary token; a text's vector is the mean of its
+tokens' vectors. There is no network to run per text, so it embeds thousands of texts a
+second on one core where MiniLM manages about ten sections. The table is made from the
+shipped all-MiniLM-L6-v2 int8 model itself, as model2vec distils a sentence transformer:
+
+1. every token of the model's WordPiece vocabulary goes through the ONNX model once, as
+   ``[CLS] token [SEP]``, and the output is mean-pooled (what MiniLM does for a text);
+2. the 30,522 x 384 table is centred and reduced by PCA to 256 dimensions (the signs of
+   the components are fixed, so the result does not depend on the LAPACK build);
+3. each row is weighted by ``sif / (sif + p(token))`` with ``sif = 1e-4`` and ``p`` a
+   Zipf law over the vocabulary's order (BERT's WordPiece ids after the special and
+   ``[unused]`` tokens run roughly from frequent to rare), so words like "the" weigh
+   little and rare words much, like IDF.
+
+These are model2vec's published defaults, not settings tuned on our benchmarks. The table
+is built once on first use (about 30 CPU seconds) and cached on disk, keyed by the digest
+of the source model and tokenizer, so vectors of a different source never mix.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import EmbeddingError
+from .base import EmbedderBase, l2_normalise
+
+log = logging.getLogger(__name__)
+
+BuildProgress = Callable[[int, int], None]
+
+STATIC_DIM = 256
+SIF_COEFFICIENT = 1e-4
+# Bumped whenever the recipe changes: the cache file name and the vectors' name change too.
+RECIPE_VERSION = 1
+# Sections are cut at 2,000 characters before embedding (indexer.embed_text); a static
+# model has no window, so it reads all of them (about 500 tokens).
+DEFAULT_MAX_TOKENS = 1024
+_DISTIL_BATCH = 1024
+_CACHE_ENV = "SMARTCONTEXT_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    """Where built models are kept: ``$SMARTCONTEXT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/smartcontext``, else ``~/.cache/smartcontext``."""
+    explicit = os.environ.get(_CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "smartcontext"
+
+
+# -- distillation -----------------------------------------------------------------------
+
+
+def distil_table(
+    model_path: Path,
+    tokenizer_path: Path,
+    *,
+    dim: int = STATIC_DIM,
+    sif: float = SIF_COEFFICIENT,
+    threads: int | None = None,
+    progress: BuildProgress | None = None,
+) -> np.ndarray:
+    """The static table (vocabulary size x ``dim``, float32) distilled from an ONNX encoder."""
+    from .local_onnx import OnnxEmbedder
+
+    # One thread: three-token inputs leave a second thread mostly waiting (measured: about
+    # 40% less CPU for the same table), and the build then leaves a core to other work.
+    encoder = OnnxEmbedder(model_path, tokenizer_path, name="distil-source", threads=threads or 1)
+    runtime = encoder._load()
+    tokenizer = runtime.tokenizer
+    vocab = tokenizer.get_vocab()
+    size = tokenizer.get_vocab_size()
+    cls_id, sep_id = _required_id(tokenizer, "[CLS]"), _required_id(tokenizer, "[SEP]")
+    raw = np.zeros((size, encoder.dim), dtype=np.float32)
+    if progress:
+        progress(0, size)
+    for start in range(0, size, _DISTIL_BATCH):
+        ids = np.arange(start, min(size, start + _DISTIL_BATCH), dtype=np.int64)
+        batch = np.stack([np.full_like(ids, cls_id), ids, np.full_like(ids, sep_id)], axis=1)
+        hidden = runtime.hidden(
+            {"input_ids": batch, "attention_mask": np.ones_like(batch), "token_type_ids": np.zeros_like(batch)},
+            f"distilling the static model at token {start}",
+        )
+        raw[ids] = hidden.mean(axis=1) if hidden.ndim == 3 else hidden
+        if progress:
+            progress(int(ids[-1]) + 1, size)
+    if dim > raw.shape[1]:
+        raise EmbeddingError(f"a static model of {dim} dimensions cannot come from a {raw.shape[1]}-dimension model")
+    table = _pca(raw, dim)
+    table *= _zipf_weights(vocab, size, sif)[:, None]
+    return np.ascontiguousarray(table, dtype=np.float32)
+
+
+def _required_id(tokenizer: Any, token: str) -> int:
+    token_id = tokenizer.token_to_id(token)
+    if token_id is None:
+        raise EmbeddingError(f"the tokenizer has no {token} token; the static model needs a BERT-style vocabulary")
+    return int(token_id)
+
+
+def _pca(matrix: np.ndarray, k: int) -> np.ndarray:
+    centred = matrix.astype(np.float64) - matrix.mean(axis=0, dtype=np.float64)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    components = vt[:k]
+    # An SVD may return any component negated; fixing the sign of each component's
+    # largest entry makes the table the same on every machine.
+    signs = np.sign(components[np.arange(k), np.abs(components).argmax(axis=1)])
+    return (centred @ (components * signs[:, None]).T).astype(np.float32)
+
+
+def _zipf_weights(vocab: dict[str, int], size: int, sif: float) -> np.ndarray:
+    """SIF weights with token probabilities from a Zipf law over the vocabulary order.
+
+    Special and ``[unused]`` tokens never occur in tokenised text, so they are left out
+    of the ranking (counting them shifts every real token's rank by a thousand).
+    """
+    special = np.zeros(size, dtype=bool)
+    for token, index in vocab.items():
+        if index < size and token.startswith("[") and token.endswith("]"):
+            special[index] = True
+    ranked = np.flatnonzero(~special)
+    inverse_rank = 1.0 / np.arange(2, len(ranked) + 2, dtype=np.float64)
+    probability = inverse_rank / inverse_rank.sum()
+    weights = np.ones(size, dtype=np.float64)
+    weights[ranked] = sif / (sif + probability)
+    return weights.astype(np.float32)
+
+
+# -- the cache file ---------------------------------------------------------------------
+
+
+def load_or_build(path: Path, build: Callable[[], np.ndarray], meta: dict[str, Any]) -> np.ndarray:
+    """The array cached at ``path``; built (and written atomically) when the file is
+    missing, unreadable, of other settings (``meta``) or fails its checksum."""
+    cached = _read_cached(path, meta)
+    if cached is not None:
+        return cached
+    table = np.ascontiguousarray(build(), dtype=np.float32)
+    try:
+        _write_cached(path, table, meta)
+    except OSError as exc:
+        # A read-only home still gets a working model; it is rebuilt next time.
+        log.warning("cannot cache the static embedding model at %s (%s); it will be rebuilt next time", path, exc)
+    return table
+
+
+def _checksum(table: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(table).tobytes()).hexdigest()
+
+
+def _read_cached(path: Path, meta: dict[str, Any]) -> np.ndarray | None:
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            stored_meta = json.loads(str(data["meta"]))
+            table = np.asarray(data["table"], dtype=np.float32)
+            checksum = str(data["checksum"])
+    except Exception as exc:  # truncated, not a zip, missing keys: rebuild
+        log.warning("the cached static embedding model %s is unreadable (%s); rebuilding it", path, exc)
+        return None
+    if stored_meta != meta or table.ndim != 2 or _checksum(table) != checksum:
+        log.warning("the cached static embedding model %s is damaged or stale; rebuilding it", path)
+        return None
+    return table
+
+
+def _write_cached(path: Path, table: np.ndarray, meta: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, table=table, checksum=np.array(_checksum(table)), meta=np.array(json.dumps(meta, sort_keys=True)))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# -- the embedder -----------------------------------------------------------------------
+
+
+class StaticEmbedder(EmbedderBase):
+    """Mean of static token vectors, L2-normalised.
+
+    Parameters:
+        model_path, tokenizer_path: the ONNX encoder the table is distilled from, and its
+            ``tokenizer.json`` (also used to split texts into tokens).
+        dim: PCA dimensions kept (at most the encoder's: 384 for MiniLM).
+        max_tokens: tokens read per text; the rest is ignored.
+        cache: the folder the table is cached in (default :func:`cache_dir`, read when
+            the table is first needed).
+
+    A text with no known token (empty, or only characters the vocabulary lacks) gets a
+    zero vector, which is equally far from everything.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        tokenizer_path: str | Path,
+        *,
+        dim: int = STATIC_DIM,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        cache: str | Path | None = None,
+    ):
+        if not 8 <= int(dim) <= 4096:
+            raise EmbeddingError(f"static model dim must be between 8 and 4096, got {dim}")
+        if int(max_tokens) < 1:
+            raise EmbeddingError(f"max_tokens must be at least 1, got {max_tokens}")
+        self.model_path = Path(model_path)
+        self.tokenizer_path = Path(tokenizer_path)
+        self._dim = int(dim)
+        self.max_tokens = int(max_tokens)
+        self._cache = Path(cache) if cache is not None else None
+        self._lock = threading.Lock()
+        self._table: np.ndarray | None = None
+        self._tokenizer: Any = None
+        self._unk: int | None = None
+        suffix = "" if self.max_tokens == DEFAULT_MAX_TOKENS else f"@{self.max_tokens}"
+        self._name = f"local:static-minilm-v{RECIPE_VERSION}-d{self._dim}-{self._source_digest()[:10]}{suffix}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def cache_path(self) -> Path:
+        folder = self._cache if self._cache is not None else cache_dir()
+        return folder / "static" / f"minilm-{self._source_digest()[:16]}-d{self._dim}-v{RECIPE_VERSION}.npz"
+
+    def prepare(self, progress: BuildProgress | None = None) -> None:
+        """Load the table, distilling it first when no valid cached copy exists.
+        ``progress(done, total)`` counts vocabulary tokens while it is built."""
+        if self._table is not None:
+            return
+        with self._lock:
+            if self._table is not None:
+                return
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+            tokenizer.no_padding()
+            tokenizer.no_truncation()
+
+            def build() -> np.ndarray:
+                log.info("building the static embedding model from %s (once; cached at %s)",
+                         self.model_path.name, self.cache_path)
+                return distil_table(self.model_path, self.tokenizer_path, dim=self._dim, progress=progress)
+
+            table = load_or_build(self.cache_path, build, self._meta())
+            if table.shape != (tokenizer.get_vocab_size(), self._dim):
+                raise EmbeddingError(
+                    f"the static model table has shape {table.shape}, expected "
+                    f"({tokenizer.get_vocab_size()}, {self._dim}); delete {self.cache_path} to rebuild it"
+                )
+            unk = tokenizer.token_to_id("[UNK]")
+            self._tokenizer, self._unk = tokenizer, (-1 if unk is None else int(unk))
+            self._table = table
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        self.prepare()
+        assert self._table is not None and self._tokenizer is not None
+        encodings = self._tokenizer.encode_batch(
+            [t if isinstance(t, str) else str(t) for t in texts], add_special_tokens=False
+        )
+        ids_per_text = [np.asarray(e.ids[: self.max_tokens], dtype=np.int64) for e in encodings]
+        ids_per_text = [ids[ids != self._unk] for ids in ids_per_text]
+        counts = np.fromiter((len(ids) for ids in ids_per_text), dtype=np.int64, count=len(texts))
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        nonempty = np.flatnonzero(counts)
+        if len(nonempty):
+            flat = np.concatenate([ids_per_text[i] for i in nonempty])
+            starts = np.concatenate([[0], np.cumsum(counts[nonempty])[:-1]])
+            # One gather and one segmented sum for the whole batch; the mean's divisor
+            # does not matter once rows are normalised.
+            out[nonempty] = np.add.reduceat(self._table[flat], starts, axis=0)
+        return l2_normalise(out)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _meta(self) -> dict[str, Any]:
+        return {"recipe": RECIPE_VERSION, "source": self._source_digest(), "dim": self._dim, "sif": SIF_COEFFICIENT}
+
+    def _source_digest(self) -> str:
+        return _source_digest(str(self.model_path), str(self.tokenizer_path))
+
+
+@functools.lru_cache(maxsize=8)
+def _source_digest(model_path: str, tokenizer_path: str) -> str:
+    from .local_onnx import _file_digest
+
+    for path in (model_path, tokenizer_path):
+        if not Path(path).is_file():
+            raise EmbeddingError(f"the static embedding model is distilled from {path}, which does not exist")
+    return hashlib.sha256((_file_digest(Path(model_path)) + _file_digest(Path(tokenizer_path))).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def static_embedder(*, dim: int = STATIC_DIM, max_tokens: int = DEFAULT_MAX_TOKENS) -> StaticEmbedder:
+    """The static model distilled from the bundled MiniLM; one shared instance per settings.
+    Its table is loaded (or built and cached) on the first ``embed``."""
+    from .local_onnx import default_model_files
+
+    model, tokenizer = default_model_files()
+    return StaticEmbedder(model, tokenizer, dim=dim, max_tokens=max_tokens)
