@@ -7,7 +7,7 @@ Which mode answers a query (every result set says so in ``mode``):
     ``query_models``); results are ranked by cosine similarity.
 ``shipped-model``
     No such model is available, so the notes' own text is embedded by the workspace's
-    model (the bundled MiniLM unless configured otherwise) and ranked against the query
+    model (the default static model unless configured otherwise) and ranked against the query
     embedded by the same model (see ``shipped``): semantic search without the plugin's
     model. Needs embeddings on for the vault; a server embeds in the background and
     answers by keyword-rerank until it is done.

@@ -3,7 +3,7 @@
 The vault's vectors were made by the plugin's model (bge-micro-v2 by default), which no
 package ships; a query can only be compared with them by that same model. Instead of
 falling back to keywords, the notes' own text is embedded by the workspace's model (the
-bundled MiniLM unless configured otherwise) and ranked by cosine to the query. Those
+static model distilled from MiniLM unless configured otherwise) and ranked by cosine to the query. Those
 vectors are the workspace index's own: one store, cached by content hash, so only new
 or edited sections are ever embedded again, and a server's background embedder fills
 them in without blocking anyone.
