@@ -6,7 +6,7 @@ from smartcontext.errors import ConfigError
 
 def test_defaults_without_a_file(tmp_path):
     cfg = Config.load(tmp_path)
-    assert cfg.embeddings.model == "local:static" and cfg.embeddings.enabled
+    assert cfg.embeddings.model == "local:static" and cfg.embeddings.active
     assert cfg.context.max_tokens == 8000 and cfg.source is None
 
 
@@ -16,7 +16,7 @@ def test_reads_smartcontext_toml(tmp_path):
     )
     cfg = Config.load(tmp_path)
     assert cfg.index.exclude == ["legacy/**"]
-    assert not cfg.embeddings.enabled
+    assert not cfg.embeddings.active
     assert cfg.context.max_tokens == 2000
 
 

@@ -188,6 +188,19 @@ def _fresh_readers():
     forget_readers()
 
 
+# The one test here that needs the vault's own embeddings on.
+NEEDS_EMBEDDINGS = {"test_keyword_fallback_refresh_keeps_an_index_with_vectors_embedded"}
+
+
+@pytest.fixture(autouse=True)
+def keyword_fallback(request, monkeypatch):
+    """Without the plugin's model these tests pin the keyword-rerank fallback, which
+    answers when the vault's own embeddings are off; with them on, the shipped model
+    answers instead (tests/test_smart_connections_shipped.py)."""
+    if request.node.name not in NEEDS_EMBEDDINGS:
+        monkeypatch.setenv("SMARTCONTEXT_EMBEDDING_MODEL", "none")
+
+
 def reader(root: Path, **kw) -> SmartConnections:
     kw.setdefault("use_hf_cache", False)
     kw.setdefault("sweep_interval", 0.0)

@@ -307,3 +307,21 @@ def test_compact_gives_up_while_a_statement_is_open(tmp_path):
     assert s.compact() is False  # VACUUM would raise OperationalError; compaction just waits
     reader.close()
     assert s.compact() is True
+
+
+def test_storing_vectors_moves_the_vector_generation_and_leaves_the_catalogues(make_store):
+    # A background embedder stores batch after batch: readers' catalogues (keyed by the
+    # generation) stay valid, while vector counts and matrices (keyed by both) refresh.
+    s = make_store()
+    _put(s, "a.py", [_item("a.py", "f"), _item("a.py", "g")])
+    generation, vectors = s.generation(), s.vector_generation()
+    assert s.vector_models() == {}
+    s.cache_vectors("m", [("ca.py::f", np.ones(4, dtype=np.float32))])
+    assert s.generation() == generation and s.vector_generation() == vectors + 1
+    assert s.vector_models() == {"m": 1}
+    rows = [r.rowid for r in s.item_light_rows()]
+    s.put_vectors("m", [rows[1]], np.ones((1, 4), dtype=np.float32))
+    assert s.generation() == generation and s.vector_generation() == vectors + 2
+    assert s.vector_models() == {"m": 2}
+    _put(s, "b.py", [_item("b.py", "h")], hash="h2")
+    assert s.generation() > generation

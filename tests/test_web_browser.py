@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import httpx
@@ -189,9 +190,24 @@ def test_labels_and_messages_render_as_text(site, browser):
     page.close()
 
 
+def wait_until_embedded(url: str, timeout: float = 120) -> None:
+    """Until the server's background embedder has given every item its vector: answers
+    compared across two requests must rank over the same vectors."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = httpx.get(f"{url}/api/status", timeout=60).json()
+        running = (st.get("embedding") or {}).get("state") == "running"
+        if st["vectors_embedded"] == st["vectors_total"] and not running:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the server's background embedding did not finish: {st['vectors']}")
+
+
 def test_search_page_gives_a_context_with_its_token_count(site, browser):
     url, _ = site
     question = "How does the cart apply discounts?"
+    httpx.post(f"{url}/api/search", json={"query": "cart"}, timeout=60)  # a question: the index is ready
+    wait_until_embedded(url)
     page = browser.new_page()
     page.goto(f"{url}/search")
     page.fill("#sc-question", question)

@@ -10,6 +10,7 @@
 
     [embeddings]
     model = "local:static"        # "local:minilm", "none", "onnx:/path/to/folder", "openai/text-embedding-3-small", ...
+    enabled = true                # false: keyword + graph only (same as model = "none")
     api_base = ""                 # for remote models (LiteLLM)
     api_key_env = ""              # name of the environment variable holding the key
     batch_size = 32
@@ -63,14 +64,19 @@ class IndexConfig:
 
 @dataclass
 class EmbeddingConfig:
+    """enabled = false (or model = "none") gives keyword + graph only: nothing is
+    embedded, by ``index`` or in the background of a server."""
+
     model: str = "local:static"
+    enabled: bool = True
     api_base: str = ""
     api_key_env: str = ""
     batch_size: int = 32
 
     @property
-    def enabled(self) -> bool:
-        return self.model.lower() not in ("", "none", "off", "false")
+    def active(self) -> bool:
+        """Whether vectors are computed and used: switched on and a model named."""
+        return self.enabled and self.model.lower() not in ("", "none", "off", "false")
 
 
 @dataclass

@@ -448,15 +448,26 @@ class Indexer:
                 self.store.delete_files([f.path])
 
 
+# Called after each stored batch of ``embed_pending``: the batch's item row ids, their
+# vectors, and whether the store's vector generation moved only by this batch's writes
+# (``(before, after)``), or None when another writer wrote meanwhile.
+BatchDone = Callable[[list[int], Any, "tuple[int, int] | None"], None]
+
+
 def embed_pending(
     store: Store,
     embedder,
     progress: Progress | None = None,
     batch_size: int = 64,
+    stop: threading.Event | None = None,
+    on_batch: BatchDone | None = None,
 ) -> tuple[int, int]:
     """Give every item a vector for ``embedder``; returns (texts sent to the model, cache hits).
 
-    Vectors are written batch by batch, so an interrupted run keeps what it finished.
+    Pending items are those without a vector, so an interrupted run (``stop`` set, a
+    crash, a restart) continues where it ended. Each batch is embedded without holding
+    the store, then stored in its own short transaction. ``stop`` ends the run after the
+    batch in progress (no exception: what was stored is kept).
     """
     from .embeddings.cache import EmbeddingCache, text_hash
 
@@ -469,20 +480,28 @@ def embed_pending(
     if progress:
         progress("embed", 0, total)
     for start in range(0, total, batch_size):
+        if stop is not None and stop.is_set():
+            break
         batch = missing[start : start + batch_size]
         rows = store.items_by_rowids([r for r, _ in batch])
         rowids = [r for r, _ in batch if r in rows]
         texts = [embed_text(rows[r].item) for r in rowids]
         if not texts:
             continue
-        matrix = cache.embed_cached(embedder, texts)
+        before = store.vector_generation()
+        matrix = cache.embed_cached(embedder, texts, batch_size=len(texts))
+        writes = 1 if cache.stats.embedded else 0
         # The cache already holds each vector under its text's hash, which is the item's
         # vector unless the item's content hash was computed from other text.
         other = [i for i, r in enumerate(rowids) if rows[r].content_hash != text_hash(texts[i])]
         if other:
             store.put_vectors(embedder.name, [rowids[i] for i in other], matrix[other])
+            writes += 1
         hits += cache.stats.hits
         embedded += cache.stats.embedded
+        if on_batch is not None:
+            after = store.vector_generation()
+            on_batch(rowids, matrix, (before, after) if after - before == writes else None)
         if progress:
             progress("embed", min(start + batch_size, total), total)
     return embedded, hits

@@ -25,6 +25,7 @@ from .errors import (
     WorkspaceNotFound,
     did_you_mean,
 )
+from .background import BackgroundEmbedding
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
@@ -76,13 +77,25 @@ def _make_index_dir(index_dir: Path) -> None:
 
 @dataclass
 class WorkspaceStatus:
+    """What the index holds.
+
+    vectors:          "embedded / items that should have one" ("8,480 / 36,947"), or
+                      "off" when embeddings are switched off (keyword + graph only).
+    vectors_embedded, vectors_total: the same two numbers.
+    embedding:        the background embedder of a server (``EmbeddingState.to_dict``),
+                      None when none runs in this process.
+    """
+
     root: str
     index_path: str
     indexed: bool
     files: int
     items: int
     edges: int
-    vectors: int
+    vectors: str
+    vectors_embedded: int
+    vectors_total: int
+    embedding: dict[str, Any] | None
     kinds: dict[str, int]
     embedding_model: str | None
     vector_models: dict[str, int]
@@ -106,6 +119,7 @@ class Workspace:
         self._vectors: VectorIndex | StoreVectorIndex | None = None
         self._embedder = None
         self._chats = None
+        self._background: BackgroundEmbedding | None = None
         self._lock = threading.RLock()
 
     # -- opening -------------------------------------------------------------------
@@ -155,9 +169,12 @@ class Workspace:
     def keeps_vectors(self) -> bool:
         """Whether a refresh should embed what changed: embeddings are on and the index
         already has vectors (a keyword-only index stays keyword-only until asked)."""
-        return self.config.embeddings.enabled and bool(self.store.vector_models())
+        return self.config.embeddings.active and bool(self.store.vector_models())
 
     def close(self) -> None:
+        job, self._background = self._background, None
+        if job is not None:  # a stopped job never starts again: a later one is a new job
+            job.stop(wait=2.0)
         with self._lock:
             if self._store is not None:
                 self._store.close()
@@ -244,7 +261,7 @@ class Workspace:
                     f"nothing to index in {self.root}: no source, markdown or text files were found"
                     + (f" ({stats.skipped_total} skipped: {_reasons(stats.skipped)})" if stats.skipped else "")
                 )
-            want = self.config.embeddings.enabled if embeddings is None else embeddings
+            want = self.config.embeddings.active if embeddings is None else embeddings
             if want:
                 t1 = time.perf_counter()
                 embedder = self.embedder()
@@ -286,12 +303,16 @@ class Workspace:
             return built
         return self.index(embeddings=self.keeps_vectors, progress=progress, repair=False)
 
-    def update_files(self, paths: list[str]) -> IndexStats:
-        """Re-index just these files (relative paths) after a write, move or delete."""
+    def update_files(self, paths: list[str], embeddings: bool | None = None) -> IndexStats:
+        """Re-index just these files (relative paths) after a write, move or delete.
+
+        embeddings: embed their new items now (default: when the index keeps vectors);
+                    a server passes False and lets its background embedder do it.
+        """
         rel = [self._relative(p) for p in paths]
         with self._lock:
             stats = Indexer(self.root, self.store, self._discovery_options()).update_paths(rel)
-            if self.keeps_vectors:
+            if self.keeps_vectors if embeddings is None else embeddings:
                 try:
                     embed_pending(self.store, self.embedder())
                 except Exception as exc:  # the text index is updated; vectors can catch up later
@@ -332,10 +353,21 @@ class Workspace:
             return self._catalogue
 
     def vectors(self) -> tuple[VectorIndex | StoreVectorIndex, Any] | None:
-        """The vector index and query embedder, or None when there are no vectors to use."""
-        if not self.config.embeddings.enabled:
+        """The vector index and query embedder, or None when there are no vectors to use.
+
+        Reloaded when items change; vectors that a background embedder of this process
+        stores are added to it as they land (``vectors_landed``), and vectors written by
+        another process cause one reload."""
+        if not self.config.embeddings.active:
             return None
         with self._lock:
+            current = self._vectors
+            if (
+                current is not None and self._embedder is not None
+                and current.generation == self.store.generation()
+                and current.vector_generation == self.store.vector_generation()
+            ):
+                return current, self._embedder
             models = self.store.vector_models()
             if not models:
                 return None
@@ -345,12 +377,76 @@ class Workspace:
                 return None
             if embedder.name not in models:
                 return None  # vectors of another model: never compare across models
-            gen = self.store.generation()
-            if self._vectors is None or self._vectors.generation != gen:
-                from .retrieval.vector import vector_index
+            from .retrieval.vector import vector_index
 
-                self._vectors = vector_index(self.store, embedder.name)
+            self._vectors = vector_index(self.store, embedder.name)
             return self._vectors, embedder
+
+    def vectors_landed(self, model: str, rowids: list[int], matrix, generations: tuple[int, int] | None) -> None:
+        """A batch of vectors was stored (``embed_pending``'s ``on_batch``): extend the
+        loaded vector index in place when it is exactly one batch behind, else drop it
+        (the next question loads it anew)."""
+        with self._lock:
+            current = self._vectors
+            if current is None or current.model != model:
+                return
+            if (
+                generations is None or current.vector_generation != generations[0]
+                or current.generation != self.store.generation()
+            ):
+                self._vectors = None
+                return
+            current.extend(rowids, matrix)
+            current.vector_generation = generations[1]
+
+    # -- background embedding ----------------------------------------------------------
+
+    def embed_in_background(self) -> BackgroundEmbedding | None:
+        """Embed whatever items lack a vector on a low-priority background thread (see
+        ``background``), started on first call and woken again by later ones; None when
+        embeddings are off. Questions meanwhile answer from what is embedded."""
+        if not self.config.embeddings.active:
+            return None
+        with self._lock:
+            if self._background is None:
+                self._background = BackgroundEmbedding(self)
+            job = self._background
+        job.wake()
+        return job
+
+    @property
+    def background(self) -> BackgroundEmbedding | None:
+        return self._background
+
+    def vector_progress(self) -> tuple[int, int]:
+        """(items with a vector of the configured model, items that should have one)."""
+        if not self.config.embeddings.active or not self._index_exists():
+            return 0, 0
+        total = self.store.item_count()
+        models = self.store.vector_models()
+        try:
+            name = self.embedder().name
+        except Exception:  # an unusable model: count nothing as embedded
+            return 0, total
+        return min(models.get(name, 0), total), total
+
+    def vector_summary(self) -> dict[str, Any]:
+        """What questions' answers say about vectors: ``{"vectors": "8,480 / 36,947",
+        "embedding": state}``; state is "off", "complete", "running", "pending" (not all
+        embedded, nothing running: ``smartcontext index`` or a server embeds the rest) or
+        "failed: why"."""
+        if not self.config.embeddings.active:
+            return {"vectors": "off", "embedding": "off"}
+        done, total = self.vector_progress()
+        job = self._background
+        state = job.state() if job is not None else None
+        if state is not None and state.state == "failed":
+            what = f"failed: {state.error}"
+        elif job is not None and job.running:
+            what = "running"
+        else:
+            what = "complete" if done >= total else "pending"
+        return {"vectors": f"{done:,} / {total:,}", "embedding": what}
 
     def chats(self):
         """The chat context of this workspace (``chat.SmartContext``): its chats in
@@ -422,11 +518,21 @@ class Workspace:
         min_score: float = 0.0,
     ) -> tuple[list[SearchHit], dict[str, Any]]:
         self.ensure_index()
-        return search(
-            self.store, self.catalogue(), query, limit=limit, mode=mode,
-            vectors=self.vectors() if mode != "keyword" else None,
+        vectors = self.vectors() if mode != "keyword" else None
+        if mode == "semantic" and vectors is None and self._background is not None and self._background.running:
+            from .errors import InvalidArgument
+
+            raise InvalidArgument(
+                f"semantic search needs vectors, and none are stored yet: they are being computed "
+                f"in the background ({self.vector_summary()['vectors']}); use mode hybrid or keyword meanwhile"
+            )
+        hits, info = search(
+            self.store, self.catalogue(), query, limit=limit, mode=mode, vectors=vectors,
             paths=paths, tags=tags, kinds=kinds, min_score=min_score,
         )
+        if mode != "keyword":
+            info.update(self.vector_summary())
+        return hits, info
 
     def similar(self, path: str, limit: int = 10) -> list[SearchHit]:
         """Notes or files most like ``path``, by the mean vector of its items."""
@@ -490,14 +596,19 @@ class Workspace:
     def status(self) -> WorkspaceStatus:
         indexed = self._index_exists()
         counts = self.store.counts() if indexed else {"files": 0, "items": 0, "edges": 0, "vectors": 0}
+        done, total = self.vector_progress() if indexed else (0, 0)
+        active = self.config.embeddings.active
+        job = self._background
         return WorkspaceStatus(
             root=str(self.root),
             index_path=self.store.location if self.store_url else str(self.index_path),
             indexed=indexed and counts["files"] > 0,
             files=counts["files"], items=counts["items"], edges=counts["edges"],
-            vectors=counts["vectors"],
+            vectors=f"{done:,} / {total:,}" if active else "off",
+            vectors_embedded=done, vectors_total=total,
+            embedding=job.state().to_dict() if job is not None else None,
             kinds=self.store.kind_counts() if indexed else {},
-            embedding_model=self.config.embeddings.model if self.config.embeddings.enabled else None,
+            embedding_model=self.config.embeddings.model if active else None,
             vector_models=self.store.vector_models() if indexed else {},
             last_indexed=self.store.get_meta("last_indexed") if indexed else None,
             warnings=len(self.store.file_warnings()) if indexed else 0,

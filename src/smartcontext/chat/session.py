@@ -61,7 +61,7 @@ class SmartContext:
         """The model chat messages are compared with: ``[chat] embedding_model``, or the
         workspace's own model when that key is empty or embeddings are off."""
         model = self.config.embedding_model
-        if not model or not self.workspace.config.embeddings.enabled:
+        if not model or not self.workspace.config.embeddings.active:
             return self.workspace.embedder()
         from ..embeddings import get_embedder
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -13,11 +15,53 @@ from .output import err_console, errors, out_console, print_json, progress, warn
 MAX_WARNINGS_SHOWN = 10
 
 
+class EmbedEstimate:
+    """A progress callback that passes every update on to ``bar`` and, once the rate of
+    embedding is measured, says how long the whole embedding will take.
+
+    The first batch also pays for loading the model, so the rate is measured from the end
+    of the first batch to the end of the next one."""
+
+    def __init__(self, bar: Callable[[str, int, int], None] | None):
+        self.bar = bar
+        self.first: tuple[int, float] | None = None
+        self.said = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.bar is not None:
+            self.bar(phase, done, total)
+        if phase != "embed" or self.said or not done:
+            return
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (done, now)
+            return
+        rate = (done - self.first[0]) / max(now - self.first[1], 1e-6)
+        self.said = True
+        if rate > 0 and done < total:
+            err_console.print(
+                f"Embedding {total:,} items, about {duration(total / rate)} at ~{rate:,.0f} items/s "
+                f"({total - done:,} to go)", highlight=False,
+            )
+
+
+def duration(seconds: float) -> str:
+    """"40 s", "4 min", "1 h 5 min": an estimate, rounded as one."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
 @app.command()
 def index(
     path: Optional[Path] = PathArg,
     embeddings: Optional[bool] = typer.Option(
-        None, "--embeddings/--no-embeddings", help="Compute vectors.",
+        None, "--embeddings/--no-embeddings",
+        help="Compute vectors (an estimate of the time is printed after the first batches). "
+             "--no-embeddings: keyword + graph only; [embeddings] enabled = false in smartcontext.toml does the same.",
         show_default="when a model is configured",
     ),
     rebuild: bool = typer.Option(False, "--rebuild", help="Discard the index and build it anew (for a corrupt index)."),
@@ -26,7 +70,8 @@ def index(
     """Index a folder (only new and changed files are parsed)."""
     with errors():
         ws = open_workspace(path)
-        with progress(not as_json) as report:
+        with progress(not as_json) as bar:
+            report = bar if as_json else EmbedEstimate(bar)
             stats = ws.index(embeddings=embeddings, progress=report, rebuild=rebuild)
         if as_json:
             print_json(stats.to_dict())

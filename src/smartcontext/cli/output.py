@@ -11,7 +11,14 @@ from typing import Any, Callable, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from ..errors import SmartContextError
@@ -79,6 +86,7 @@ def progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
         return
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("eta"), TimeRemainingColumn(),
         console=err_console, transient=True,
     ) as bar:
         tasks: dict[str, Any] = {}

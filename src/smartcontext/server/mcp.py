@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +164,8 @@ def serve(
     for warning in registry.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     try:
+        if transport == "stdio":
+            exit_with_parent()
         if warm:
             registry.context.warm_up()
         server = build_server(registry)
@@ -171,6 +177,35 @@ def serve(
             run_http(server, host, port, sock=sock)
     finally:
         registry.close()
+
+
+# Seconds between the stdio server's checks that the process that started it is alive,
+# and how long it then has to stop cleanly before it exits regardless.
+PARENT_CHECK_SECONDS = 0.5
+PARENT_GONE_GRACE = 5.0
+
+
+def exit_with_parent() -> threading.Thread | None:
+    """End this process when its parent dies (it is then re-parented, so ``getppid``
+    changes). A stdio server belongs to the client that started it: killed clients
+    usually close its stdin too, but a pipe inherited elsewhere can stay open. The
+    server gets SIGTERM (the CLI stops like Ctrl-C: background work ends, the index
+    keeps every finished batch), and exits anyway after ``PARENT_GONE_GRACE`` seconds."""
+    parent = os.getppid()
+    if parent <= 1:  # started by init (a container's entry point): no parent to follow
+        return None
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        log.warning("the process that started this server is gone; stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(PARENT_GONE_GRACE)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="smartcontext-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def _url_host(host: str) -> str:

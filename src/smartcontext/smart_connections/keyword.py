@@ -68,6 +68,10 @@ class WorkspaceKeywords:
         self._refreshed = float("-inf")
         self._memo: OrderedDict[tuple[str, int], tuple[int, list[tuple[str, float]]]] = OrderedDict()
 
+    def workspace(self) -> Workspace:
+        """The vault's workspace as it is (no refresh)."""
+        return self.provider() if self.provider is not None else workspace_for(self.vault)
+
     def refresh(self, force: bool = False) -> Workspace:
         if self.provider is not None:
             return self.provider()

@@ -5,8 +5,15 @@ Which mode answers a query (every result set says so in ``mode``):
 ``model``
     A local copy of the model that made the vault's vectors embeds the query (see
     ``query_models``); results are ranked by cosine similarity.
+``shipped-model``
+    No such model is available, so the notes' own text is embedded by the workspace's
+    model (the default static model unless configured otherwise) and ranked against the query
+    embedded by the same model (see ``shipped``): semantic search without the plugin's
+    model. Needs embeddings on for the vault; a server embeds in the background and
+    answers by keyword-rerank until it is done.
 ``keyword-rerank``
-    No such model is available. The query's words find notes by BM25 (the workspace's own
+    No such model is available and the shipped model cannot answer (embeddings off, or
+    still being computed by a server). The query's words find notes by BM25 (the workspace's own
     index of the vault, or the caller's ``keyword_candidates``); the stored vectors of the
     top keyword hits, weighted by their keyword score, form a pseudo-query vector in the
     vault's own vector space; every note or block is then scored by
@@ -49,6 +56,7 @@ from ..notes import normalise_folder, normalise_tag, path_matches, tag_matches
 from ..retrieval.matrix import top_k
 from .keyword import WorkspaceKeywords
 from .notes import VaultNotes, anchor_heading, heading_parts
+from . import shipped
 from .query_models import QueryModel, find_query_model
 from .store import ParseStore
 
@@ -56,6 +64,7 @@ SCOPES = ("notes", "blocks", "both")
 MODE_MODEL = "model"
 MODE_KEYWORD_RERANK = "keyword-rerank"
 MODE_VECTORS = "vectors"
+MODE_SHIPPED = shipped.MODE_SHIPPED
 
 # keyword-rerank: weight of the cosine to the pseudo-query (the rest is keyword score),
 # how many keyword hits form the pseudo-query, and how many are asked for.
@@ -99,9 +108,14 @@ class SemanticHit:
 
 @dataclass
 class _Answer:
-    """What every search answer carries: how it was answered, the hits, and why not more."""
+    """What every search answer carries: how it was answered, the hits, and why not more.
+
+    method: ``mode`` in words, naming the model that ranked the results (and, when the
+            plugin's model is missing, saying so).
+    """
 
     mode: str
+    method: str
     model_key: str | None
     scope: str
     results: list[SemanticHit]
@@ -283,7 +297,7 @@ class SmartConnections:
                 qm = self._find_query_model()
                 st.query_model = qm.to_dict()
                 st.search_mode = MODE_MODEL if qm.available else (
-                    MODE_KEYWORD_RERANK if self.allow_fallback else None
+                    self._fallback_mode() if self.allow_fallback else None
                 )
             return st
 
@@ -322,12 +336,25 @@ class SmartConnections:
                 scores, why = self._model_scores(qm, query)
                 if scores is None:
                     warnings.append(why)
+            method = f"semantic (the plugin's model {cache.model_key}, run locally from {qm.source})"
             if scores is None:
                 if not self.allow_fallback:
                     if qm.available:  # the right model, but it failed: say so, not "different model"
                         raise EmbeddingError(warnings[-1].split("; answered by")[0])
                     raise SmartConnectionsModelMismatch(cache.model_key or "unknown", self._supported_models())
+                if not qm.available:
+                    answer = self._shipped_search(query, scope, tags, paths, limit, min_score, warnings)
+                    if answer is not None:
+                        results, candidates, model = answer
+                        return SemanticSearchResult(
+                            query=query, mode=MODE_SHIPPED, model_key=cache.model_key, scope=scope,
+                            method=(f"semantic (shipped model {model} over the notes' text; the plugin's "
+                                    f"model {cache.model_key} is not installed)"),
+                            results=results, candidates=candidates, warnings=warnings,
+                            elapsed_ms=round((time.perf_counter() - started) * 1000, 3), load=stats.to_dict(),
+                        )
                 mode = MODE_KEYWORD_RERANK
+                method = f"keyword-rerank (keyword hits re-ranked by the plugin's stored {cache.model_key} vectors)"
                 if not qm.available:
                     warnings.append(
                         f"no query model for {cache.model_key}: answered by keyword-rerank ({qm.reason})"
@@ -337,7 +364,7 @@ class SmartConnections:
                     warnings.append(why)
             results = self._collect(scores, mask, limit, min_score, signals, warnings)
             return SemanticSearchResult(
-                query=query, mode=mode, model_key=cache.model_key, scope=scope, results=results,
+                query=query, mode=mode, method=method, model_key=cache.model_key, scope=scope, results=results,
                 candidates=int(mask.sum()), warnings=warnings,
                 elapsed_ms=round((time.perf_counter() - started) * 1000, 3), load=stats.to_dict(),
             )
@@ -372,6 +399,7 @@ class SmartConnections:
             results = self._collect(scores, mask, limit, min_score, None, warnings)
             return SimilarNotesResult(
                 path=note, mode=MODE_VECTORS, model_key=cache.model_key, scope=scope,
+                method=f"the plugin's stored {cache.model_key} vectors (no model needed)",
                 results=results, warnings=warnings,
                 elapsed_ms=round((time.perf_counter() - started) * 1000, 3), load=stats.to_dict(),
             )
@@ -421,6 +449,12 @@ class SmartConnections:
         if notes + blocks == 0:
             raise SmartConnectionsNoEmbeddings()
         return stats
+
+    def _fallback_mode(self) -> str:
+        try:
+            return MODE_SHIPPED if shipped.usable(self._keywords.workspace()) is None else MODE_KEYWORD_RERANK
+        except (SmartContextError, OSError):
+            return MODE_KEYWORD_RERANK
 
     def _find_query_model(self) -> QueryModel:
         cache = self._cache
@@ -528,6 +562,79 @@ class SmartConnections:
         if len(self._query_vectors) > QUERY_VECTOR_CACHE:
             self._query_vectors.popitem(last=False)
         return cache.dot(q), ""
+
+    def _shipped_search(
+        self, query: str, scope: str, tags: list[str], paths: list[str], limit: int, min_score: float,
+        warnings: list[str],
+    ) -> tuple[list[SemanticHit], int, str] | None:
+        """(results, candidates, model) by the shipped model over the notes' text, or None
+        (with the reason in ``warnings``) when it cannot answer now."""
+        try:
+            ws = self._keywords.workspace()
+            why = shipped.usable(ws)
+            if why is None:
+                self._keywords.refresh()  # the index is up to date with the notes first
+                # A server has a background embedder (and must not wait for it); a
+                # one-shot caller embeds what is missing now.
+                embedded, why = shipped.prepare(ws, wait=ws.background is None)
+                if embedded:
+                    warnings.append(f"embedded {embedded:,} section(s) with the shipped model (kept for later queries)")
+            if why is not None:
+                warnings.append(f"no semantic answer from the shipped model: {why}")
+                return None
+            vectors = ws.vectors()
+            if vectors is None:
+                warnings.append("no semantic answer from the shipped model: the vault's index has no vectors")
+                return None
+            _, embedder = vectors
+            key = ("shipped:" + embedder.name, query)
+            q = self._query_vectors.get(key)
+            if q is None:
+                q = np.asarray(embedder.embed_query(query), dtype=np.float32).reshape(-1)
+                q /= max(float(np.linalg.norm(q)), 1e-12)
+                self._query_vectors[key] = q
+                if len(self._query_vectors) > QUERY_VECTOR_CACHE:
+                    self._query_vectors.popitem(last=False)
+            cache = self._cache
+            assert cache is not None
+            answer = shipped.search(ws, q, scope, tags, paths, limit, min_score, self._facts, cache.has_rows)
+        except (SmartContextError, OSError) as exc:
+            warnings.append(f"no semantic answer from the shipped model ({exc})")
+            return None
+        if answer is None:
+            warnings.append("no semantic answer from the shipped model: the vault's index has no vectors")
+            return None
+        stored = ws.store.items_by_rowids([h.rowid for h in answer.hits])
+        results: list[SemanticHit] = []
+        missing = 0
+        for h in answer.hits:
+            if len(results) >= limit:
+                break
+            si = stored.get(h.rowid)
+            if si is None or not self.notes.exists(h.path):
+                missing += 1
+                continue
+            results.append(self._shipped_hit(h, si.item))
+        if missing:
+            warnings.append(f"skipped {missing} result(s) whose note no longer exists in the vault")
+        return results, answer.candidates, answer.model
+
+    def _shipped_hit(self, h: "shipped.ShippedHit", item) -> SemanticHit:
+        heading = list(item.meta.get("heading_path") or []) if h.kind == "block" else []
+        if h.kind == "note":
+            snippet, _ = self.notes.snippet(h.path, None, None, self.snippet_chars)
+            lines = None
+        else:
+            snippet, span = self.notes.snippet(
+                h.path, (item.start_line, item.end_line), heading[-1] if heading else None, self.snippet_chars
+            )
+            lines = list(span) if span else None
+        return SemanticHit(
+            path=h.path, score=round(float(h.score), 4), kind=h.kind,
+            heading=" > ".join(heading) if heading else None,
+            key=h.path + "".join("#" + part for part in heading), lines=lines, snippet=snippet,
+            signals={"cosine": round(float(h.score), 4)},
+        )
 
     def _keyword(self, query: str, k: int) -> tuple[list[tuple[str, float]], str]:
         if self.keyword_candidates is not None:

@@ -121,7 +121,7 @@ def sc_status(vault: str | Path = ".", **options: Any) -> SmartConnectionsStatus
 
 def render_search(result: SemanticSearchResult) -> str:
     head = f"{result.count} result(s) for {result.query!r} - mode: {result.mode} (model {result.model_key})"
-    return _render(head, result.results, result.warnings)
+    return _render(head + f"\nmethod: {result.method}", result.results, result.warnings)
 
 
 def render_similar(result: SimilarNotesResult) -> str:

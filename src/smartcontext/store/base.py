@@ -111,8 +111,10 @@ ItemRow = tuple
 class Store(Protocol):
     """One workspace index. Readers may run on several threads; writes are serialised.
 
-    Every write that changes what retrieval sees bumps :meth:`generation`, so callers
-    can cache derived structures (catalogue, vector matrix) per generation.
+    Every write that changes items or edges bumps :meth:`generation`, so callers can
+    cache derived structures (catalogue, vector matrix) per generation; a write that only
+    adds vectors bumps :meth:`vector_generation` instead, so a background embedder storing
+    batch after batch never invalidates the catalogue.
     """
 
     location: str
@@ -155,11 +157,15 @@ class Store(Protocol):
     # -- meta ----------------------------------------------------------------------
     def generation(self) -> int: ...
 
+    def vector_generation(self) -> int:
+        """Bumped by every write of vectors (``cache_vectors``, ``put_vectors``)."""
+        ...
+
     def changed_paths(self, since: int) -> set[str] | None:
         """The item paths whose rows (items, names, tags) changed after generation
         ``since``, so a cache of the light rows can re-read just those; None when the
         store no longer remembers that far back (re-read everything). Vectors are not
-        changes here: they bump the generation without a path."""
+        changes here: they bump only :meth:`vector_generation`."""
         ...
 
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...

@@ -178,7 +178,7 @@ class PostgresStore:
         self._local = threading.local()
         self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
         self._files_lock = threading.Lock()
-        self._vector_models: tuple[int, dict[str, int]] | None = None
+        self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
         self._hnsw_dims: set[int] = set()
         self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
@@ -317,8 +317,8 @@ class PostgresStore:
     # -- meta --------------------------------------------------------------------------
 
     def _bump_generation(self, conn: "psycopg.Connection", paths: Iterable[str] = ()) -> None:
-        """A new generation; ``paths`` are the item paths whose rows it changed (none for
-        vectors), logged for :meth:`changed_paths`."""
+        """A new generation; ``paths`` are the item paths whose rows it changed, logged
+        for :meth:`changed_paths` (vector writes bump the vector generation instead)."""
         generation = int(conn.execute(
             "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
             "DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value"
@@ -350,10 +350,19 @@ class PostgresStore:
                 )
             }
 
-    def generation(self) -> int:
+    def generation(self, counter: str = "generation") -> int:
         with self._conn() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            row = conn.execute("SELECT value FROM meta WHERE key = %s", (counter,)).fetchone()
         return int(row[0]) if row else 0
+
+    def _bump_vector_generation(self, conn: "psycopg.Connection") -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('vector_generation', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
+        )
+
+    def vector_generation(self) -> int:
+        return self.generation("vector_generation")
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self._conn() as conn:
@@ -684,7 +693,7 @@ class PostgresStore:
             self._put_cache_rows(
                 conn, model, [(hashes[r], matrix[i]) for i, r in enumerate(wanted) if r in hashes]
             )
-            self._bump_generation(conn)
+            self._bump_vector_generation(conn)
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         with self._conn() as conn, conn.cursor(binary=True) as cur:
@@ -704,7 +713,7 @@ class PostgresStore:
         return rowids, np.vstack([r[1] for r in rows])
 
     def vector_models(self) -> dict[str, int]:
-        generation = self.generation()
+        generation = (self.generation(), self.vector_generation())
         cached = self._vector_models
         if cached is not None and cached[0] == generation:
             return dict(cached[1])
@@ -787,7 +796,7 @@ class PostgresStore:
     def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         with self._write() as conn:
             self._put_cache_rows(conn, model, rows)
-            self._bump_generation(conn)
+            self._bump_vector_generation(conn)
 
     def _put_cache_rows(
         self, conn: "psycopg.Connection", model: str, rows: Sequence[tuple[str, np.ndarray]]

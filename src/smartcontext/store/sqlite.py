@@ -105,7 +105,7 @@ class SQLiteStore:
         self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
         self._files_chars = 0
         self._files_lock = threading.Lock()  # readers on several threads share the cache
-        self._vector_models: tuple[int, dict[str, int]] | None = None
+        self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
         self._memo: dict[str, tuple[int, object]] = {}
         # Reads run on connections of their own, one per reader at a time: SQLite runs one
         # statement at a time per connection, so on the writer's connection concurrent
@@ -267,8 +267,8 @@ class SQLiteStore:
             self._wdb.execute("COMMIT")
 
     def _bump_generation(self, paths: Iterable[str] = ()) -> None:
-        """A new generation; ``paths`` are the item paths whose rows it changed (none for
-        vectors), logged for :meth:`changed_paths`."""
+        """A new generation; ``paths`` are the item paths whose rows it changed, logged
+        for :meth:`changed_paths` (vector writes bump the vector generation instead)."""
         self.db.execute(
             "INSERT INTO meta(key, value) VALUES('generation', '1') "
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
@@ -303,9 +303,18 @@ class SQLiteStore:
             return None
         return {p for tag, p in rows if tag == 1}
 
-    def generation(self) -> int:
-        row = self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+    def generation(self, counter: str = "generation") -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (counter,)).fetchone()
         return int(row[0]) if row else 0
+
+    def _bump_vector_generation(self) -> None:
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES('vector_generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    def vector_generation(self) -> int:
+        return self.generation("vector_generation")
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -745,7 +754,7 @@ class SQLiteStore:
             self._put_cache_rows(
                 model, [(hashes[int(r)], matrix[i]) for i, r in enumerate(rowids) if int(r) in hashes]
             )
-            self._bump_generation()
+            self._bump_vector_generation()
 
     def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, matrix) of every item with a vector for ``model``."""
@@ -770,7 +779,7 @@ class SQLiteStore:
     def vector_models(self) -> dict[str, int]:
         # Asked on every question (is there a vector index?); the join is counted once
         # per index generation, which every write that adds items or vectors bumps.
-        generation = self.generation()
+        generation = (self.generation(), self.vector_generation())
         cached = self._vector_models
         if cached is not None and cached[0] == generation:
             return dict(cached[1])
@@ -834,8 +843,10 @@ class SQLiteStore:
     def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         with self.transaction():
             self._put_cache_rows(model, rows)
-            # Items whose content hash is among these now have vectors.
-            self._bump_generation()
+            # Items whose content hash is among these now have vectors. Only the vector
+            # generation moves: the catalogue of items stays valid while a background
+            # embedder stores batch after batch.
+            self._bump_vector_generation()
 
     def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         import numpy as np

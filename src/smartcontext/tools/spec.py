@@ -74,10 +74,14 @@ class ToolContext:
     """What tools share: the folder, its workspace (opened once) and index freshness.
 
     refresh_interval: seconds after which a retrieval tool first brings the index up to
-                      date with the folder (incremental: unchanged files cost a stat; new
-                      vectors only when the index already has some), stretched to 20x the
-                      last check's duration when checks are slow (huge folders);
-                      0 = before every question; negative = never re-check.
+                      date with the folder (incremental: unchanged files cost a stat),
+                      stretched to 20x the last check's duration when checks are slow
+                      (huge folders); 0 = before every question; negative = never re-check.
+
+    The index lock is held only to parse and store files (names, keywords, graph). Vectors
+    are computed afterwards by the workspace's background embedder (when embeddings are
+    on), which holds no lock a question needs: questions answer at once from what is
+    indexed and say how much of it is embedded.
     """
 
     def __init__(self, root: str | Path, refresh_interval: float = DEFAULT_REFRESH_INTERVAL):
@@ -121,6 +125,7 @@ class ToolContext:
                         ws.index(embeddings=False, stop=self.stopping)
                     self._last_refresh = time.monotonic()
                     self._indexed = True
+            self.embed_pending()
             return ws
         if self.refresh_interval < 0 or time.monotonic() - self._last_refresh < self._refresh_wait():
             return ws
@@ -134,12 +139,23 @@ class ToolContext:
             if now - self._last_refresh >= self._refresh_wait():
                 if ws.pending_changes():
                     with self.index_lock.writer:
-                        ws.index(embeddings=ws.keeps_vectors, stop=self.stopping)
+                        ws.index(embeddings=False, stop=self.stopping)
+                    self.embed_pending()
                 self._last_refresh = time.monotonic()
                 self._refresh_seconds = self._last_refresh - now
         finally:
             self._refreshing.release()
         return ws
+
+    def embed_pending(self) -> None:
+        """Start (or wake) the background embedder for items without vectors; nothing
+        when embeddings are off or the server is stopping."""
+        if self.stopping.is_set():
+            return
+        try:
+            self.workspace.embed_in_background()
+        except RuntimeError:  # no thread could be started: questions go on without vectors
+            pass
 
     def reading(self):
         """Hold while a tool reads the index (shared with other readers)."""
@@ -155,8 +171,10 @@ class ToolContext:
         the first build will read them (and updating first would leave an index holding
         only these files)."""
         with self.index_lock.writer:
-            if self.workspace.has_index:
-                self.workspace.update_files(paths)
+            if not self.workspace.has_index:
+                return
+            self.workspace.update_files(paths, embeddings=False)
+        self.embed_pending()
 
     def warm_up(self) -> threading.Thread:
         """Build a missing index in the background so the first question finds it ready."""
@@ -176,6 +194,9 @@ class ToolContext:
         # the file it is storing, and stops its workers); closing under it would fail its
         # writes, and the index stays consistent without a close (one transaction per file).
         self.stopping.set()
+        job = self.workspace.background
+        if job is not None:
+            job.stop()  # no new batch starts; closing the workspace waits for the one in flight
         if self.index_lock.acquire_write(timeout=wait):
             try:
                 self.workspace.close()

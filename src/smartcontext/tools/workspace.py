@@ -30,8 +30,12 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
                 paths=args.get("paths") or None, **options,
             )
         # 'text' already holds every selected item; the item list (without text) only on request.
-        return result.to_dict(include_text=False, details=bool(args.get("include_items")),
-                              max_files=CONTEXT_FILES_SHOWN)
+        answer = result.to_dict(include_text=False, details=bool(args.get("include_items")),
+                                max_files=CONTEXT_FILES_SHOWN)
+        # How much of the index the semantic signal covered ("8,480 / 36,947"), and
+        # whether the rest is being embedded now.
+        answer.update(ws.vector_summary())
+        return answer
 
     def search(args: dict[str, Any]) -> dict[str, Any]:
         ws = ctx.ready_workspace()
