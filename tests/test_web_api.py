@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -65,10 +66,24 @@ class Inbox:
         raise AssertionError(f"no {event} among {limit} messages")
 
 
+def settle(client, timeout: float = 120) -> None:
+    """Until the server's background embedder has given every item its vector, so two
+    answers compared across requests rank over the same vectors."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = client.get("/api/status").json()
+        if st["vectors_embedded"] == st["vectors_total"] and (st.get("embedding") or {}).get("state") != "running":
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the server's background embedding did not finish: {st['vectors']}")
+
+
 def test_workspace_routes_answer_the_tool_json(app_client):
     client, registry, _ = app_client
     context = client.post("/api/context", json={"question": "How does the cart apply discounts?", "max_tokens": 1500})
     assert context.status_code == 200
+    settle(client)  # the first question built the index; vectors land in the background
+    context = client.post("/api/context", json={"question": "How does the cart apply discounts?", "max_tokens": 1500})
     data = context.json()
     assert data == registry.call("context", {"question": "How does the cart apply discounts?", "max_tokens": 1500})
     assert data["success"] and 0 < data["token_count"] <= 1500 and "shop/pricing.py" in data["files"]
