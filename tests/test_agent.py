@@ -19,6 +19,10 @@ from smartcontext.agent.loop import select_history
 from smartcontext.agent.models import local_messages, local_reply, local_schema, model_settings
 from smartcontext.errors import InvalidArgument, LLMError, SessionBusy, SessionNotFound
 
+# Every test once on SQLite and once on PostgreSQL (conftest.store_env).
+pytestmark = pytest.mark.usefixtures("store_env")
+
+
 MODEL = "openai/scripted"
 FERRY = "# Ferries\n\nBlue Star ferries sail from Piraeus to Naxos every day; the crossing takes five hours.\n\n" + \
         "Timetables change in winter. " * 80

@@ -18,6 +18,10 @@ from smartcontext.chat.vectors import MessageVectors
 from smartcontext.errors import InvalidArgument
 from smartcontext.workspace import Workspace
 
+# Every test once on SQLite and once on PostgreSQL (conftest.store_env).
+pytestmark = pytest.mark.usefixtures("store_env")
+
+
 CHAT = [
     ("u1", "user", "be concise"),
     ("u2", "user", "How do I run several coroutines concurrently with Python asyncio?"),

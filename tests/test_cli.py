@@ -7,6 +7,10 @@ import sys
 
 import pytest
 
+# Every test once on SQLite and once on PostgreSQL (conftest.store_env).
+pytestmark = pytest.mark.usefixtures("store_env")
+
+
 ENV = {**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"}
 
 

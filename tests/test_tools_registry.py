@@ -25,6 +25,10 @@ from smartcontext.validate import compile_schema
 from smartcontext.vault import VaultTools
 from smartcontext.vault.schema import SPECS_BY_NAME
 
+# Every test once on SQLite and once on PostgreSQL (conftest.store_env).
+pytestmark = pytest.mark.usefixtures("store_env")
+
+
 NOTES = {"notes/Plan.md": "---\ntags: [project]\n---\n# Plan\n\nShip the garden shed by spring.\n"}
 
 

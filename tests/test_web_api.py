@@ -23,6 +23,10 @@ from smartcontext.server.hub import INDEX_PROGRESS, MESSAGE_ADDED, ProgressEvent
 from smartcontext.tools import ToolRegistry
 from web_support import server_env
 
+# Every test once on SQLite and once on PostgreSQL (conftest.store_env).
+pytestmark = pytest.mark.usefixtures("store_env")
+
+
 BASE = "http://127.0.0.1:8766"
 WS_URL = "ws://127.0.0.1:8766/ws"
 NOTES = {

@@ -162,6 +162,11 @@ class BackgroundEmbedding:
             embed_pending(ws.store, embedder, self._progress, batch_size=self.batch_size,
                           stop=self._stop, on_batch=landed)
         except Exception as exc:  # reported in status; the next wake tries again
+            if self._stop.is_set():
+                # Closed under a slow batch (the store went first): a stop, not a failure.
+                with self._lock:
+                    self._state.state = "stopped"
+                return
             log.warning("background embedding failed: %s", exc)
             with self._lock:
                 self._state.state, self._state.error = "failed", f"{type(exc).__name__}: {exc}"
