@@ -18,6 +18,8 @@ from conftest import SAMPLE_REPO, write_tree
 
 from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, web_server
 
+from smartcontext.config import DEFAULT_REFRESH_INTERVAL
+
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 TIMEOUT_MS = 60_000
 CHAT = [
@@ -206,7 +208,13 @@ def wait_until_embedded(url: str, timeout: float = 120) -> None:
 def test_search_page_gives_a_context_with_its_token_count(site, browser):
     url, _ = site
     question = "How does the cart apply discounts?"
-    httpx.post(f"{url}/api/search", json={"query": "cart"}, timeout=60)  # a question: the index is ready
+    # The page's answer and the API's are compared, so both must see one index: files the
+    # chat tests wrote are taken in by the first refresh that falls due (every
+    # DEFAULT_REFRESH_INTERVAL seconds), and their vectors land in the background after it.
+    httpx.post(f"{url}/api/search", json={"query": "cart"}, timeout=60)  # a question: a refresh when due
+    wait_until_embedded(url)
+    time.sleep(DEFAULT_REFRESH_INTERVAL + 0.5)
+    httpx.post(f"{url}/api/search", json={"query": "cart"}, timeout=60)  # now one is due
     wait_until_embedded(url)
     page = browser.new_page()
     page.goto(f"{url}/search")
