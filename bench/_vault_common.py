@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
 import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -78,3 +81,25 @@ def fmt(x: float | None, digits: int = 1) -> str:
 def clean_env() -> None:
     """Workers measure the shipped defaults, not whatever the caller's shell configured."""
     os.environ.pop("SMARTCONTEXT_EMBEDDING_MODEL", None)
+
+
+def run_worker(script: str | Path, kind: str, job: dict, label: str, work: Path, timeout: float,
+               tag: str) -> dict:
+    """Run ``script --worker kind`` on ``job`` in a process of its own (so each measure
+    starts cold and its peak memory is its own) and return the result it wrote."""
+    jobs = Path(work) / "jobs"
+    jobs.mkdir(parents=True, exist_ok=True)
+    job_file, out_file = jobs / f"{label}.json", jobs / f"{label}.out.json"
+    out_file.unlink(missing_ok=True)
+    job_file.write_text(json.dumps(job))
+    print(f"[{tag}] {label} ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(Path(script).resolve()), "--worker", kind, "--job", str(job_file),
+         "--result", str(out_file)],
+        timeout=timeout, check=False,  # a failed worker is reported below, with its exit code
+    )
+    if proc.returncode != 0 or not out_file.exists():
+        raise SystemExit(f"worker {label} failed (exit {proc.returncode}); see the traceback above")
+    print(f"[{tag}] {label} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    return json.loads(out_file.read_text())

@@ -244,7 +244,6 @@ def own_work(chat, pending, query_vector):
 
 
 def speed_rows(sc, convs, embedder) -> dict:
-    from smartcontext.chat.files import ChatFile, Message
 
     all_msgs = []
     for conv in convs:

@@ -32,7 +32,6 @@ import os
 import random
 import resource
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _vault_hub as hub
 import _vault_locomo as locomo
 from _vault_common import DATASETS, RESULTS_DIR, clean_env, fmt, load_average, machine, peak_rss_mb
+from _vault_common import run_worker as run_in_worker
 
 WORK = Path(__file__).resolve().parent / ".work" / "embeddings"
 TODAY_HANDOVER = 32  # Workspace.index hands embed_pending batches of [embeddings] batch_size
@@ -174,19 +174,7 @@ WORKERS = {"texts": worker_texts, "speed": worker_speed, "static-build": worker_
 
 
 def run_worker(kind: str, job: dict, label: str, timeout: int) -> dict:
-    jobs = WORK / "jobs"
-    jobs.mkdir(parents=True, exist_ok=True)
-    job_file, out_file = jobs / f"{label}.json", jobs / f"{label}.out.json"
-    out_file.unlink(missing_ok=True)
-    job_file.write_text(json.dumps(job))
-    print(f"[embeddings] {label} ...", file=sys.stderr, flush=True)
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--job", str(job_file),
-                           "--result", str(out_file)], timeout=timeout, check=False)
-    if proc.returncode != 0 or not out_file.exists():
-        raise SystemExit(f"worker {label} failed (exit {proc.returncode}); see the traceback above")
-    print(f"[embeddings] {label} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    return json.loads(out_file.read_text())
+    return run_in_worker(__file__, kind, job, label, WORK, timeout, "embeddings")
 
 
 # ---------------------------------------------------------------- orchestration

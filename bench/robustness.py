@@ -34,25 +34,8 @@ WORK = HERE / ".work" / "robustness"
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SMARTCONTEXT_EMBEDDING_MODEL="none")
 CLI = [sys.executable, "-c", "from smartcontext.cli import main; main()"]
 
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+sys.path.insert(0, str(ROOT / "tests"))
+from proc_support import alive, children_of  # noqa: E402  (shared with the tests)
 
 
 def make_repo(root: Path, files: int, functions: int) -> None:

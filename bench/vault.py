@@ -47,6 +47,7 @@ from _vault_common import (
     load_average,
     machine,
 )
+from _vault_common import run_worker as run_in_worker
 
 PARTS = ("hub", "locomo")
 
@@ -101,22 +102,7 @@ def worker_main(args: argparse.Namespace) -> int:
 
 
 def run_worker(name: str, job: dict, args: argparse.Namespace, label: str) -> dict:
-    jobs = args.work / "jobs"
-    jobs.mkdir(parents=True, exist_ok=True)
-    job_file, out_file = jobs / f"{label}.json", jobs / f"{label}.out.json"
-    out_file.unlink(missing_ok=True)
-    job_file.write_text(json.dumps(job))
-    print(f"[vault] {label} ...", file=sys.stderr, flush=True)
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--job", str(job_file),
-         "--result", str(out_file)],
-        timeout=args.timeout, check=False,  # a failed worker is reported below, with its exit code
-    )
-    if proc.returncode != 0 or not out_file.exists():
-        raise SystemExit(f"worker {label} failed (exit {proc.returncode}); see the traceback above")
-    print(f"[vault] {label} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    return json.loads(out_file.read_text())
+    return run_in_worker(__file__, name, job, label, args.work, args.timeout, "vault")
 
 
 # ---------------------------------------------------------------- part 1: hub vault

@@ -5,7 +5,6 @@ PostgreSQL, through the store and through a real workspace folder."""
 import random
 
 import numpy as np
-import pytest
 
 from smartcontext import Workspace
 from smartcontext.config import Config

@@ -13,7 +13,7 @@ import pytest
 from smartcontext.chat import STICKY_LABEL, Message
 from smartcontext.chat.filter import topic_filter
 from smartcontext.chat.sticky import is_instruction, sticky_message_ids
-from smartcontext.chat.topics import choose_k, local_topics
+from smartcontext.chat.topics import choose_k
 from smartcontext.chat.vectors import MessageVectors
 from smartcontext.errors import InvalidArgument
 from smartcontext.workspace import Workspace

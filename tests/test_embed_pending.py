@@ -5,7 +5,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from smartcontext import Workspace
 from smartcontext.errors import EmbeddingError
 from smartcontext.indexer import embed_pending
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_support import alive, children_of
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -171,27 +172,6 @@ def make_big_repo(root: Path, files: int = 120, functions: int = 300) -> None:
                    for i in range(functions))
     for n in range(files):
         (pkg / f"m{n}.py").write_text(f'"""Module {n}."""\n' + body)
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def start_index(folder: Path, *extra: str) -> subprocess.Popen:

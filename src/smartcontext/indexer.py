@@ -102,7 +102,8 @@ MINIFIED_LINE_CHARS = 20_000
 def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedFile:
     """Parse one file with its source. Never raises: a source's bug becomes text windows,
     and so does a file with minified lines."""
-    if source.name != TEXT_SOURCE and _longest_line(data) > MINIFIED_LINE_CHARS:
+    if (source.name != TEXT_SOURCE and len(data) > MINIFIED_LINE_CHARS
+            and _longest_line(data) > MINIFIED_LINE_CHARS):
         parsed = text_windows(path, decode(data))
         parsed.warnings.append(
             f"{path}: lines over {MINIFIED_LINE_CHARS:,} characters (minified?); indexed as text windows"

@@ -736,12 +736,10 @@ class PostgresStore:
         (a folder, a tag) is searched exactly over its own vectors instead."""
         v = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
         if among is not None and len(among) <= EXACT_AMONG:
-            found = self.vectors_for(model, list(among))
+            # Only vectors of the query's size: another size is another model's, never compared.
+            found = {r: m for r, m in self.vectors_for(model, list(among)).items() if m.shape[0] == v.shape[0]}
             rowids = np.fromiter(found, dtype=np.int64, count=len(found))
             matrix = np.vstack(list(found.values())) if found else np.zeros((0, v.shape[0]), dtype=np.float32)
-            dims = {m.shape[0] for m in found.values()}
-            if len(dims) > 1:
-                return []  # never compare vectors of different sizes
             return exact_nearest(rowids, matrix, v, limit)
         dim = int(v.shape[0])
         cast = sql.SQL("c.vec::vector({})").format(sql.Literal(dim))
