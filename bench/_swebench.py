@@ -45,6 +45,11 @@ PYPI_NAMES = {
     "pydata/xarray": "xarray",
     "mwaskom/seaborn": "seaborn",
     "astropy/astropy": "astropy",
+    # The other SWE-bench Lite repositories, for a held-out check on instances outside dev.json.
+    "django/django": "Django",
+    "sympy/sympy": "sympy",
+    "matplotlib/matplotlib": "matplotlib",
+    "scikit-learn/scikit-learn": "scikit-learn",
 }
 
 
