@@ -278,6 +278,7 @@ class Indexer:
         self.store = store
         self.options = options or DiscoveryOptions()
         self._stop: threading.Event | None = None
+        self._wrote = False  # whether this run stored or removed a file's rows or stamp
 
     def run(self, progress: Progress | None = None, workers: int | None = None,
             stop: threading.Event | None = None) -> IndexStats:
@@ -305,12 +306,18 @@ class Indexer:
         t1 = time.perf_counter()
         present = {f.path for f in found.files}
         gone = [p for p in known if p not in present]
+        self._wrote = False
         self._apply(todo, known, stats, skipped, progress, workers)
         if gone:
             stats.files_deleted = self.store.delete_files(gone)
         stats.seconds["parse_and_store"] = time.perf_counter() - t1
         stats.skipped = skipped
-        self.store.set_meta(_RUN_STARTED, str(started_ns))
+        if self._wrote or gone:
+            # Only a run that stored stamps moves the racy window. A run that wrote
+            # nothing keeps the older start, which marks at least as many files racy (so
+            # it is as safe), and leaves the index file untouched: the next process then
+            # trusts its last integrity check instead of reading the whole file again.
+            self.store.set_meta(_RUN_STARTED, str(started_ns))
         counts = self.store.counts()
         stats.items, stats.edges = counts["items"], counts["edges"]
         return stats
@@ -432,8 +439,10 @@ class Indexer:
         f = res.file
         if res.status == "same":
             self.store.touch_file(f.path, f.mtime_ns, f.size)
+            self._wrote = True
             stats.files_unchanged += 1
         elif res.status == "parsed":
+            self._wrote = True
             assert res.parsed is not None
             self.store.replace_file(
                 path=f.path, mtime_ns=f.mtime_ns, size=f.size, hash=res.hash,
@@ -447,6 +456,7 @@ class Indexer:
             skipped[res.status] = skipped.get(res.status, 0) + 1
             if f.path in known:
                 self.store.delete_files([f.path])
+                self._wrote = True
 
 
 # Called after each stored batch of ``embed_pending``: the batch's item row ids, their

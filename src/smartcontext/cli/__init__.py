@@ -1,20 +1,37 @@
 """The command line: parses arguments, calls the library, prints. Nothing else.
 
-One module per command group registers its commands on ``app``; ``output`` holds what
-they print and how they fail.
+One module per command group registers its commands on the typer application (``app``,
+built on first use); ``plain`` holds what they print and how they fail. ``main`` runs the
+common forms of ``context`` and ``search`` without building it (``fast``).
 """
 
 from __future__ import annotations
 
-# Each module registers its commands on import, in the order help lists them.
-from . import index, context, search, tool, serve, sc, store, chat, agent  # noqa: F401,I001
-from .app import app
-from . import output
-from .output import EXIT_ERROR, EXIT_INTERRUPTED
+from typing import Any
+
+from .plain import EXIT_ERROR, EXIT_INTERRUPTED
+
+
+def load_app() -> Any:
+    """The typer application with every command registered."""
+    # Each module registers its commands on import, in the order help lists them.
+    from . import index, context, search, tool, serve, sc, store, chat, agent  # noqa: F401,I001
+    from .root import app
+
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return load_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     import signal
+    import sys
+
+    from . import plain
 
     def terminated(signum: int, frame: object) -> None:
         # SIGTERM stops a command the way Ctrl-C does: workers are stopped, the index keeps
@@ -26,13 +43,19 @@ def main() -> None:
     except ValueError:  # not the main thread (an embedding program): leave signals alone
         pass
     try:
-        app()
+        from . import fast
+
+        call = fast.parse(sys.argv[1:])
+        if call is not None:
+            fast.run(call)
+        else:
+            load_app()()
     except SystemExit as exc:
-        if output.interrupted:
+        if plain.interrupted:
             _exit_now(exc.code)
         raise
     except KeyboardInterrupt:
-        output.interrupted = True
+        plain.interrupted = True
         try:
             fail_quietly("interrupted", EXIT_INTERRUPTED)
         except SystemExit as exc:
@@ -61,13 +84,9 @@ def _exit_now(code: object) -> None:
 
 
 def fail_quietly(message: str, code: int = EXIT_ERROR) -> None:
-    import sys
+    from .plain import fail
 
-    from .output import err_console
-    from rich.text import Text
-
-    err_console.print(Text.assemble(("Error:", "bold red"), " ", message), soft_wrap=True)
-    sys.exit(code)
+    fail(message, code)
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "load_app", "main"]

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from ..agent.loop import DEFAULT_MAX_ROUNDS
-from .app import JsonOpt, PathArg, app, workspace_root
+from .root import JsonOpt, PathArg, app, workspace_root
 from .output import err_console, errors, print_json, print_text
 
 EXIT_WORDS = {"exit", "quit", "/exit", "/quit", ":q"}

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from .app import PathArg, app, open_workspace
+from .root import PathArg, app, open_workspace
 from .output import err_console, errors, out_console, print_json, print_text
 
 chat_app = typer.Typer(help="Chat context: topics, topic filter, sticky instructions, filtered history.",

@@ -15,7 +15,9 @@ from typing import Any
 import typer.main
 
 from ..errors import InvalidArgument
-from .app import app
+from . import load_app
+
+app = load_app()  # every command registered, as `smartcontext --help` lists them
 
 PROGRAM = "smartcontext"
 # The value placeholder shown after an option, by the type typer reports.

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from .app import JsonOpt, PathArg, app, open_workspace
+from .root import JsonOpt, PathArg, app, open_workspace
 from .output import err_console, errors, out_console, print_json, progress, warn
 
 MAX_WARNINGS_SHOWN = 10

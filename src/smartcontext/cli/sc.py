@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .app import FOUND_ROOT, JsonOpt, LimitOpt, app, workspace_root
+from .root import FOUND_ROOT, JsonOpt, LimitOpt, app, workspace_root
 from .output import EXIT_ERROR, errors, print_json, print_text
 
 sc_app = typer.Typer(

@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from .app import LimitOpt, PathArg, app, open_workspace
-from .output import EXIT_NO_MATCH, err_console, errors, note, out_console, print_json
+from .output import errors, out_console, print_json
+from .questions import run_search
+from .root import LimitOpt, PathArg, app, open_workspace
 
 
 @app.command()
@@ -27,34 +28,7 @@ def search(
     """Search the index: keyword (BM25), semantic (vectors) or hybrid.
 
     Changed files are re-indexed first. Exits 1 when nothing is found, as rg and grep do."""
-    from ..tools.workspace import search_answer
-
-    with errors():
-        ws = open_workspace(path)
-        ws.refresh()
-        hits, info = ws.search_with_info(
-            query, limit=limit, mode=mode, paths=in_path or None, tags=tag or None,
-            kinds=kind or None, min_score=min_score,
-        )
-        if as_json:
-            print_json(search_answer(hits, info))  # the search tool's answer, same shape
-            if not hits:
-                raise typer.Exit(EXIT_NO_MATCH)
-            return
-        if info.get("note"):
-            note(info["note"])
-        if not hits:
-            err_console.print("No results.")
-            raise typer.Exit(EXIT_NO_MATCH)
-        for h in hits:
-            where = f"{h.path}:{h.start_line}"
-            label = h.heading or h.name
-            out_console.print(
-                f"[bold]{h.score:.3f}[/] {escape(where)} [cyan]{h.kind}[/] {escape(label)} "
-                f"[dim]({'+'.join(h.signals)})[/]", highlight=False,
-            )
-            if h.snippet:
-                out_console.print(f"    {h.snippet}", highlight=False, markup=False)
+    run_search(query, path, mode, tag, in_path, kind, limit, min_score, as_json)
 
 
 @app.command()

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..config import DEFAULT_REFRESH_INTERVAL
-from .app import PathArg, app, open_workspace, workspace_root
+from .root import PathArg, app, open_workspace, workspace_root
 from .output import EXIT_INTERRUPTED, errors, print_json, warn
 
 serve_app = typer.Typer(help="Serve a folder to programs (MCP) and people (the web page and HTTP API).",

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .app import app
+from .root import app
 from .output import errors, out_console, print_json, progress
 
 store_app = typer.Typer(help="Manage where indexes live (SQLite files, PostgreSQL).", no_args_is_help=True)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import did_you_mean
-from .app import FOUND_ROOT, app, workspace_root
+from .root import FOUND_ROOT, app, workspace_root
 from .output import EXIT_ERROR, errors, fail, print_json, print_text
 
 # click's own --help is turned off: `tool NAME --help` describes the tool NAME (from its

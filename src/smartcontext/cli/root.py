@@ -8,6 +8,8 @@ from typing import Optional
 import typer
 
 from ..config import ContextDefaults
+from . import questions
+from .questions import given, open_workspace, workspace_root  # noqa: F401  (for the commands)
 
 app = typer.Typer(
     help="Smart Context: the best slice of a repository or notes vault for a question, "
@@ -32,10 +34,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-# Set by the root --store option: a database URL that replaces the configured store.
-STORE_URL: str | None = None
-
-
 @app.callback()
 def root(
     version: Optional[bool] = typer.Option(
@@ -49,8 +47,7 @@ def root(
 ) -> None:
     """Smart Context: the best slice of a repository or notes vault for a question,
     within a token budget."""
-    global STORE_URL
-    STORE_URL = store
+    questions.STORE_URL = store
 LimitOpt = typer.Option(10, "--limit", "-n", help="Number of results.")
 JsonOpt = typer.Option(False, "--json", help="Print as JSON.")
 
@@ -64,27 +61,3 @@ def from_config(section: object, key: str) -> str:
 
 
 CONTEXT_DEFAULTS = ContextDefaults()
-
-
-def workspace_root(path: Path | None) -> Path:
-    """An explicit PATH as given; without one, the enclosing repository or vault (the
-    nearest folder holding .git, .obsidian or .smartcontext), as git finds its root."""
-    if path is not None:
-        return path
-    from ..workspace import find_root
-
-    return find_root(Path.cwd())
-
-
-def open_workspace(path: Path | None):
-    from ..workspace import Workspace
-
-    ws = Workspace.open(workspace_root(path))
-    if STORE_URL:
-        ws.config.store.url = STORE_URL
-    return ws
-
-
-def given(**options: object) -> dict[str, object]:
-    """Only the options the user set: the rest fall back to the configuration."""
-    return {k: v for k, v in options.items() if v is not None}
