@@ -3,6 +3,7 @@ never blind to a change."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,3 +48,141 @@ def test_a_question_on_an_unchanged_folder_writes_nothing(sample_repo):
     out = run("context", "quokka_ledger_total", str(sample_repo), "-t", "1000")
     assert "quokka_ledger_total(rows)" in out.stdout
     assert _index_state(sample_repo) != before
+
+
+# -- the remembered walk (sources/walk_cache.py) ---------------------------------------------
+
+from smartcontext.sources import walk_cache  # noqa: E402
+from smartcontext.sources.discover import DiscoveryOptions, discover  # noqa: E402
+
+OLD = 1_600_000_000  # seconds: a time far before any walk, outside the racy window
+
+
+def _age(root: Path, seconds: float = OLD) -> None:
+    """Every folder and file as if last changed long ago, so a walk's stamps are trusted."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            os.utime(os.path.join(dirpath, name), (seconds, seconds), follow_symlinks=False)
+    os.utime(root, (seconds, seconds))
+
+
+def _listing(found) -> tuple:
+    return sorted((f.path, f.source, f.language, f.mtime_ns, f.size) for f in found.files), dict(found.skipped)
+
+
+def _reused(root: Path, options: DiscoveryOptions, cache: Path) -> bool:
+    key = walk_cache._key(root.resolve(), options)
+    return walk_cache._reuse(root.resolve(), options, cache, key) is not None
+
+
+def _walks_agree(root: Path, options: DiscoveryOptions, cache: Path) -> tuple:
+    cached = walk_cache.discover_cached(root, options, cache)
+    full = discover(root, options)
+    assert _listing(cached) == _listing(full)
+    return _listing(full)
+
+
+def test_an_unchanged_folder_is_not_walked_again_and_answers_alike(sample_repo, tmp_path):
+    (sample_repo / ".gitignore").write_text("build/\n")
+    (sample_repo / "build").mkdir()
+    (sample_repo / "build" / "gen.py").write_text("x = 1\n")
+    (sample_repo / "big.py").write_text("# " + "x" * 3000 + "\n")
+    _age(sample_repo)
+    options, cache = DiscoveryOptions(max_file_bytes=2000), tmp_path / "walk.bin"
+    first = _walks_agree(sample_repo, options, cache)
+    assert _reused(sample_repo, options, cache)
+    assert _walks_agree(sample_repo, options, cache) == first
+    assert "build/gen.py" not in {p for p, *_ in first[0]} and first[1].get("too large") == 1
+    # Another configuration is another walk.
+    assert not _reused(sample_repo, DiscoveryOptions(max_file_bytes=5000), cache)
+
+
+def test_each_kind_of_change_is_seen_through_the_cache(sample_repo, tmp_path):
+    (sample_repo / ".gitignore").write_text("build/\n")
+    (sample_repo / "build").mkdir()
+    (sample_repo / "build" / "gen.py").write_text("x = 1\n")
+    (sample_repo / "big.py").write_text("# " + "x" * 3000 + "\n")
+    _age(sample_repo)
+    options, cache = DiscoveryOptions(max_file_bytes=2000), tmp_path / "walk.bin"
+    _walks_agree(sample_repo, options, cache)
+
+    def after(change) -> set[str]:
+        """The files found after ``change``, which the saved walk must notice."""
+        assert _reused(sample_repo, options, cache)
+        change()
+        assert not _reused(sample_repo, options, cache)
+        return {p for p, *_ in _walks_agree(sample_repo, options, cache)[0]}
+
+    def touch(path: Path, when: int) -> None:
+        os.utime(path, (when, when))
+
+    # A new file in a subfolder (aged again, so only the folder's stamp tells).
+    assert "shop/refunds.py" in after(lambda: (
+        (sample_repo / "shop" / "refunds.py").write_text("def refund():\n    pass\n"), _age(sample_repo, OLD + 10)))
+    assert "shop/refunds.py" not in after(lambda: (
+        (sample_repo / "shop" / "refunds.py").unlink(), _age(sample_repo, OLD + 20)))
+    # A .gitignore edited in place: its own stamp changes, its folder's does not.
+    assert "shop/db.py" not in after(lambda: (
+        (sample_repo / ".gitignore").write_text("build/\nshop/db.py\n"), touch(sample_repo / ".gitignore", OLD + 30)))
+    # A file that shrinks under the size limit, in place.
+    assert "big.py" in after(lambda: (
+        (sample_repo / "big.py").write_text("small = 1\n"), touch(sample_repo / "big.py", OLD + 40)))
+    # git's own exclude file.
+    (sample_repo / ".git" / "info").mkdir(parents=True)
+    _age(sample_repo, OLD + 50)
+    _walks_agree(sample_repo, options, cache)
+    assert "shop/auth.py" not in after(lambda: (
+        (sample_repo / ".git" / "info" / "exclude").write_text("shop/auth.py\n"),
+        touch(sample_repo / ".git" / "info" / "exclude", OLD + 60)))
+
+
+def test_a_recent_or_damaged_record_is_never_trusted(sample_repo, tmp_path):
+    options, cache = DiscoveryOptions(), tmp_path / "walk.bin"
+    (sample_repo / "shop" / "fresh.py").write_text("def fresh():\n    pass\n")  # changed just now
+    _walks_agree(sample_repo, options, cache)
+    assert not _reused(sample_repo, options, cache)  # a change in the same clock tick could hide
+    _age(sample_repo)
+    _walks_agree(sample_repo, options, cache)
+    assert _reused(sample_repo, options, cache)
+    data = bytearray(cache.read_bytes())
+    data[-5] ^= 0xFF
+    cache.write_bytes(bytes(data))
+    assert not _reused(sample_repo, options, cache)
+    _walks_agree(sample_repo, options, cache)  # walked again and saved whole
+    assert _reused(sample_repo, options, cache)
+
+
+def test_questions_see_files_added_removed_and_renamed(sample_repo):
+    (sample_repo / ".git").mkdir()
+    run("index", str(sample_repo))
+    _age(sample_repo)
+    run("search", "login", cwd=sample_repo)  # a walk recorded with trusted stamps
+    assert (sample_repo / ".smartcontext" / "walk.bin").is_file()
+    (sample_repo / "shop" / "wombat.py").write_text("def wombat_burrow_depth():\n    return 3\n")
+    (sample_repo / "shop" / "pricing.py").rename(sample_repo / "shop" / "costs.py")
+    found = json.loads(run("search", "wombat_burrow_depth", "--json", cwd=sample_repo).stdout)
+    assert found["results"][0]["path"] == "shop/wombat.py"
+    moved = json.loads(run("search", "apply_discount", "--json", cwd=sample_repo).stdout)
+    assert {r["path"] for r in moved["results"]} >= {"shop/costs.py"}
+    assert "shop/pricing.py" not in {r["path"] for r in moved["results"]}
+
+
+def test_a_file_left_out_for_its_content_is_not_read_again_until_it_changes(sample_repo):
+    from smartcontext.workspace import Workspace
+
+    gen = sample_repo / "shop" / "schema_pb.py"
+    gen.write_text("# @generated by protoc. DO NOT EDIT.\ndef generated_marker_fn():\n    pass\n")
+    _age(sample_repo)
+    with Workspace.open(sample_repo) as ws:
+        first = ws.index(embeddings=False)
+        assert first.skipped.get("generated") == 1
+        assert not ws.pending_changes()  # a skipped file is not a pending change
+        again = ws.refresh()
+        assert again.skipped.get("generated") == 1 and again.files_indexed == 0
+        assert not ws.search("generated_marker_fn", mode="keyword")
+    gen.write_text("def generated_marker_fn():\n    return 'hand written now'\n")
+    os.utime(gen, (OLD + 10, OLD + 10))
+    with Workspace.open(sample_repo) as ws:
+        assert ws.pending_changes()
+        assert ws.refresh().files_indexed == 1
+        assert ws.search("generated_marker_fn", mode="keyword")[0].path == "shop/schema_pb.py"

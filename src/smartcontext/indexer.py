@@ -7,13 +7,13 @@ interrupted run leaves a consistent index that the next run completes.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +27,12 @@ from .sources.discover import (
     DiscoveredFile,
     DiscoveryOptions,
     classify,
-    discover,
     looks_binary,
     looks_generated,
     symlink_allowed,
 )
 from .sources.registry import get_source
+from .sources.walk_cache import discover_cached
 from .sources.text import TEXT_SOURCE, text_windows
 from .store.base import Store
 
@@ -243,7 +243,7 @@ def _worker_init(parent: int) -> None:
     threading.Thread(target=watch, name="smartcontext-parent-watch", daemon=True).start()
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
+def _stop_pool(pool: Any) -> None:
     """Stop a pool now: queued files are dropped and running workers are killed (a
     stopped run is resumed by the next one; each stored file is whole)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
@@ -265,6 +265,8 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
 # files modified less than _RACY_NS before that run are hashed again (as git does for
 # "racily clean" files); the hash is compared, so an unchanged file is not parsed again.
 _RUN_STARTED = "run_started_ns"
+# Meta key: the files left out for their content (``Indexer._content_skips``).
+_CONTENT_SKIPPED = "content_skipped"
 _RACY_NS = 2_000_000_000
 
 
@@ -272,13 +274,24 @@ def _same_stamp(state, f: DiscoveredFile, racy_after: int) -> bool:
     return state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
 
 
+def _same_skip(skip: list, f: DiscoveredFile, racy_after: int) -> bool:
+    """A remembered content skip ([mtime_ns, size, reason]) still stands for ``f``."""
+    return (isinstance(skip, list) and len(skip) == 3 and skip[0] == f.mtime_ns and skip[1] == f.size
+            and f.mtime_ns < racy_after)
+
+
 class Indexer:
-    def __init__(self, root: Path, store: Store, options: DiscoveryOptions | None = None):
+    def __init__(self, root: Path, store: Store, options: DiscoveryOptions | None = None,
+                 walk_cache: Path | None = None):
+        """walk_cache: where the last folder walk is kept between processes
+        (``sources.walk_cache``); None walks every time."""
         self.root = root
         self.store = store
         self.options = options or DiscoveryOptions()
+        self.walk_cache = walk_cache
         self._stop: threading.Event | None = None
         self._wrote = False  # whether this run stored or removed a file's rows or stamp
+        self._skips_now: dict[str, list] = {}  # the content skips this run confirmed or found
 
     def run(self, progress: Progress | None = None, workers: int | None = None,
             stop: threading.Event | None = None) -> IndexStats:
@@ -287,7 +300,7 @@ class Indexer:
         self._stop = stop
         stats = IndexStats()
         t0 = time.perf_counter()
-        found = discover(self.root, self.options)
+        found = discover_cached(self.root, self.options, self.walk_cache)
         stats.seconds["discover"] = time.perf_counter() - t0
         stats.files_seen = len(found.files)
         skipped = dict(found.skipped)
@@ -295,11 +308,18 @@ class Indexer:
         started_ns = time.time_ns()
         racy = self._racy_after()
 
+        remembered = self._content_skips()
+        self._skips_now = {}
         todo: list[tuple[DiscoveredFile, str | None]] = []
         for f in found.files:
             state = known.get(f.path)
             if state and _same_stamp(state, f, racy):
                 stats.files_unchanged += 1
+                continue
+            skip = remembered.get(f.path) if not state else None
+            if skip is not None and _same_skip(skip, f, racy):
+                skipped[skip[2]] = skipped.get(skip[2], 0) + 1
+                self._skips_now[f.path] = skip
                 continue
             todo.append((f, state.hash if state else None))
 
@@ -310,6 +330,8 @@ class Indexer:
         self._apply(todo, known, stats, skipped, progress, workers)
         if gone:
             stats.files_deleted = self.store.delete_files(gone)
+        if self._skips_now != remembered:
+            self.store.set_meta(_CONTENT_SKIPPED, json.dumps(self._skips_now, sort_keys=True))
         stats.seconds["parse_and_store"] = time.perf_counter() - t1
         stats.skipped = skipped
         if self._wrote or gone:
@@ -324,16 +346,31 @@ class Indexer:
 
     def has_changes(self) -> bool:
         """Whether a run would parse or delete anything (reads only)."""
-        found = discover(self.root, self.options)
+        found = discover_cached(self.root, self.options, self.walk_cache)
         known = self.store.file_states()
-        if len(found.files) != len(known):
-            return True
+        remembered = self._content_skips()
         racy = self._racy_after()
+        seen = 0
         for f in found.files:
             state = known.get(f.path)
-            if not state or not _same_stamp(state, f, racy):
+            if state is None:
+                skip = remembered.get(f.path)
+                if skip is None or not _same_skip(skip, f, racy):
+                    return True
+                continue
+            seen += 1
+            if not _same_stamp(state, f, racy):
                 return True
-        return False
+        return seen != len(known)
+
+    def _content_skips(self) -> dict[str, list]:
+        """Files left out for their content (binary, generated) as last read:
+        path -> [mtime_ns, size, reason]. Unchanged, they are not read again."""
+        try:
+            data = json.loads(self.store.get_meta(_CONTENT_SKIPPED) or "{}")
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def _racy_after(self) -> int:
         """Files modified after this (ns) may have changed again within the same mtime tick
@@ -374,6 +411,8 @@ class Indexer:
         workers = workers or min(2, os.cpu_count() or 1)
         if total >= _PARALLEL_THRESHOLD and workers > 1:
             _warm_up_for_workers(todo)
+            from concurrent.futures import ProcessPoolExecutor  # here: a refresh seldom needs a pool
+
             pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
             try:
                 results = self._pool_results(pool, todo)
@@ -387,7 +426,7 @@ class Indexer:
                 (_process(f, h) for f, h in todo), known, stats, skipped, progress, total
             )
 
-    def _pool_results(self, pool: ProcessPoolExecutor, todo, chunk: int = 16):
+    def _pool_results(self, pool: Any, todo, chunk: int = 16):
         """Results in order, from chunks parsed by the pool; a set ``stop`` is noticed within
         a tenth of a second even while a chunk is still being parsed."""
         from concurrent.futures import TimeoutError as FutureTimeout
@@ -454,6 +493,8 @@ class Indexer:
             stats.warnings.extend(res.parsed.warnings)
         else:
             skipped[res.status] = skipped.get(res.status, 0) + 1
+            if res.status in ("binary", "generated"):  # an unreadable file may be readable next time
+                self._skips_now[f.path] = [f.mtime_ns, f.size, res.status]
             if f.path in known:
                 self.store.delete_files([f.path])
                 self._wrote = True

@@ -39,9 +39,11 @@ INDEX_DIR = ".smartcontext"
 INDEX_FILE = "index.db"
 # The in-memory catalogue as last built, so a new process need not read the whole index.
 CATALOGUE_FILE = "catalogue.bin"
-# Files derived from the index (the saved catalogue, the last clean integrity check): they
-# go with it.
-DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked")
+# The last walk of the folder and what it rested on, so a refresh need not walk again.
+WALK_FILE = "walk.bin"
+# Files derived from the index (the saved catalogue, the last clean integrity check, the
+# last walk): they go with it.
+DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked", WALK_FILE)
 # What marks a workspace's root when a command starts inside it, as git finds its root:
 # a repository, an Obsidian vault, or a folder indexed before.
 ROOT_MARKERS = (".git", ".obsidian", INDEX_DIR)
@@ -197,6 +199,11 @@ class Workspace:
             respect_gitignore=ic.respect_gitignore, index_text_files=ic.text_files,
         )
 
+    def _indexer(self) -> Indexer:
+        # A shared database may have no index folder here: that folder is walked every time.
+        walk = None if self.store_url else self.index_dir / WALK_FILE
+        return Indexer(self.root, self.store, self._discovery_options(), walk_cache=walk)
+
     def index(
         self,
         embeddings: bool | None = None,
@@ -252,7 +259,7 @@ class Workspace:
     def _index(self, embeddings, progress, workers, stop) -> IndexStats:
         with self._lock:
             t0 = time.perf_counter()
-            stats = Indexer(self.root, self.store, self._discovery_options()).run(progress, workers, stop)
+            stats = self._indexer().run(progress, workers, stop)
             # e.g. "the index was written in an older format; it was reset and is rebuilt"
             stats.warnings[:0] = self.store.notices
             self.store.notices.clear()
@@ -286,7 +293,7 @@ class Workspace:
     def pending_changes(self) -> bool:
         """Whether files were added, changed or removed since the last index run. Only
         reads (a walk of the folder and the stored stamps), so readers go on meanwhile."""
-        return Indexer(self.root, self.store, self._discovery_options()).has_changes()
+        return self._indexer().has_changes()
 
     def ensure_index(self, progress: Progress | None = None) -> IndexStats | None:
         """Build an index (names, keywords, graph; no embeddings) when there is none yet."""
@@ -311,7 +318,7 @@ class Workspace:
         """
         rel = [self._relative(p) for p in paths]
         with self._lock:
-            stats = Indexer(self.root, self.store, self._discovery_options()).update_paths(rel)
+            stats = self._indexer().update_paths(rel)
             if self.keeps_vectors if embeddings is None else embeddings:
                 try:
                     embed_pending(self.store, self.embedder())

@@ -12,11 +12,12 @@ import base64
 import datetime as _dt
 import math
 import re
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .tags import dedupe
+
+if TYPE_CHECKING:  # PyYAML loads with the first frontmatter block: a code question needs none
+    import yaml
 
 # A frontmatter block larger than this is treated as text: it is not metadata any more.
 FRONTMATTER_MAX_CHARS = 64_000
@@ -25,7 +26,6 @@ FRONTMATTER_MAX_NODES = 20_000
 # ...and lists nested thousands deep make every recursive copy, comparison or dump fail.
 FRONTMATTER_MAX_DEPTH = 64
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FM_DELIM = re.compile(r"^---[ \t]*$")
 _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
 
@@ -62,8 +62,10 @@ def load_frontmatter_yaml(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     (dates stay ``datetime.date``). Returns ``(mapping, None)`` or ``(None, error)``."""
     if len(raw) > FRONTMATTER_MAX_CHARS:
         return None, f"frontmatter is larger than {FRONTMATTER_MAX_CHARS} characters"
+    import yaml
+
     try:
-        data = yaml.load(raw, Loader=_SAFE_LOADER)
+        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         return None, f"frontmatter is not valid YAML ({_yaml_problem(exc)})"
     except RecursionError:

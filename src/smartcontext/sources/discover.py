@@ -11,9 +11,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-from pathspec.util import normalize_file
-
 from .registry import get_source
 
 # Folders that never hold a project's own sources.
@@ -136,6 +133,10 @@ class IgnoreMatcher:
     (the last matching pattern wins). Either way the answer is pathspec's."""
 
     def __init__(self, lines: Iterable[str]):
+        import pathspec  # here: a walk answered from its cache (``walk_cache``) needs none
+        from pathspec.util import normalize_file
+
+        self._normalize = normalize_file
         self.spec = pathspec.PathSpec.from_lines("gitignore", lines)
         patterns = [p for p in self.spec.patterns if p.include is not None and p.regex is not None]
         self.regex: re.Pattern[str] | None = None
@@ -148,7 +149,7 @@ class IgnoreMatcher:
     def match_file(self, path: str) -> bool:
         if self.regex is None:
             return self.spec.match_file(path)
-        return self.regex.search(normalize_file(path)) is not None
+        return self.regex.search(self._normalize(path)) is not None
 
 
 class _IgnoreRules:
@@ -189,18 +190,42 @@ class _IgnoreRules:
         return False
 
 
-def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
-    """Walk ``root`` and list the indexable files; skipped files are counted by reason."""
+@dataclass
+class WalkRecord:
+    """What a walk's answer rests on, for ``sources.walk_cache``: each folder walked with
+    its modification time and its .gitignore's stamp, and the symlinked files with whether
+    they were allowed (a target can change without the link's folder changing)."""
+
+    dirs: dict[str, tuple[int, tuple[int, int, int] | None]] = field(default_factory=dict)
+    symlinks: dict[str, bool] = field(default_factory=dict)
+    stat_skipped: dict[str, str] = field(default_factory=dict)  # file -> why it was skipped
+
+
+def file_stamp(path: Path | str) -> tuple[int, int, int] | None:
+    """(modification time ns, size, inode), or None when there is no such file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRecord | None = None) -> Discovery:
+    """Walk ``root`` and list the indexable files; skipped files are counted by reason.
+    ``record`` collects what the answer depends on (see ``WalkRecord``)."""
     options = options or DiscoveryOptions()
     root = root.resolve()
     rules = _IgnoreRules(root, options.exclude, options.respect_gitignore)
-    include = (
-        pathspec.PathSpec.from_lines("gitignore", options.include) if options.include else None
-    )
+    include = IgnoreMatcher(options.include).spec if options.include else None
     result = Discovery()
     for dirpath, dirnames, filenames in os.walk(root):
         abs_dir = Path(dirpath)
         rel_dir = "" if abs_dir == root else abs_dir.relative_to(root).as_posix()
+        if record is not None:
+            # After the listing: a change made since shows as a time after the walk
+            # started, which the cache never trusts.
+            st = os.stat(dirpath)
+            record.dirs[rel_dir] = (st.st_mtime_ns, file_stamp(abs_dir / ".gitignore"))
         rules.load_dir(rel_dir, abs_dir)
         kept_dirs = []
         for d in sorted(dirnames):
@@ -234,7 +259,10 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
             if include is not None and not include.match_file(rel):
                 result.skipped["not included"] += 1
                 continue
-            if not symlink_allowed(abs_path, root):
+            allowed = symlink_allowed(abs_path, root)
+            if record is not None and abs_path.is_symlink():
+                record.symlinks[rel] = allowed
+            if not allowed:
                 result.skipped["symlink"] += 1
                 continue
             lower = name.lower()
@@ -244,19 +272,29 @@ def discover(root: Path, options: DiscoveryOptions | None = None) -> Discovery:
             try:
                 st = abs_path.stat()
             except OSError:
-                result.skipped["unreadable"] += 1
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                # A FIFO, socket or device: opening it could block forever.
-                result.skipped["not a regular file"] += 1
-                continue
-            if st.st_size > options.max_file_bytes:
-                result.skipped["too large"] += 1
+                st = None
+            why = stat_skip_reason(st, options)
+            if why is not None:
+                result.skipped[why] += 1
+                if record is not None:  # a file can grow or shrink across the limit in place
+                    record.stat_skipped[rel] = why
                 continue
             result.files.append(
                 DiscoveredFile(rel, abs_path, source, language, st.st_mtime_ns, st.st_size)
             )
     return result
+
+
+def stat_skip_reason(st: os.stat_result | None, options: DiscoveryOptions) -> str | None:
+    """Why a file is skipped by its stat (None: it is not)."""
+    if st is None:
+        return "unreadable"
+    if not stat.S_ISREG(st.st_mode):
+        # A FIFO, socket or device: opening it could block forever.
+        return "not a regular file"
+    if st.st_size > options.max_file_bytes:
+        return "too large"
+    return None
 
 
 def symlink_allowed(path: Path, root: Path) -> bool:
