@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import binascii
 import gzip
-import marshal
 import os
 import threading
 import types
@@ -23,6 +22,7 @@ import tiktoken
 from tiktoken.load import check_hash
 
 from .errors import InvalidArgument, SmartContextError
+from .sealed import load_sealed, save_sealed
 
 DEFAULT_ENCODING = "cl100k_base"
 ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
@@ -144,39 +144,15 @@ def _rank_cache_file(path: Path, expected_hash: str | None) -> Path | None:
 
 
 def _read_rank_cache(cache: Path) -> dict[bytes, int] | None:
-    try:
-        data = cache.read_bytes()
-    except OSError:
-        return None
-    head = len(_RANK_CACHE_MAGIC)
-    if not data.startswith(_RANK_CACHE_MAGIC) or len(data) < head + 4:
-        return None
-    payload = memoryview(data)[head + 4 :]
-    if binascii.crc32(payload) != int.from_bytes(data[head : head + 4], "big"):
-        return None  # torn or damaged: parsed again
-    try:
-        ranks = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
+    ranks = load_sealed(cache, _RANK_CACHE_MAGIC)  # None when torn or damaged: parsed again
     return ranks if isinstance(ranks, dict) and ranks else None
 
 
 def _write_rank_cache(cache: Path, ranks: dict[bytes, int]) -> None:
-    """Best effort (a read-only home only costs the parse next time), atomic (a temporary
-    file renamed over the cache)."""
-    import tempfile
-
-    payload = marshal.dumps(ranks)
+    """Best effort (a read-only home only costs the parse next time), atomic."""
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=cache.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_RANK_CACHE_MAGIC + binascii.crc32(payload).to_bytes(4, "big") + payload)
-            os.replace(tmp, cache)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        save_sealed(cache, _RANK_CACHE_MAGIC, ranks)
     except OSError:
         pass
 

@@ -13,8 +13,6 @@ import gc
 import marshal
 import os
 import re
-import tempfile
-import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,6 +20,7 @@ from pathlib import Path
 
 from ..model import kind_traits
 from ..notes.tags import normalise_tag, tag_matches
+from ..sealed import read_sealed, write_sealed
 from ..store.base import CatalogueRow, Store
 
 # Past this share of the vault's files, reading everything again is as cheap as patching.
@@ -120,31 +119,13 @@ class Catalogue:
             "test_paths": sorted(self.test_paths), "paths": self.paths,
             **{name: dict(getattr(self, name)) for name in _SAVED_MAPS},
         }
-        payload = marshal.dumps(state)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_SAVED_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_sealed(path, _SAVED_MAGIC, marshal.dumps(state))
 
     @classmethod
     def _load(cls, path: Path, store: Store, index_id: str) -> "Catalogue | None":
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        head = len(_SAVED_MAGIC)
-        if not data.startswith(_SAVED_MAGIC) or len(data) < head + 4:
-            return None
-        payload = memoryview(data)[head + 4:]
-        if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
-            return None  # torn or damaged: never trusted
+        payload = read_sealed(path, _SAVED_MAGIC)
+        if payload is None:
+            return None  # missing, torn or damaged: never trusted
         try:
             with _collector_paused():
                 return cls._from_state(marshal.loads(payload), store, index_id)

@@ -15,15 +15,13 @@ trusted: a change made in the same clock tick as the walk could leave it equal.
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
-import tempfile
 import time
-import zlib
 from collections import Counter
 from pathlib import Path
 
+from ..sealed import load_sealed, save_sealed
 from .discover import (
     DiscoveredFile,
     Discovery,
@@ -172,42 +170,19 @@ def _stamps_in(key: tuple) -> list[tuple]:
 
 
 def _load(cache: Path) -> dict | None:
-    try:
-        data = cache.read_bytes()
-    except OSError:
-        return None
-    head = len(_MAGIC)
-    if not data.startswith(_MAGIC) or len(data) < head + 4:
-        return None
-    payload = memoryview(data)[head + 4:]
-    if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
-        return None  # torn or damaged: walk again
-    try:
-        state = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
+    state = load_sealed(cache, _MAGIC)  # None when missing, torn or damaged: walk again
     need = ("key", "started", "dirs", "symlinks", "stat_skipped", "files", "skipped")
     return state if isinstance(state, dict) and all(k in state for k in need) else None
 
 
 def _save(cache: Path, key: tuple, started: int, found: Discovery, record: WalkRecord) -> None:
-    """Best effort and atomic: a read-only or missing index folder only costs a walk."""
+    """Best effort: a read-only or missing index folder only costs a walk."""
     state = {
         "key": key, "started": started, "dirs": record.dirs, "symlinks": record.symlinks,
         "stat_skipped": record.stat_skipped, "skipped": dict(found.skipped),
         "files": [(f.path, f.source, f.language) for f in found.files],
     }
-    payload = marshal.dumps(state)
     try:
-        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=cache.name + ".", suffix=".tmp")
+        save_sealed(cache, _MAGIC, state)
     except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload)
-        os.replace(tmp, cache)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass

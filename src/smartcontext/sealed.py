@@ -1,0 +1,61 @@
+"""Files a process saves for the next one (the saved catalogue, the last folder walk, the
+parsed token ranks): a first line naming the format, the CRC-32 of the rest, then the
+payload. A torn, damaged or foreign file reads as missing, so the caller rebuilds it;
+writes go to a temporary file renamed over the old one, so a reader never sees half.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+
+def read_sealed(path: Path, magic: bytes) -> memoryview | None:
+    """The payload saved at ``path`` under ``magic``, or None when it is missing, of
+    another format, or does not match its checksum."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(magic)
+    if not data.startswith(magic) or len(data) < head + 4:
+        return None
+    payload = memoryview(data)[head + 4:]
+    if zlib.crc32(payload) != int.from_bytes(data[head:head + 4], "big"):
+        return None
+    return payload
+
+
+def load_sealed(path: Path, magic: bytes) -> Any:
+    """The value ``save_sealed`` wrote at ``path`` (marshal), or None when unreadable."""
+    payload = read_sealed(path, magic)
+    if payload is None:
+        return None
+    try:
+        return marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
+def save_sealed(path: Path, magic: bytes, value: Any) -> None:
+    """Write ``value`` (marshal) at ``path`` atomically; raises OSError."""
+    write_sealed(path, magic, marshal.dumps(value))
+
+
+def write_sealed(path: Path, magic: bytes, payload: bytes) -> None:
+    """Save ``payload`` at ``path`` atomically; raises OSError (nothing is left behind)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(magic + zlib.crc32(payload).to_bytes(4, "big") + payload)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
