@@ -17,6 +17,8 @@ Rows:
 - `context` / `search` with the saved catalogue (the normal case);
 - `context` after deleting the saved catalogue (the first question after `index`, which
   builds and saves it);
+- `context` after deleting the saved walk (`.smartcontext/walk.bin`: the first question
+  after a folder's listing changed, which walks the whole folder again);
 - with `--baseline SRC`: the same commands run by another source tree (e.g. the main
   checkout's src) on its own copy of the repository and index, in the same run.
 
@@ -122,6 +124,11 @@ def suite(name: str, repo: Path, src: Path, runs: int) -> list[dict]:
         rows.append(measure(f"{name}: `context`, catalogue rebuilt", ctx, repo, env, runs,
                             before=lambda: cat.unlink(missing_ok=True)))
         run_once(ctx, repo, env)  # leave a saved catalogue behind
+    walk = repo / ".smartcontext" / "walk.bin"
+    if walk.exists():
+        rows.append(measure(f"{name}: `context`, folder walked again", ctx, repo, env, runs,
+                            before=lambda: walk.unlink(missing_ok=True)))
+        run_once(ctx, repo, env)
     return rows
 
 
@@ -135,6 +142,10 @@ def main() -> None:
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
 
+    try:
+        load_before = os.getloadavg()[0]
+    except OSError:
+        load_before = float("nan")
     repo, repo_label = find_repo(args.repo)
     src = ROOT / "src"
     env = environment(src)
@@ -172,7 +183,7 @@ def main() -> None:
         f"Command: `{cmd}`  ",
         f"Repository: {repo_label}; index (re)checked in {index_seconds:.1f} s. "
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"load average {load:.1f} at the end; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+        f"load average {load_before:.1f} at the start, {load:.1f} at the end; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
         f"{runs} runs each, modules byte-compiled.", "",
         f"Question: `{QUESTION}`; search: `{QUERY}`.", "",
         *table, "",
