@@ -384,6 +384,35 @@ def test_http_refuses_foreign_hosts_and_garbage(http_server):
     assert proc.poll() is None
 
 
+def test_http_listener_turns_nagle_off_on_connections():
+    """uvicorn serves on the socket ``bind`` made; asyncio sets TCP_NODELAY on accepted
+    connections only when that socket says it is TCP. Without it each answer's SSE chunks
+    waited for the client's delayed ACK (about 40 ms a call)."""
+    import asyncio
+
+    from smartcontext.server.mcp import bind
+
+    async def accepted_nodelay() -> int:
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        listener = bind("127.0.0.1", 0)
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        try:
+            port = listener.getsockname()[1]
+            with socket.create_connection(("127.0.0.1", port)):
+                return await asyncio.wait_for(seen, 10)
+        finally:
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0
+
+
 # -- semantic search with the local model ---------------------------------------------------
 
 
