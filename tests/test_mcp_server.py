@@ -366,6 +366,49 @@ def test_http_session_vault_round_trip_and_malformed_calls(http_server):
     assert (folder / "notes" / "Compost.md").is_file()
 
 
+def test_http_concurrent_clients_get_the_answers_of_one(http_server):
+    """Reads run side by side on pooled SQLite readers and share remembered full-text
+    answers: clients asking at once get exactly what one client alone gets."""
+    url, _, proc = http_server
+    calls = [
+        ("search", {"query": "login password", "mode": "keyword", "limit": 5}),
+        ("context", {"question": "how does login check the password", "max_tokens": 1000}),
+        ("search_vault", {"query": "tomatoes water", "limit": 5}),
+        ("read_file", {"path": "notes/Watering.md"}),
+        ("search", {"query": "tomatoes", "mode": "keyword", "limit": 5}),
+    ]
+
+    async def ask(order: list[int]) -> list[tuple[int, dict[str, Any]]]:
+        async with Client(url) as client:
+            return [(i, payload(await client.call_tool(*calls[i]))) for i in order]
+
+    answers: list[list[tuple[int, dict[str, Any]]]] = []
+
+    async def scenario() -> None:
+        alone = dict(await ask(list(range(len(calls)))))
+        assert all(a["success"] for a in alone.values())
+        assert alone[0]["results"] and alone[2]["results"] and "login" in alone[1]["text"]
+        answers.append(list(alone.items()))
+
+        async def one(who: int) -> None:
+            # Each client asks in its own order, twice, so different calls overlap.
+            order = [(who + k) % len(calls) for k in range(len(calls))] * 2
+            answers.append(await ask(order))
+
+        async with anyio.create_task_group() as tg:
+            for who in range(8):
+                tg.start_soon(one, who)
+
+    run(scenario)
+    alone = dict(answers[0])
+    assert len(answers) == 9
+    for got in answers[1:]:
+        assert len(got) == 2 * len(calls)
+        for i, answer in got:
+            assert answer == alone[i], calls[i]
+    assert proc.poll() is None
+
+
 def test_http_refuses_foreign_hosts_and_garbage(http_server):
     url, _, proc = http_server
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
