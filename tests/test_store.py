@@ -354,3 +354,23 @@ def test_keyword_answers_seen_inside_a_rolled_back_write_are_not_kept(make_store
     # The next write brings back the generation number the rolled-back one had.
     _put(s, "c.py", [_item("c.py", "g", text="def g(): pass")], hash="h3")
     assert before == [] and s.keyword_search([KeywordTerm("yaml")], 10) == []
+
+
+def test_remembered_keyword_answers_stay_within_their_budget(tmp_path, monkeypatch):
+    """A filtered search asks for every match: answers are kept up to a total number of
+    pairs, the oldest dropped first, and one over a quarter of the budget is not kept."""
+    from smartcontext.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "_SEARCH_PAIRS_KEPT", 40)
+    s = open_store(tmp_path / "i.db")
+    _put(s, "a.py", [_item("a.py", f"alpha_{i}", text=f"def alpha_{i}(): pass") for i in range(30)])
+    everything = s.keyword_search([KeywordTerm("alpha")], 1 << 30)
+    assert len(everything) == 30 and s._search_pairs == 0  # over a quarter of 40: not kept
+    for limit in range(1, 11):  # 55 pairs asked for in all
+        assert s.keyword_search([KeywordTerm("alpha")], limit) == everything[:limit]
+        assert s._search_pairs == sum(len(v[1]) for v in s._searches.values()) <= 40
+    kept = sorted(limit for _, limit in s._searches)
+    assert 0 < len(kept) < 10 and kept == list(range(11 - len(kept), 11))  # the oldest went first
+    for limit in range(1, 11):  # asked again, kept or not, the answers are the same
+        assert s.keyword_search([KeywordTerm("alpha")], limit) == everything[:limit]
+    s.close()

@@ -80,8 +80,10 @@ _CHUNK = 500
 # files, and later questions return to them. Decompressing on every read made warm
 # queries on the hub vault about 50% slower than the uncompressed index; 24M characters
 # hold all of it (about 15M) and most repositories.
-# Full-text answers remembered per index generation (each at most a few hundred pairs).
-_SEARCHES_KEPT = 512
+# Full-text answers remembered per index generation: at most this many (rowid, score)
+# pairs in all (about 100 bytes each); a filtered search asks for every match, so one
+# answer may hold tens of thousands, and one over a quarter of the budget is not kept.
+_SEARCH_PAIRS_KEPT = 200_000
 _TEXT_CACHE_CHARS = 24_000_000
 
 # bm25() weights of the FTS columns name, path, body, kind.
@@ -113,6 +115,7 @@ class SQLiteStore:
         # the thousands of rows a common word matches is most of a question's work, and
         # a server is asked the same words again (by search, then context, by each client).
         self._searches: OrderedDict[tuple[str, int], tuple[int, list[tuple[int, float]]]] = OrderedDict()
+        self._search_pairs = 0
         self._searches_lock = threading.Lock()
         # Reads run on connections of their own, one per reader at a time: SQLite runs one
         # statement at a time per connection, so on the writer's connection concurrent
@@ -686,12 +689,15 @@ class SQLiteStore:
             return []
         # SQLite's bm25() is negative; flip it so callers can treat larger as better.
         found = [(r[0], -r[1]) for r in rows]
-        if remember:
+        if remember and len(found) <= _SEARCH_PAIRS_KEPT // 4:
             with self._searches_lock:
+                old = self._searches.pop(key, None)
+                if old is not None:
+                    self._search_pairs -= len(old[1])
                 self._searches[key] = (generation, found)
-                self._searches.move_to_end(key)
-                while len(self._searches) > _SEARCHES_KEPT:
-                    self._searches.popitem(last=False)
+                self._search_pairs += len(found)
+                while self._search_pairs > _SEARCH_PAIRS_KEPT:
+                    self._search_pairs -= len(self._searches.popitem(last=False)[1][1])
         return list(found)
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
