@@ -13,6 +13,10 @@ server is stopped at the end, whatever happens.
 
     python bench/load.py                 # 20 clients, table to bench/results/load.md
     python bench/load.py --quick         # 5 clients, fewer calls
+    python bench/load.py --split-cores   # the server on one core, the clients on the others
+
+Each run also reports the CPU per call of the server process and of the clients (this
+process), and the latency ratio that Little's law allows with that CPU on these cores.
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ def store_env(src: Path, store: str | None) -> dict[str, str]:
     return env
 
 
-def start_server(vault: Path, src: Path, store: str | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(vault: Path, src: Path, store: str | None = None,
+                 cpus: set[int] | None = None) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = free_port()
@@ -89,6 +94,8 @@ def start_server(vault: Path, src: Path, store: str | None = None) -> tuple[subp
         [sys.executable, "-m", "smartcontext", "serve", "mcp", str(vault), "--transport", "http",
          "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        # Pinned in the child before exec (what `taskset` does), threads included.
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
     )
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 60
@@ -149,11 +156,20 @@ async def client_run(url: str, who: int, calls: int, deadline: float, notes: lis
             latencies.append((writes, time.perf_counter() - t0))
 
 
-async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[str], mixed: bool) -> dict:
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[str], mixed: bool,
+                server_pid: int | None = None) -> dict:
     latencies: list[tuple[bool, float]] = []
     errors: list[str] = []
     written: dict[str, list[str]] = {"appends": [], "preferences": []}
     deadline = time.monotonic() + seconds
+    server0 = process_cpu(server_pid) if server_pid else 0.0
+    client0 = time.process_time()
     t0 = time.perf_counter()
     await asyncio.wait_for(
         asyncio.gather(*(client_run(url, w, calls, deadline, notes, mixed, latencies, errors, written)
@@ -161,12 +177,17 @@ async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[
         timeout=seconds + 60,
     )
     wall = time.perf_counter() - t0
+    n = len(latencies) or 1
+    # The clients all run in this process: its CPU per call is the MCP SDK client's cost.
+    client_cpu = (time.process_time() - client0) / n * 1000
+    server_cpu = (process_cpu(server_pid) - server0) / n * 1000 if server_pid else float("nan")
     every = [s for _, s in latencies]
     reads = [s for w, s in latencies if not w]
     return {"clients": clients, "calls": len(latencies), "errors": errors, "written": written,
             "p50": quantile(every, 0.5) * 1000, "p95": quantile(every, 0.95) * 1000,
-            "read_p95": quantile(reads, 0.95) * 1000,
-            "rate": len(latencies) / wall if wall else 0.0, "seconds": wall}
+            "mean": sum(every) / n * 1000, "read_p95": quantile(reads, 0.95) * 1000,
+            "rate": len(latencies) / wall if wall else 0.0, "seconds": wall,
+            "server_cpu": server_cpu, "client_cpu": client_cpu}
 
 
 def main() -> None:
@@ -181,9 +202,19 @@ def main() -> None:
                         help="the source tree whose server is measured (e.g. another checkout's src)")
     parser.add_argument("--store", default=None, metavar="URL",
                         help="index into this store (postgresql://...?workspace=...) instead of SQLite")
+    parser.add_argument("--split-cores", action="store_true",
+                        help="pin the server to the last core and the clients to the others (taskset), "
+                             "so the clients do not compete with the server for its core")
     args = parser.parse_args()
     if args.quick:
         args.clients, args.calls, args.seconds = 5, 10, 60
+    server_cpus: set[int] | None = None
+    if args.split_cores:
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) < 2:
+            raise SystemExit("--split-cores needs at least two cores")
+        server_cpus = {cores[-1]}
+        os.sched_setaffinity(0, set(cores[:-1]))
 
     vault = prepare(args.archive)
     notes = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md")
@@ -192,12 +223,12 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
                    env=store_env(args.src, args.store), check=True, capture_output=True)
     index_seconds = time.perf_counter() - t0
-    proc, url = start_server(vault, args.src, args.store)
+    proc, url = start_server(vault, args.src, args.store, server_cpus)
     try:
         asyncio.run(phase(url, 1, 5, 30, notes, False))  # warm: catalogue, encoders
-        single = asyncio.run(phase(url, 1, args.calls * 2, args.seconds, notes, False))
-        many = asyncio.run(phase(url, args.clients, args.calls, args.seconds, notes, False))
-        mixed = asyncio.run(phase(url, args.clients, args.calls, args.seconds, notes, True))
+        single = asyncio.run(phase(url, 1, args.calls * 2, args.seconds, notes, False, proc.pid))
+        many = asyncio.run(phase(url, args.clients, args.calls, args.seconds, notes, False, proc.pid))
+        mixed = asyncio.run(phase(url, args.clients, args.calls, args.seconds, notes, True, proc.pid))
     finally:
         proc.terminate()
         try:
@@ -217,19 +248,37 @@ def main() -> None:
         (f"read-only, {args.clients} clients", many),
         (f"mixed read/write, {args.clients} clients", mixed),
     ]
-    table = ["| run | calls | errors | p50 ms | p95 ms | reads' p95 ms | calls/s |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    table = ["| run | calls | errors | p50 ms | p95 ms | reads' p95 ms | mean ms | calls/s "
+             "| server CPU ms/call | client CPU ms/call |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for label, r in rows:
         table.append(f"| {label} | {r['calls']} | {len(r['errors'])} | {r['p50']:.0f} | {r['p95']:.0f} "
-                     f"| {r['read_p95']:.0f} | {r['rate']:.1f} |")
+                     f"| {r['read_p95']:.0f} | {r['mean']:.0f} | {r['rate']:.1f} | {r['server_cpu']:.1f} "
+                     f"| {r['client_cpu']:.1f} |")
+    # Little's law for closed-loop clients: mean latency = clients / throughput, and
+    # throughput cannot pass cores / CPU per call. A lone call on an idle machine takes
+    # about its own CPU time (no waits besides the CPU), so that ratio is the floor.
+    cpu_per_call = (many["server_cpu"] + many["client_cpu"]) / 1000
+    alone_cpu = (single["server_cpu"] + single["client_cpu"]) / 1000
+    cores = len(os.sched_getaffinity(0) | (server_cpus or set()))
+    floor = args.clients * cpu_per_call / cores
     summary = [
         f"- p95 with {args.clients} clients / p95 with 1 client: **{ratio:.2f}x** (goal: within 3x); "
         f"mixed run / read-only run, same clients: p95 {mixed['p95'] / many['p95']:.2f}x",
+        f"- Little's law: {args.clients} clients / {many['rate']:.1f} calls/s = "
+        f"{args.clients / many['rate'] * 1000:.0f} ms per call and client (the call's mean {many['mean']:.0f} ms "
+        f"plus the client's own work between calls). With {cpu_per_call * 1000:.1f} ms of CPU per call "
+        f"(server + client) on {cores} cores, {args.clients} clients cannot complete more than "
+        f"{cores / cpu_per_call:.0f} calls/s, so their mean latency is at least {floor * 1000:.0f} ms even on "
+        f"an idle machine, where one client's call takes about its CPU time, {alone_cpu * 1000:.1f} ms: "
+        f"a mean ratio of at least {floor / alone_cpu:.1f}x",
+        f"- load average at the end: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        + (f"; server pinned to core {sorted(server_cpus)[0]}, clients to the others" if server_cpus else ""),
         f"- mixed run: {len(mixed['written']['appends'])} appends, {len(lost_appends)} lost; "
         f"{len(mixed['written']['preferences'])} preferences, {len(lost_prefs)} lost",
         f"- index build before the runs: {index_seconds:.1f} s; {len(notes)} notes",
     ]
-    cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (
+    cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (" --split-cores" if args.split_cores else "") + (
         f" --clients {args.clients} --calls {args.calls}" if not args.quick else "") + (
         f" --src {args.src}" if args.src != ROOT / "src" else "") + (
         " --store postgresql://..." if args.store else "")

@@ -366,6 +366,49 @@ def test_http_session_vault_round_trip_and_malformed_calls(http_server):
     assert (folder / "notes" / "Compost.md").is_file()
 
 
+def test_http_concurrent_clients_get_the_answers_of_one(http_server):
+    """Reads run side by side on pooled SQLite readers and share remembered full-text
+    answers: clients asking at once get exactly what one client alone gets."""
+    url, _, proc = http_server
+    calls = [
+        ("search", {"query": "login password", "mode": "keyword", "limit": 5}),
+        ("context", {"question": "how does login check the password", "max_tokens": 1000}),
+        ("search_vault", {"query": "tomatoes water", "limit": 5}),
+        ("read_file", {"path": "notes/Watering.md"}),
+        ("search", {"query": "tomatoes", "mode": "keyword", "limit": 5}),
+    ]
+
+    async def ask(order: list[int]) -> list[tuple[int, dict[str, Any]]]:
+        async with Client(url) as client:
+            return [(i, payload(await client.call_tool(*calls[i]))) for i in order]
+
+    answers: list[list[tuple[int, dict[str, Any]]]] = []
+
+    async def scenario() -> None:
+        alone = dict(await ask(list(range(len(calls)))))
+        assert all(a["success"] for a in alone.values())
+        assert alone[0]["results"] and alone[2]["results"] and "login" in alone[1]["text"]
+        answers.append(list(alone.items()))
+
+        async def one(who: int) -> None:
+            # Each client asks in its own order, twice, so different calls overlap.
+            order = [(who + k) % len(calls) for k in range(len(calls))] * 2
+            answers.append(await ask(order))
+
+        async with anyio.create_task_group() as tg:
+            for who in range(8):
+                tg.start_soon(one, who)
+
+    run(scenario)
+    alone = dict(answers[0])
+    assert len(answers) == 9
+    for got in answers[1:]:
+        assert len(got) == 2 * len(calls)
+        for i, answer in got:
+            assert answer == alone[i], calls[i]
+    assert proc.poll() is None
+
+
 def test_http_refuses_foreign_hosts_and_garbage(http_server):
     url, _, proc = http_server
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -382,6 +425,35 @@ def test_http_refuses_foreign_hosts_and_garbage(http_server):
 
     run(still_answers)
     assert proc.poll() is None
+
+
+def test_http_listener_turns_nagle_off_on_connections():
+    """uvicorn serves on the socket ``bind`` made; asyncio sets TCP_NODELAY on accepted
+    connections only when that socket says it is TCP. Without it each answer's SSE chunks
+    waited for the client's delayed ACK (about 40 ms a call)."""
+    import asyncio
+
+    from smartcontext.server.mcp import bind
+
+    async def accepted_nodelay() -> int:
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        listener = bind("127.0.0.1", 0)
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        try:
+            port = listener.getsockname()[1]
+            with socket.create_connection(("127.0.0.1", port)):
+                return await asyncio.wait_for(seen, 10)
+        finally:
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0
 
 
 # -- semantic search with the local model ---------------------------------------------------

@@ -325,3 +325,52 @@ def test_storing_vectors_moves_the_vector_generation_and_leaves_the_catalogues(m
     assert s.vector_models() == {"m": 2}
     _put(s, "b.py", [_item("b.py", "h")], hash="h2")
     assert s.generation() > generation
+
+
+def test_keyword_answers_follow_writes_from_any_connection(make_store):
+    """Full-text answers are remembered per index generation: asked again they are the
+    same, and a write (by this store or by another opened on the same index, as another
+    process would) is seen by the next question."""
+    s, other = make_store("shared"), make_store("shared")
+    _put(s, "a.py", [_item("a.py", "parse_toml", text="def parse_toml(): pass")])
+    first = s.keyword_search([KeywordTerm("toml")], 10)
+    assert first and s.keyword_search([KeywordTerm("toml")], 10) == first
+    _put(other, "b.py", [_item("b.py", "load_toml", text="def load_toml(): pass")], hash="h2")
+    again = s.keyword_search([KeywordTerm("toml")], 10)
+    assert len(again) == 2 and {r for r, _ in first} < {r for r, _ in again}
+    other.delete_files(["a.py", "b.py"])
+    assert s.keyword_search([KeywordTerm("toml")], 10) == []
+
+
+def test_keyword_answers_seen_inside_a_rolled_back_write_are_not_kept(make_store):
+    s = make_store()
+    _put(s, "a.py", [_item("a.py", "f", text="def f(): pass")])
+    before = s.keyword_search([KeywordTerm("yaml")], 10)
+    with pytest.raises(RuntimeError):
+        with s.batch():
+            _put(s, "b.py", [_item("b.py", "read_yaml", text="def read_yaml(): pass")], hash="h2")
+            assert s.keyword_search([KeywordTerm("yaml")], 10)  # the writer sees its own rows
+            raise RuntimeError("stop")
+    # The next write brings back the generation number the rolled-back one had.
+    _put(s, "c.py", [_item("c.py", "g", text="def g(): pass")], hash="h3")
+    assert before == [] and s.keyword_search([KeywordTerm("yaml")], 10) == []
+
+
+def test_remembered_keyword_answers_stay_within_their_budget(tmp_path, monkeypatch):
+    """A filtered search asks for every match: answers are kept up to a total number of
+    pairs, the oldest dropped first, and one over a quarter of the budget is not kept."""
+    from smartcontext.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "_SEARCH_PAIRS_KEPT", 40)
+    s = open_store(tmp_path / "i.db")
+    _put(s, "a.py", [_item("a.py", f"alpha_{i}", text=f"def alpha_{i}(): pass") for i in range(30)])
+    everything = s.keyword_search([KeywordTerm("alpha")], 1 << 30)
+    assert len(everything) == 30 and s._search_pairs == 0  # over a quarter of 40: not kept
+    for limit in range(1, 11):  # 55 pairs asked for in all
+        assert s.keyword_search([KeywordTerm("alpha")], limit) == everything[:limit]
+        assert s._search_pairs == sum(len(v[1]) for v in s._searches.values()) <= 40
+    kept = sorted(limit for _, limit in s._searches)
+    assert 0 < len(kept) < 10 and kept == list(range(11 - len(kept), 11))  # the oldest went first
+    for limit in range(1, 11):  # asked again, kept or not, the answers are the same
+        assert s.keyword_search([KeywordTerm("alpha")], limit) == everything[:limit]
+    s.close()

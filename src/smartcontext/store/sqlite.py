@@ -80,6 +80,10 @@ _CHUNK = 500
 # files, and later questions return to them. Decompressing on every read made warm
 # queries on the hub vault about 50% slower than the uncompressed index; 24M characters
 # hold all of it (about 15M) and most repositories.
+# Full-text answers remembered per index generation: at most this many (rowid, score)
+# pairs in all (about 100 bytes each); a filtered search asks for every match, so one
+# answer may hold tens of thousands, and one over a quarter of the budget is not kept.
+_SEARCH_PAIRS_KEPT = 200_000
 _TEXT_CACHE_CHARS = 24_000_000
 
 # bm25() weights of the FTS columns name, path, body, kind.
@@ -107,6 +111,12 @@ class SQLiteStore:
         self._files_lock = threading.Lock()  # readers on several threads share the cache
         self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
         self._memo: dict[str, tuple[int, object]] = {}
+        # Full-text answers by (match, limit), kept for their index generation: ranking
+        # the thousands of rows a common word matches is most of a question's work, and
+        # a server is asked the same words again (by search, then context, by each client).
+        self._searches: OrderedDict[tuple[str, int], tuple[int, list[tuple[int, float]]]] = OrderedDict()
+        self._search_pairs = 0
+        self._searches_lock = threading.Lock()
         # Reads run on connections of their own, one per reader at a time: SQLite runs one
         # statement at a time per connection, so on the writer's connection concurrent
         # questions queued for it (full-text ranking is most of a question's time), and a
@@ -657,6 +667,18 @@ class SQLiteStore:
             return []
         if files_only:
             match = f"({match}) AND kind:file"
+        # Remembered only from reader connections: they see committed rows, so an answer
+        # belongs to the generation read before it (or a newer one, which is what the
+        # next reader would see anyway). The writer's own reads may be rolled back.
+        remember = self._writer != threading.get_ident()
+        key = (match, limit)
+        if remember:
+            generation = self.generation()
+            with self._searches_lock:
+                hit = self._searches.get(key)
+                if hit is not None and hit[0] == generation:
+                    self._searches.move_to_end(key)
+                    return list(hit[1])
         try:
             rows = self.db.execute(
                 f"SELECT rowid, {_BM25} AS rank FROM items_fts "
@@ -666,7 +688,17 @@ class SQLiteStore:
         except sqlite3.OperationalError:
             return []
         # SQLite's bm25() is negative; flip it so callers can treat larger as better.
-        return [(r[0], -r[1]) for r in rows]
+        found = [(r[0], -r[1]) for r in rows]
+        if remember and len(found) <= _SEARCH_PAIRS_KEPT // 4:
+            with self._searches_lock:
+                old = self._searches.pop(key, None)
+                if old is not None:
+                    self._search_pairs -= len(old[1])
+                self._searches[key] = (generation, found)
+                self._search_pairs += len(found)
+                while self._search_pairs > _SEARCH_PAIRS_KEPT:
+                    self._search_pairs -= len(self._searches.popitem(last=False)[1][1])
+        return list(found)
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
