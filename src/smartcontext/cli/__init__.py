@@ -49,7 +49,9 @@ def main() -> None:
         if call is not None:
             fast.run(call)
         else:
-            load_app()()
+            # One name however it is started (`python -m smartcontext` too): usage lines and the
+            # completion variable _SMARTCONTEXT_COMPLETE follow it.
+            load_app()(prog_name="smartcontext")
     except SystemExit as exc:
         if plain.interrupted:
             _exit_now(exc.code)
