@@ -80,6 +80,11 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
                     for r in cat.by_path[p]:
                         if r != mod:
                             hit(r, 0.15 * ent.confidence)
+            elif not paths and "/" not in text:
+                # No such file: "ascii.rst" in format="ascii.rst" is the dotted name of
+                # astropy.io.ascii.rst, so an item whose full name ends with it matches.
+                for r in _dotted_suffix_matches(cat, low):
+                    hit(r, ent.confidence * 0.95)
             continue
         matches: dict[int, float] = {}
         fq = cat.by_fqname.get(low, [])
@@ -108,6 +113,15 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
         for r, m in matches.items():
             hit(r, ent.confidence * m * ambiguity)
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
+
+
+def _dotted_suffix_matches(cat: Catalogue, dotted: str) -> list[int]:
+    """Items whose full name is ``dotted`` or ends with ``.dotted`` (lower-cased)."""
+    last = dotted.rsplit(".", 1)[-1]
+    return [
+        r for r in cat.by_name.get(last, [])
+        if (fq := cat.entries[r].fqname.lower()) == dotted or fq.endswith("." + dotted)
+    ]
 
 
 def _normalise(scores: dict[int, float]) -> dict[int, float]:
@@ -245,7 +259,28 @@ def file_scores(
         out[p] += FILE_ENTITY_WEIGHT * s
     for p, s in semantic.items():
         out[p] += FILE_VECTOR_WEIGHT * s
-    return dict(out)
+    return {p: s * path_prior(cat, p) for p, s in out.items()}
+
+
+# Folders of documentation examples, benchmarks and vendored third-party code: their files
+# repeat the words of a question about the library (a docs example calls the API it is
+# about), yet the code a question is about lives in the library itself.
+AUX_FOLDERS = frozenset(
+    "doc docs example examples tutorial tutorials gallery galleries benchmark benchmarks "
+    "asv_bench vendor vendored _vendor third_party thirdparty extern externals".split()
+)
+AUX_PRIOR = 0.7
+
+
+def path_prior(cat: Catalogue, path: str) -> float:
+    """AUX_PRIOR for a code file under an auxiliary folder (see AUX_FOLDERS), else 1.
+    Notes and text under docs/ are what a prose question is about: they keep 1."""
+    parts = path.lower().split("/")[:-1]
+    if not any(p in AUX_FOLDERS for p in parts):
+        return 1.0
+    mod = cat.module_of_path.get(path)
+    entry = cat.entries.get(mod) if mod is not None else None
+    return AUX_PRIOR if entry is not None and kind_traits(entry.kind).whole_file else 1.0
 
 
 FILE_SYMBOL_WEIGHT = 0.5
