@@ -269,14 +269,16 @@ AUX_FOLDERS = frozenset(
     "doc docs example examples tutorial tutorials gallery galleries benchmark benchmarks "
     "asv_bench vendor vendored _vendor third_party thirdparty extern externals".split()
 )
-AUX_PRIOR = 0.7
+AUX_PRIOR = 0.5
 
 
 def path_prior(cat: Catalogue, path: str) -> float:
     """AUX_PRIOR for a code file under an auxiliary folder (see AUX_FOLDERS), else 1.
     Notes and text under docs/ are what a prose question is about: they keep 1."""
     parts = path.lower().split("/")[:-1]
-    if not any(p in AUX_FOLDERS for p in parts):
+    # "packages" at the top is a monorepo's code; inside a package (requests/packages/)
+    # it holds vendored copies of other projects.
+    if not any(p in AUX_FOLDERS or (p == "packages" and n > 0) for n, p in enumerate(parts)):
         return 1.0
     mod = cat.module_of_path.get(path)
     entry = cat.entries.get(mod) if mod is not None else None
@@ -291,10 +293,17 @@ FILE_PRIOR_WEIGHT = 0.5
 
 
 def add_file_prior(scored: dict[int, ScoredItem], cat: Catalogue, files: dict[str, float]) -> None:
+    """Symbols gain from a top-ranked file; those of auxiliary folders (path_prior) lose,
+    or a docs example's own items would still fill the budget."""
     top = max(files.values(), default=0.0)
-    if top <= 0:
-        return
+    priors: dict[str, float] = {}
     for s in scored.values():
         e = cat.entries.get(s.rowid)
-        if e is not None and e.path in files:
+        if e is None:
+            continue
+        if top > 0 and e.path in files:
             s.score += FILE_PRIOR_WEIGHT * files[e.path] / top * max(s.score, 0.05)
+        prior = priors.get(e.path)
+        if prior is None:
+            prior = priors[e.path] = path_prior(cat, e.path)
+        s.score *= prior
