@@ -23,6 +23,14 @@ _DOTTED_RE = re.compile(r"(?<![\w.])[^\W\d]\w*+(?:\.[^\W\d]\w*+)++")
 # A maximal run of path characters; whether it is a path is decided in Python.
 _PATHLIKE_RE = re.compile(r"(?<![\w/.-])[\w./-]++")
 _MAX_WORD = 200
+# Traceback frames: Python's ``File "pkg/mod.py", line 12, in func`` and pytest's
+# ``pkg/mod.py:12: in func``. Bounded character classes, so matching stays linear.
+_FRAME_RE = re.compile(
+    r'File "([^"\n]{1,400})", line \d{1,9}, in ([^\s,]{1,200})'
+    r"|^[ \t]*([\w./\\:-]{1,400}\.py):\d{1,9}: in ([^\s,]{1,200})",
+    re.MULTILINE,
+)
+MAX_FRAMES = 60
 _QUOTED_RE = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'")
 _SOURCE_EXTS = {
     "py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "java", "c", "h", "cc",
@@ -39,6 +47,7 @@ CONFIDENCE = {
     "snake": 0.7,
     "constant": 0.7,
     "known": 0.6,
+    "frame": 0.9,
 }
 KNOWN_BONUS = 0.2
 MAX_ENTITIES = 200
@@ -59,12 +68,18 @@ class ExtractedEntity:
     kind:       how it was found: path, quoted, qualified, camel, snake, constant, known.
     confidence: 0..1; names the index knows get higher confidence.
     known:      True when an indexed item has this name (exactly or as a suffix).
+    symbol:     for a traceback frame (kind ``frame``, text its file): the function the
+                frame is in (``<module>`` for top-level code).
+    frame:      for a traceback frame: its place in the question's tracebacks, 0 for
+                the outermost; deeper frames have higher numbers. -1 otherwise.
     """
 
     text: str
     kind: str
     confidence: float
     known: bool = False
+    symbol: str = ""
+    frame: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +147,9 @@ class EntityExtractor:
     def extract(self, text: str) -> list[ExtractedEntity]:
         found: dict[str, ExtractedEntity] = {}
         long_text = _more_words_than(text, LONG_TEXT_WORDS)
+        if self._add_frames(text, found):
+            # A frame's line says only where; read names from the rest (code lines, message).
+            text = _FRAME_RE.sub(" ", text)
 
         def add(value: str, kind: str) -> None:
             value = value.strip().strip(".,;:()[]{}")
@@ -189,3 +207,21 @@ class EntityExtractor:
                 break
         ranked = sorted(found.values(), key=lambda e: (-e.confidence, e.text))
         return ranked[:MAX_ENTITIES]
+
+    def _add_frames(self, text: str, found: dict[str, ExtractedEntity]) -> int:
+        """Add the frames of the question's tracebacks as ``frame`` entities (the deepest
+        MAX_FRAMES when there are more); returns how many."""
+        frames: dict[tuple[str, str], int] = {}
+        for m in _FRAME_RE.finditer(text):
+            raw, func = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
+            path = _as_path(raw.replace("\\", "/"))
+            if path is None:
+                continue
+            frames.pop((path, func), None)  # a repeated frame counts where it is deepest
+            frames[(path, func)] = len(frames)
+        kept = list(frames)[-MAX_FRAMES:]
+        for n, (path, func) in enumerate(kept):
+            found[f"frame:{path}:{func}"] = ExtractedEntity(
+                path, "frame", CONFIDENCE["frame"], False, symbol=func, frame=n
+            )
+        return len(kept)

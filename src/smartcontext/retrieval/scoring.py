@@ -19,6 +19,7 @@ from .graph import Neighbour
 
 # Match strengths for names (the seed's figures).
 EXACT, SUFFIX, CASE_INSENSITIVE = 1.0, 0.5, 0.3
+OWNER = 0.8  # ``A.b`` names A when no A.b is indexed (b inherited or added by the fix)
 STRONG_SHARE = 0.5  # direct matches within this share of the best are "strong"
 
 
@@ -67,9 +68,12 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
     def hit(rowid: int, strength: float) -> None:
         miss[rowid] *= 1.0 - min(0.99, strength)
 
+    _frame_hits(cat, [e for e in entities if e.kind == "frame"], hit)
     for ent in entities:
         text = ent.text
         low = text.lower()
+        if ent.kind == "frame":
+            continue
         if ent.kind == "path":
             paths = cat.paths_matching(text)
             if 0 < len(paths) <= 5:
@@ -102,6 +106,18 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
                 matches[r] = max(matches.get(r, 0), EXACT)
             else:
                 matches[r] = max(matches.get(r, 0), CASE_INSENSITIVE)
+        if "." in low and not any(m >= 0.95 for m in matches.values()):
+            # ``RST.__init__`` when RST inherits __init__: the owner is what is meant.
+            # The other items named b say little then, and would only dilute it.
+            owner = low.rsplit(".", 1)[0]
+            # Only a class or other symbol: ``pytest.skip`` is a function the package
+            # re-exports, not the package module itself.
+            owners = [
+                r for r in cat.by_name.get(owner.rsplit(".", 1)[-1], [])
+                if not kind_traits(cat.entries[r].kind).whole_file and _names(cat.entries[r], owner)
+            ]
+            if owners:
+                matches = {r: OWNER for r in owners}
         # A module named like the entity (``sessions`` -> requests/sessions.py).
         for p in cat.by_stem.get(last, []):
             mod = cat.module_of_path.get(p)
@@ -115,13 +131,45 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
 
 
+# A traceback's deepest frame in the repository is where the error surfaced; each frame
+# further out is a step further from it and weighs FRAME_STEP times less (at least
+# FRAME_FLOOR): the fix is often a caller, so outer frames still count.
+FRAME_STEP = 0.8
+FRAME_FLOOR = 0.3
+
+
+def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
+    """Hit each in-repository frame's module and the function it names in that file."""
+    inside = []
+    for ent in frames:
+        paths = cat.paths_matching(ent.text)
+        if 0 < len(paths) <= 5:
+            inside.append((ent, paths))
+    inside.sort(key=lambda fp: -fp[0].frame)
+    for step, (ent, paths) in enumerate(inside):
+        strength = ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step)
+        func = ent.symbol.lower()
+        for p in paths:
+            mod = cat.module_of_path.get(p)
+            if mod is not None:
+                hit(mod, strength)
+            for r in cat.by_path[p]:
+                e = cat.entries[r]
+                if r != mod and e.name.lower() == func:
+                    hit(r, strength)
+
+
+def _names(e, dotted: str) -> bool:
+    """True when entry ``e`` is called ``dotted`` (lower-cased): its qualified name, its
+    full name, or the end of its full name."""
+    fq = e.fqname.lower()
+    return e.qualname.lower() == dotted or fq == dotted or fq.endswith("." + dotted)
+
+
 def _dotted_suffix_matches(cat: Catalogue, dotted: str) -> list[int]:
     """Items whose full name is ``dotted`` or ends with ``.dotted`` (lower-cased)."""
     last = dotted.rsplit(".", 1)[-1]
-    return [
-        r for r in cat.by_name.get(last, [])
-        if (fq := cat.entries[r].fqname.lower()) == dotted or fq.endswith("." + dotted)
-    ]
+    return [r for r in cat.by_name.get(last, []) if _names(cat.entries[r], dotted)]
 
 
 def _normalise(scores: dict[int, float]) -> dict[int, float]:
