@@ -23,11 +23,15 @@ _DOTTED_RE = re.compile(r"(?<![\w.])[^\W\d]\w*+(?:\.[^\W\d]\w*+)++")
 # A maximal run of path characters; whether it is a path is decided in Python.
 _PATHLIKE_RE = re.compile(r"(?<![\w/.-])[\w./-]++")
 _MAX_WORD = 200
-# Traceback frames: Python's ``File "pkg/mod.py", line 12, in func`` and pytest's
-# ``pkg/mod.py:12: in func``. Bounded character classes, so matching stays linear.
+# Traceback frames: Python's ``File "pkg/mod.py", line 12, in func``, pytest's
+# ``pkg/mod.py:12: in func`` and IPython's ``File ~/pkg/mod.py:12, in Cls.func(args)`` and
+# ``~/pkg/mod.py in func(args)``. Anchored at "File " or a line start, with bounded
+# character classes, so matching stays linear in practice.
 _FRAME_RE = re.compile(
-    r'File "([^"\n]{1,400})", line \d{1,9}, in ([^\s,]{1,200})'
-    r"|^[ \t]*([\w./\\:-]{1,400}\.py):\d{1,9}: in ([^\s,]{1,200})",
+    r'File "([^"\n]{1,400})", line \d{1,9}, in ([^\s,(]{1,200})'
+    r"|File ~?([\w./\\:-]{1,400}\.py):\d{1,9}, in ([^\s,(]{1,200})"
+    r"|^[ \t]*~?([\w./\\:-]{1,400}\.py):\d{1,9}: in ([^\s,(]{1,200})"
+    r"|^[ \t]*~?([\w./\\:-]{1,400}\.py) in ([^\s,(]{1,200})\(",
     re.MULTILINE,
 )
 MAX_FRAMES = 60
@@ -213,7 +217,8 @@ class EntityExtractor:
         MAX_FRAMES when there are more); returns how many."""
         frames: dict[tuple[str, str], int] = {}
         for m in _FRAME_RE.finditer(text):
-            raw, func = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
+            n = next(i for i in (1, 3, 5, 7) if m.group(i) is not None)
+            raw, func = m.group(n), m.group(n + 1)
             path = _as_path(raw.replace("\\", "/"))
             if path is None:
                 continue

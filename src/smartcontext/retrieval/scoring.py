@@ -136,6 +136,7 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
 # FRAME_FLOOR): the fix is often a caller, so outer frames still count.
 FRAME_STEP = 0.8
 FRAME_FLOOR = 0.3
+UNPLACED_FRAME = 0.5
 
 
 def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
@@ -145,17 +146,23 @@ def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
         paths = cat.paths_matching(ent.text)
         if 0 < len(paths) <= 5:
             inside.append((ent, paths))
+        elif not paths:
+            # A file this tree does not have (renamed since, or another project): the
+            # function's name may still be ours.
+            named = cat.by_name.get(ent.symbol.lower().rsplit(".", 1)[-1], [])
+            for r in named:
+                hit(r, UNPLACED_FRAME * ent.confidence / (1.0 + math.log(len(named))))
     inside.sort(key=lambda fp: -fp[0].frame)
     for step, (ent, paths) in enumerate(inside):
         strength = ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step)
-        func = ent.symbol.lower()
+        # "Plot._plot" or "_preprocess_data.<locals>.inner": the last part is the name.
+        func = ent.symbol.lower().rsplit(".", 1)[-1]
         for p in paths:
             mod = cat.module_of_path.get(p)
             if mod is not None:
                 hit(mod, strength)
             for r in cat.by_path[p]:
-                e = cat.entries[r]
-                if r != mod and e.name.lower() == func:
+                if r != mod and cat.entries[r].name.lower() == func:
                     hit(r, strength)
 
 
