@@ -106,6 +106,11 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
                 matches[r] = max(matches.get(r, 0), EXACT)
             else:
                 matches[r] = max(matches.get(r, 0), CASE_INSENSITIVE)
+        # A module named like the entity (``sessions`` -> requests/sessions.py).
+        for p in cat.by_stem.get(last, []):
+            mod = cat.module_of_path.get(p)
+            if mod is not None:
+                matches[mod] = max(matches.get(mod, 0), 0.6)
         if "." in low and not any(m >= 0.95 for m in matches.values()):
             # ``RST.__init__`` when RST inherits __init__: the owner is what is meant.
             # The other items named b say little then, and would only dilute it.
@@ -118,11 +123,6 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
             ]
             if owners:
                 matches = {r: OWNER for r in owners}
-        # A module named like the entity (``sessions`` -> requests/sessions.py).
-        for p in cat.by_stem.get(last, []):
-            mod = cat.module_of_path.get(p)
-            if mod is not None:
-                matches[mod] = max(matches.get(mod, 0), 0.6)
         if not matches:
             continue
         ambiguity = 1.0 / (1.0 + math.log(len(matches)))
