@@ -106,7 +106,9 @@ class SmartContextExtractor:
         kw = {r: s for r, s in kw.items() if allowed(r)}
         vec = {r: s for r, s in vec.items() if allowed(r)}
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
-        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed)
+        frames = {p: v for p, v in scoring.frame_files(cat, entities).items()
+                  if p in cat.module_of_path and allowed(cat.module_of_path[p])}
+        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames)
         scoring.add_file_prior(scored, cat, file_rank)
         seeds = [s.rowid for s in sorted(scored.values(), key=lambda s: -s.score)[:GRAPH_SEEDS]]
         neighbours = graph.expand(self.store, cat, seeds, depth=cfg.expand_depth)

@@ -137,24 +137,41 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
 FRAME_STEP = 0.8
 FRAME_FLOOR = 0.3
 UNPLACED_FRAME = 0.5
+FILE_FRAME_STEP = 0.5
+
+
+def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> list[tuple[ExtractedEntity, list[str], float]]:
+    """The frames in files of this tree, deepest first, with their strength."""
+    inside = []
+    for ent in frames:
+        if ent.kind != "frame":
+            continue
+        paths = cat.paths_matching(ent.text)
+        if 0 < len(paths) <= 5:
+            inside.append((ent, paths))
+    inside.sort(key=lambda fp: -fp[0].frame)
+    return [
+        (ent, paths, ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step))
+        for step, (ent, paths) in enumerate(inside)
+    ]
+
+
+def frame_files(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[str, float]:
+    """Files of the question's traceback frames: the file of the deepest frame 1, the
+    next file out FILE_FRAME_STEP, and so on (a file counts once, where it is deepest)."""
+    out: dict[str, float] = {}
+    for _, paths, _ in placed_frames(cat, entities):
+        fresh = [p for p in paths if p not in out]
+        if fresh:
+            strength = FILE_FRAME_STEP ** len({v for v in out.values()})
+            for p in fresh:
+                out[p] = strength
+    return out
 
 
 def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
     """Hit each in-repository frame's module and the function it names in that file."""
-    inside = []
-    for ent in frames:
-        paths = cat.paths_matching(ent.text)
-        if 0 < len(paths) <= 5:
-            inside.append((ent, paths))
-        elif not paths:
-            # A file this tree does not have (renamed since, or another project): the
-            # function's name may still be ours.
-            named = cat.by_name.get(ent.symbol.lower().rsplit(".", 1)[-1], [])
-            for r in named:
-                hit(r, UNPLACED_FRAME * ent.confidence / (1.0 + math.log(len(named))))
-    inside.sort(key=lambda fp: -fp[0].frame)
-    for step, (ent, paths) in enumerate(inside):
-        strength = ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step)
+    for ent, paths, strength in placed_frames(cat, frames):
         # "Plot._plot" or "_preprocess_data.<locals>.inner": the last part is the name.
         func = ent.symbol.lower().rsplit(".", 1)[-1]
         for p in paths:
@@ -164,6 +181,13 @@ def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
             for r in cat.by_path[p]:
                 if r != mod and cat.entries[r].name.lower() == func:
                     hit(r, strength)
+    for ent in frames:
+        if not cat.paths_matching(ent.text):
+            # A file this tree does not have (renamed since, or another project): the
+            # function's name may still be ours.
+            named = cat.by_name.get(ent.symbol.lower().rsplit(".", 1)[-1], [])
+            for r in named:
+                hit(r, UNPLACED_FRAME * ent.confidence / (1.0 + math.log(len(named))))
 
 
 def _names(e, dotted: str) -> bool:
@@ -281,6 +305,7 @@ def file_scores(
     entity: dict[int, float],
     vector: dict[int, float],
     allowed,
+    frames: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Rank files: BM25 of the whole file, plus its three best symbols (long files
     hold many functions, and whole-file BM25 penalises length), plus named entities.
@@ -314,6 +339,10 @@ def file_scores(
         out[p] += FILE_ENTITY_WEIGHT * s
     for p, s in semantic.items():
         out[p] += FILE_VECTOR_WEIGHT * s
+    # The file where a reported error surfaced: the names of a long report reach many
+    # files about equally, a traceback's deepest frame reaches one.
+    for p, s in (frames or {}).items():
+        out[p] += FILE_FRAME_WEIGHT * s
     return {p: s * path_prior(cat, p) for p, s in out.items()}
 
 
@@ -343,6 +372,7 @@ def path_prior(cat: Catalogue, path: str) -> float:
 FILE_SYMBOL_WEIGHT = 0.5
 FILE_ENTITY_WEIGHT = 0.25
 FILE_VECTOR_WEIGHT = 0.25
+FILE_FRAME_WEIGHT = 1.0
 # How much a symbol gains from being in a top-ranked file.
 FILE_PRIOR_WEIGHT = 0.5
 
