@@ -38,13 +38,6 @@ REPEAT_FREQUENT = 3
 # questions of at most FORM_MAX_TERMS terms. Measured on bench/code_context.py: expanding
 # every word of a long bug report added noise (Acc@1 50.8 -> 49.2); a short question in
 # plain English is where a missed word form costs the answer.
-# Quoted messages ("WARNING: no number is assigned for table") are often the very string
-# literal of the code that prints them: runs of PHRASE_WORDS consecutive words of a quoted
-# span become phrase clauses (runs, because the literal holds %s where the report has a
-# value), at most MAX_MESSAGE_PHRASES of them.
-PHRASE_WORDS = 3
-MAX_MESSAGE_PHRASES = 24
-_QUOTED_SPAN_RE = re.compile(r"`([^`\n]{1,300})`|\"([^\"\n]{1,300})\"|'([^'\n]{1,300})'")
 FORM_MIN_LEN = 5
 MAX_FORMS = 3
 FORM_MAX_TERMS = 20
@@ -69,6 +62,15 @@ def question_terms(text: str) -> tuple[list[str], list[str]]:
             if len(p) > 1 and p not in STOPWORDS:
                 terms[p] = None
     return list(terms), list(phrases)
+
+
+# Quoted messages ("WARNING: no number is assigned for table") are often the very string
+# literal of the code that prints them: runs of PHRASE_WORDS consecutive words of a quoted
+# span become phrase clauses (runs, because the literal holds %s where the report has a
+# value), at most MAX_MESSAGE_PHRASES of them.
+PHRASE_WORDS = 3
+MAX_MESSAGE_PHRASES = 24
+_QUOTED_SPAN_RE = re.compile(r"`([^`\n]{1,300})`|\"([^\"\n]{1,300})\"|'([^'\n]{1,300})'")
 
 
 def message_phrases(text: str) -> list[str]:
