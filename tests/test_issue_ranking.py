@@ -154,6 +154,40 @@ def test_the_deepest_frame_of_a_traceback_ranks_its_file_first(tmp_path):
     assert "def compute(job)" in text
 
 
+def test_a_frame_of_an_installed_package_finds_the_file_kept_under_src(tmp_path):
+    _write(tmp_path, {
+        "src/tool/__init__.py": "",
+        "src/tool/_io/__init__.py": "",
+        "src/tool/_io/saferepr.py": '''
+            def saferepr(obj):
+                return repr(obj)
+            ''',
+        "src/tool/report.py": '''
+            def report(obj):
+                """The report of a failing object."""
+                return "report: " + repr(obj)
+            ''',
+    })
+    question = textwrap.dedent(
+        """\
+        INTERNALERROR when an object's __repr__ raises, the report of the object fails:
+
+        INTERNALERROR>   File "/usr/lib/python3.8/site-packages/tool/report.py", line 3, in report
+        INTERNALERROR>   File "/usr/lib/python3.8/site-packages/tool/_io/saferepr.py", line 2, in saferepr
+        INTERNALERROR>   File "/home/me/tests/test_it.py", line 6, in __repr__
+        """
+    )
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = ws.catalogue()
+        assert cat.paths_matching("usr/lib/python3.8/site-packages/tool/_io/saferepr.py") == [
+            "src/tool/_io/saferepr.py"
+        ]
+        assert cat.paths_matching("home/me/tests/test_it.py") == []
+        res = ws.context(question, max_tokens=8000, exclude_tests=True)
+    assert res.files[0] == "src/tool/_io/saferepr.py"
+
+
 def test_a_quoted_warning_finds_the_literal_that_prints_it(tmp_path):
     _write(tmp_path, {
         "pkg/__init__.py": "",
