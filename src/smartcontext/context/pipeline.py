@@ -14,6 +14,7 @@ from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
 from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
+from ..retrieval.reports import without_version_lines
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
 from .budgeter import plan_budget
@@ -68,12 +69,15 @@ class SmartContextExtractor:
         timings["catalogue"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        entities = EntityExtractor(is_known=cat.is_known).extract(question)
+        # Names and keywords come from what the question says, not the package versions
+        # it pastes; the question itself is kept whole for the result.
+        asked = without_version_lines(question)
+        entities = EntityExtractor(is_known=cat.is_known).extract(asked)
         ent = scoring.entity_scores(cat, entities)
         timings["entities"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        match, _terms = self.keyword.build_match(question)
+        match, _terms = self.keyword.build_match(asked)
         kw_hits = self.store.keyword_search(match, CANDIDATES_PER_SIGNAL)
         file_hits = self.store.keyword_search(match, CANDIDATES_PER_SIGNAL, files_only=True)
         kw = scoring.keyword_scores(kw_hits)
@@ -102,7 +106,9 @@ class SmartContextExtractor:
         kw = {r: s for r, s in kw.items() if allowed(r)}
         vec = {r: s for r, s in vec.items() if allowed(r)}
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
-        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed)
+        frames = {p: v for p, v in scoring.frame_files(cat, entities).items()
+                  if p in cat.module_of_path and allowed(cat.module_of_path[p])}
+        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames)
         scoring.add_file_prior(scored, cat, file_rank)
         seeds = [s.rowid for s in sorted(scored.values(), key=lambda s: -s.score)[:GRAPH_SEEDS]]
         neighbours = graph.expand(self.store, cat, seeds, depth=cfg.expand_depth)

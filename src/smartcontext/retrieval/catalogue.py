@@ -277,6 +277,25 @@ class Catalogue:
             if cands:
                 longest = max(len(p) for p in cands)
                 out = [p for p in cands if len(p) == longest]
+            else:
+                out = self._installed_layout_match(frag)
+        return out
+
+    def _installed_layout_match(self, frag: str) -> list[str]:
+        """An installed package's path (.../site-packages/_pytest/_io/saferepr.py) names a
+        file kept under src/ or lib/ in the tree (src/_pytest/_io/saferepr.py): the files
+        of the same name sharing the most trailing folders with it, at least one folder."""
+        parts = frag.split("/")
+        best, out = 1, []
+        for p in self.by_stem.get(_stem(frag), []):
+            mine = p.lower().split("/")
+            shared = 0
+            while shared < min(len(mine), len(parts)) and mine[-1 - shared] == parts[-1 - shared]:
+                shared += 1
+            if shared > best:
+                best, out = shared, [p]
+            elif shared == best and out:
+                out.append(p)
         return out
 
     def parent(self, rowid: int) -> CatalogueRow | None:

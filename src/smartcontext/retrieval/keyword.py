@@ -64,6 +64,34 @@ def question_terms(text: str) -> tuple[list[str], list[str]]:
     return list(terms), list(phrases)
 
 
+# Quoted messages ("WARNING: no number is assigned for table") are often the very string
+# literal of the code that prints them: runs of PHRASE_WORDS consecutive words of a quoted
+# span become phrase clauses (runs, because the literal holds %s where the report has a
+# value), at most MAX_MESSAGE_PHRASES of them.
+PHRASE_WORDS = 3
+MAX_MESSAGE_PHRASES = 24
+_QUOTED_SPAN_RE = re.compile(r"`([^`\n]{1,300})`|\"([^\"\n]{1,300})\"|'([^'\n]{1,300})'")
+
+
+def message_phrases(text: str) -> list[str]:
+    """Phrases of PHRASE_WORDS consecutive words from the quoted spans of ``text`` that
+    hold at least that many plain words (quoted prose, not a quoted name)."""
+    out: dict[str, None] = {}
+    for m in _QUOTED_SPAN_RE.finditer(text[:200_000]):
+        inner = next(g for g in m.groups() if g is not None)
+        words = [w.lower() for w in _WORD_RE.findall(inner) if len(w) <= 40]
+        if len(words) < PHRASE_WORDS:
+            continue
+        for i in range(len(words) - PHRASE_WORDS + 1):
+            window = words[i : i + PHRASE_WORDS]
+            if all(w in STOPWORDS for w in window):
+                continue
+            out[" ".join(window)] = None
+            if len(out) >= MAX_MESSAGE_PHRASES:
+                return list(out)
+    return list(out)
+
+
 def _term_frequencies(text: str) -> dict[str, int]:
     freq: dict[str, int] = {}
     for m in _WORD_RE.finditer(text[:200_000]):
@@ -111,6 +139,7 @@ class KeywordSearcher:
             parts = ph.split()
             if all(p in chosen_set or df.get(p, 0) > 0 for p in parts):
                 clauses.append(KeywordTerm(ph))
+        clauses.extend(KeywordTerm(ph) for ph in message_phrases(text))
         return clauses, chosen
 
     def _word_forms(self, terms: list[str], chosen: set[str], n_docs: int) -> list[str]:

@@ -19,6 +19,7 @@ from .graph import Neighbour
 
 # Match strengths for names (the seed's figures).
 EXACT, SUFFIX, CASE_INSENSITIVE = 1.0, 0.5, 0.3
+OWNER = 0.8  # ``A.b`` names A when no A.b is indexed (b inherited or added by the fix)
 STRONG_SHARE = 0.5  # direct matches within this share of the best are "strong"
 
 
@@ -67,9 +68,12 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
     def hit(rowid: int, strength: float) -> None:
         miss[rowid] *= 1.0 - min(0.99, strength)
 
+    _frame_hits(cat, [e for e in entities if e.kind == "frame"], hit)
     for ent in entities:
         text = ent.text
         low = text.lower()
+        if ent.kind == "frame":
+            continue
         if ent.kind == "path":
             paths = cat.paths_matching(text)
             if 0 < len(paths) <= 5:
@@ -80,6 +84,11 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
                     for r in cat.by_path[p]:
                         if r != mod:
                             hit(r, 0.15 * ent.confidence)
+            elif not paths and "/" not in text:
+                # No such file: "ascii.rst" in format="ascii.rst" is the dotted name of
+                # astropy.io.ascii.rst, so an item whose full name ends with it matches.
+                for r in _dotted_suffix_matches(cat, low):
+                    hit(r, ent.confidence * 0.95)
             continue
         matches: dict[int, float] = {}
         fq = cat.by_fqname.get(low, [])
@@ -102,12 +111,96 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
             mod = cat.module_of_path.get(p)
             if mod is not None:
                 matches[mod] = max(matches.get(mod, 0), 0.6)
+        if "." in low and not any(m >= 0.95 for m in matches.values()):
+            # ``RST.__init__`` when RST inherits __init__: the owner is what is meant.
+            # The other items named b say little then, and would only dilute it.
+            owner = low.rsplit(".", 1)[0]
+            # Only a class or other symbol: ``pytest.skip`` is a function the package
+            # re-exports, not the package module itself.
+            owners = [
+                r for r in cat.by_name.get(owner.rsplit(".", 1)[-1], [])
+                if not kind_traits(cat.entries[r].kind).whole_file and _names(cat.entries[r], owner)
+            ]
+            if owners:
+                matches = {r: OWNER for r in owners}
         if not matches:
             continue
         ambiguity = 1.0 / (1.0 + math.log(len(matches)))
         for r, m in matches.items():
             hit(r, ent.confidence * m * ambiguity)
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
+
+
+# A traceback's deepest frame in the repository is where the error surfaced; each frame
+# further out is a step further from it and weighs FRAME_STEP times less (at least
+# FRAME_FLOOR): the fix is often a caller, so outer frames still count.
+FRAME_STEP = 0.8
+FRAME_FLOOR = 0.3
+UNPLACED_FRAME = 0.5
+FILE_FRAME_STEP = 0.5
+
+
+def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> list[tuple[ExtractedEntity, list[str], float]]:
+    """The frames in files of this tree, deepest first, with their strength."""
+    inside = []
+    for ent in frames:
+        if ent.kind != "frame":
+            continue
+        paths = cat.paths_matching(ent.text)
+        if 0 < len(paths) <= 5:
+            inside.append((ent, paths))
+    inside.sort(key=lambda fp: -fp[0].frame)
+    return [
+        (ent, paths, ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step))
+        for step, (ent, paths) in enumerate(inside)
+    ]
+
+
+def frame_files(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[str, float]:
+    """Files of the question's traceback frames: the file of the deepest frame 1, the
+    next file out FILE_FRAME_STEP, and so on (a file counts once, where it is deepest)."""
+    out: dict[str, float] = {}
+    for _, paths, _ in placed_frames(cat, entities):
+        fresh = [p for p in paths if p not in out]
+        if fresh:
+            strength = FILE_FRAME_STEP ** len({v for v in out.values()})
+            for p in fresh:
+                out[p] = strength
+    return out
+
+
+def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
+    """Hit each in-repository frame's module and the function it names in that file."""
+    for ent, paths, strength in placed_frames(cat, frames):
+        # "Plot._plot" or "_preprocess_data.<locals>.inner": the last part is the name.
+        func = ent.symbol.lower().rsplit(".", 1)[-1]
+        for p in paths:
+            mod = cat.module_of_path.get(p)
+            if mod is not None:
+                hit(mod, strength)
+            for r in cat.by_path[p]:
+                if r != mod and cat.entries[r].name.lower() == func:
+                    hit(r, strength)
+    for ent in frames:
+        if not cat.paths_matching(ent.text):
+            # A file this tree does not have (renamed since, or another project): the
+            # function's name may still be ours.
+            named = cat.by_name.get(ent.symbol.lower().rsplit(".", 1)[-1], [])
+            for r in named:
+                hit(r, UNPLACED_FRAME * ent.confidence / (1.0 + math.log(len(named))))
+
+
+def _names(e, dotted: str) -> bool:
+    """True when entry ``e`` is called ``dotted`` (lower-cased): its qualified name, its
+    full name, or the end of its full name."""
+    fq = e.fqname.lower()
+    return e.qualname.lower() == dotted or fq == dotted or fq.endswith("." + dotted)
+
+
+def _dotted_suffix_matches(cat: Catalogue, dotted: str) -> list[int]:
+    """Items whose full name is ``dotted`` or ends with ``.dotted`` (lower-cased)."""
+    last = dotted.rsplit(".", 1)[-1]
+    return [r for r in cat.by_name.get(last, []) if _names(cat.entries[r], dotted)]
 
 
 def _normalise(scores: dict[int, float]) -> dict[int, float]:
@@ -212,6 +305,7 @@ def file_scores(
     entity: dict[int, float],
     vector: dict[int, float],
     allowed,
+    frames: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Rank files: BM25 of the whole file, plus its three best symbols (long files
     hold many functions, and whole-file BM25 penalises length), plus named entities.
@@ -245,21 +339,56 @@ def file_scores(
         out[p] += FILE_ENTITY_WEIGHT * s
     for p, s in semantic.items():
         out[p] += FILE_VECTOR_WEIGHT * s
-    return dict(out)
+    # The file where a reported error surfaced: the names of a long report reach many
+    # files about equally, a traceback's deepest frame reaches one.
+    for p, s in (frames or {}).items():
+        out[p] += FILE_FRAME_WEIGHT * s
+    return {p: s * path_prior(cat, p) for p, s in out.items()}
+
+
+# Folders of documentation examples, benchmarks and vendored third-party code: their files
+# repeat the words of a question about the library (a docs example calls the API it is
+# about), yet the code a question is about lives in the library itself.
+AUX_FOLDERS = frozenset(
+    "doc docs example examples tutorial tutorials gallery galleries benchmark benchmarks "
+    "asv_bench vendor vendored _vendor third_party thirdparty extern externals".split()
+)
+AUX_PRIOR = 0.5
+
+
+def path_prior(cat: Catalogue, path: str) -> float:
+    """AUX_PRIOR for a code file under an auxiliary folder (see AUX_FOLDERS), else 1.
+    Notes and text under docs/ are what a prose question is about: they keep 1."""
+    parts = path.lower().split("/")[:-1]
+    # "packages" at the top is a monorepo's code; inside a package (requests/packages/)
+    # it holds vendored copies of other projects.
+    if not any(p in AUX_FOLDERS or (p == "packages" and n > 0) for n, p in enumerate(parts)):
+        return 1.0
+    mod = cat.module_of_path.get(path)
+    entry = cat.entries.get(mod) if mod is not None else None
+    return AUX_PRIOR if entry is not None and kind_traits(entry.kind).whole_file else 1.0
 
 
 FILE_SYMBOL_WEIGHT = 0.5
 FILE_ENTITY_WEIGHT = 0.25
 FILE_VECTOR_WEIGHT = 0.25
+FILE_FRAME_WEIGHT = 1.0
 # How much a symbol gains from being in a top-ranked file.
 FILE_PRIOR_WEIGHT = 0.5
 
 
 def add_file_prior(scored: dict[int, ScoredItem], cat: Catalogue, files: dict[str, float]) -> None:
+    """Symbols gain from a top-ranked file; those of auxiliary folders (path_prior) lose,
+    or a docs example's own items would still fill the budget."""
     top = max(files.values(), default=0.0)
-    if top <= 0:
-        return
+    priors: dict[str, float] = {}
     for s in scored.values():
         e = cat.entries.get(s.rowid)
-        if e is not None and e.path in files:
+        if e is None:
+            continue
+        if top > 0 and e.path in files:
             s.score += FILE_PRIOR_WEIGHT * files[e.path] / top * max(s.score, 0.05)
+        prior = priors.get(e.path)
+        if prior is None:
+            prior = priors[e.path] = path_prior(cat, e.path)
+        s.score *= prior

@@ -1,0 +1,348 @@
+"""Bug reports as questions (issue 12): what an issue pastes is weighed for what it says.
+
+Tracebacks point at the frame where the error surfaced, quoted messages at the string
+literal that prints them, ``format="ascii.rst"`` at a module, package listings at nothing,
+and docs examples below the library they illustrate. Each ranking test is a real folder
+indexed in tmp_path, with a decoy that the old weighing put first.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from smartcontext import Workspace
+from smartcontext.retrieval import scoring
+from smartcontext.retrieval.entities import EntityExtractor, ExtractedEntity
+from smartcontext.retrieval.keyword import KeywordSearcher, message_phrases
+from smartcontext.retrieval.reports import without_version_lines
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, body in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(body).lstrip(), encoding="utf-8")
+
+
+def _files(root: Path, question: str) -> tuple[list[str], str]:
+    with Workspace.open(root) as ws:
+        ws.index(embeddings=False)
+        res = ws.context(question, max_tokens=8000, exclude_tests=True)
+        return list(res.files), res.text
+
+
+# -- pieces -------------------------------------------------------------------------
+
+
+def test_package_listings_are_not_read_as_names():
+    report = textwrap.dedent(
+        """\
+        The runner hangs when a hook raises.
+
+        ```
+        pluggy             0.13.1
+        more-itertools==8.0.2
+        xarray: 0.16.0
+        LC_ALL: None
+        - Python version: 3.8.2
+        python: 3.8.3 (default, Jul  2 2020, 11:26:31)
+        ```
+        assert total == 1.5
+        return 2.0
+        """
+    )
+    kept = without_version_lines(report)
+    for gone in ("pluggy", "more-itertools", "xarray", "LC_ALL", "Python version", "python: 3.8.3"):
+        assert gone not in kept
+    # Code lines that end in a number stay, and so does the prose.
+    assert "assert total == 1.5" in kept and "return 2.0" in kept
+    assert "The runner hangs when a hook raises." in kept
+
+
+def test_quoted_messages_become_three_word_phrases():
+    phrases = message_phrases('Since 3.3: "WARNING: no number is assigned for table" and `x`')
+    assert phrases[:2] == ["warning no number", "no number is"]
+    assert "assigned for table" in phrases
+    # A quoted name is not a message.
+    assert message_phrases("call `get_writer` or 'ascii.rst'") == []
+
+
+def test_traceback_frames_are_read_in_four_formats():
+    text = textwrap.dedent(
+        """\
+        Traceback (most recent call last):
+          File "/usr/lib/python3/dist-packages/pkg/ui.py", line 856, in write
+            writer = get_writer(Writer=Writer)
+        File ~/code/pkg/pkg/plot.py:1252, in Plotter._setup_scales(self, p)
+        /usr/local/lib/python3.8/site-packages/pkg/runner.py:341: in from_call
+        ~/envs/lib/python3.8/site-packages/pkg/core.py in _lookup(self, key)
+        TypeError: RST.__init__() got an unexpected keyword argument 'header_rows'
+        """
+    )
+    found = EntityExtractor().extract(text)
+    frames = sorted((e for e in found if e.kind == "frame"), key=lambda e: e.frame)
+    assert [(e.text.rsplit("/", 2)[-2:], e.symbol) for e in frames] == [
+        (["pkg", "ui.py"], "write"),
+        (["pkg", "plot.py"], "Plotter._setup_scales"),
+        (["pkg", "runner.py"], "from_call"),
+        (["pkg", "core.py"], "_lookup"),
+    ]
+    names = {e.text for e in found}
+    # The frame lines are not read again as paths; the code line and the message are.
+    assert not any("dist-packages" in n for n in names if n not in {f.text for f in frames})
+    assert {"get_writer", "RST.__init__"} <= names
+
+
+def test_plain_words_that_name_items_weigh_less_in_a_long_report():
+    known = {"login", "output"}
+    short = {e.text: e.confidence for e in EntityExtractor(known_names=known).extract("How is login done?")}
+    filler = " ".join(f"word{n}" for n in range(80))
+    long = {e.text: e.confidence for e in EntityExtractor(known_names=known).extract(f"The login {filler}")}
+    assert short["login"] >= 0.9
+    assert long["login"] < 0.5
+    # A name shaped like code keeps its weight in a long report.
+    shaped = EntityExtractor(known_names={"get_login"}).extract(f"get_login {filler}")
+    assert next(e for e in shaped if e.text == "get_login").confidence >= 0.9
+
+
+# -- ranking on real folders --------------------------------------------------------
+
+
+def test_the_deepest_frame_of_a_traceback_ranks_its_file_first(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/app.py": '''
+            """The application: runs a job, computes a report, prints the report."""
+            from pkg.engine import compute
+
+
+            def run(job):
+                """Run the job: compute the report of the job and print the report."""
+                report = compute(job)
+                print(report)
+                return report
+            ''',
+        "pkg/engine.py": '''
+            def compute(job):
+                if not job:
+                    raise ValueError("empty")
+                return sum(job)
+            ''',
+        "pkg/other.py": '''
+            def unrelated(x):
+                return x * 2
+            ''',
+    })
+    question = textwrap.dedent(
+        """\
+        Running a job to compute a report crashes: the report of an empty job is never
+        printed and the job run fails.
+
+        Traceback (most recent call last):
+          File "/home/me/venv/lib/python3.11/site-packages/pkg/app.py", line 7, in run
+            report = compute(job)
+          File "/home/me/venv/lib/python3.11/site-packages/pkg/engine.py", line 3, in compute
+            raise ValueError("empty")
+        ValueError: empty
+        """
+    )
+    files, text = _files(tmp_path, question)
+    assert files[0] == "pkg/engine.py"
+    assert "def compute(job)" in text
+
+
+def test_a_frame_of_an_installed_package_finds_the_file_kept_under_src(tmp_path):
+    _write(tmp_path, {
+        "src/tool/__init__.py": "",
+        "src/tool/_io/__init__.py": "",
+        "src/tool/_io/saferepr.py": '''
+            def saferepr(obj):
+                return repr(obj)
+            ''',
+        "src/tool/report.py": '''
+            def report(obj):
+                """The report of a failing object."""
+                return "report: " + repr(obj)
+            ''',
+    })
+    question = textwrap.dedent(
+        """\
+        INTERNALERROR when an object's __repr__ raises, the report of the object fails:
+
+        INTERNALERROR>   File "/usr/lib/python3.8/site-packages/tool/report.py", line 3, in report
+        INTERNALERROR>   File "/usr/lib/python3.8/site-packages/tool/_io/saferepr.py", line 2, in saferepr
+        INTERNALERROR>   File "/home/me/tests/test_it.py", line 6, in __repr__
+        """
+    )
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = ws.catalogue()
+        assert cat.paths_matching("usr/lib/python3.8/site-packages/tool/_io/saferepr.py") == [
+            "src/tool/_io/saferepr.py"
+        ]
+        assert cat.paths_matching("home/me/tests/test_it.py") == []
+        res = ws.context(question, max_tokens=8000, exclude_tests=True)
+    assert res.files[0] == "src/tool/_io/saferepr.py"
+
+
+def test_a_quoted_warning_finds_the_literal_that_prints_it(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/numbering.py": '''
+            import logging
+
+            logger = logging.getLogger(__name__)
+
+
+            def assign(node, kind):
+                if node.number is None:
+                    logger.warning("no number is assigned for %s: %s", kind, node)
+                return node.number
+            ''',
+        "pkg/tables.py": '''
+            """Tables: a table has a number, a table caption and table rows."""
+
+
+            class Table:
+                """A table. The table number is shown above the table."""
+
+                def number_table(self, table):
+                    """Give the table its table number."""
+                    table.number = 1
+                    return table
+            ''',
+    })
+    question = (
+        'Since the upgrade every build prints "WARNING: no number is assigned for table" for each '
+        "table, although the table has a number and a caption."
+    )
+    files, _ = _files(tmp_path, question)
+    assert files[0] == "pkg/numbering.py"
+    with Workspace.open(tmp_path) as ws:
+        clauses, _ = KeywordSearcher(ws.store).build_match(question)
+        hits = dict(ws.store.keyword_search([c for c in clauses if c.text == "no number is"], 10))
+        rows = {ws.catalogue().entries[r].id for r in hits}
+    # The phrase meets the literal (which has %s where the report has "table") and nothing else.
+    assert rows and all(r.startswith("pkg/numbering.py") for r in rows)
+
+
+def test_a_file_name_that_is_a_dotted_module_name_finds_the_module(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/io/__init__.py": "",
+        "pkg/io/ascii/__init__.py": "",
+        "pkg/io/ascii/rst.py": '''
+            from pkg.io.ascii.core import Basic
+
+
+            class RST(Basic):
+                _format_name = "rst"
+            ''',
+        "pkg/io/ascii/core.py": '''
+            class Basic:
+                def __init__(self, delimiter=" "):
+                    self.delimiter = delimiter
+
+
+            def write(table, format):
+                """Write a table."""
+                return format
+            ''',
+    })
+    # A real report's length: plain words such as "write" are prose here.
+    question = textwrap.dedent(
+        """\
+        Please support header rows in reStructuredText output
+
+        It would be great if the following would work, since reStructuredText output is a
+        great way to fill autogenerated documentation with content, so having this flexible
+        makes life easier for everyone who builds documentation from measured data:
+
+            tbl.write(sys.stdout, format="ascii.rst", header_rows=["name", "unit"])
+
+        TypeError: RST.__init__() got an unexpected keyword argument 'header_rows'
+
+        Other writers accept those header rows already; expected the same columns, units
+        and names above every column, then the values below them.
+        """
+    )
+    files, text = _files(tmp_path, question)
+    assert files[0] == "pkg/io/ascii/rst.py"
+    assert "class RST(Basic)" in text
+    with Workspace.open(tmp_path) as ws:
+        cat = ws.catalogue()
+        rows = {cat.entries[r].id: s for r, s in scoring.entity_scores(
+            cat, [ExtractedEntity("ascii.rst", "path", 0.95), ExtractedEntity("RST.__init__", "qualified", 0.9)]
+        ).items()}
+    # No file is called ascii.rst: the module pkg.io.ascii.rst is meant.
+    assert rows["pkg/io/ascii/rst.py"] > 0.9
+    # RST inherits __init__: the class is meant, not Basic.__init__.
+    assert rows["pkg/io/ascii/rst.py::RST"] > 0.7
+    assert rows.get("pkg/io/ascii/core.py::Basic.__init__", 0.0) == 0.0
+
+
+def test_docs_examples_and_vendored_code_rank_below_the_library(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/plotting.py": '''
+            def scatter_legend(points, labels):
+                """Draw the legend of a scatter plot."""
+                return list(zip(points, labels))
+            ''',
+        "docs/examples/legend_demo.py": '''
+            """Demo: the scatter legend with labels, a scatter plot legend example."""
+            from pkg.plotting import scatter_legend
+
+            # scatter legend labels: the legend of the scatter plot shows the labels
+            print(scatter_legend([1, 2], ["a", "b"]))
+            ''',
+        "pkg/packages/vendored_lib/legend.py": '''
+            def legend(scatter, labels):
+                """Scatter legend labels for a legend of scatter plot labels."""
+                return scatter, labels
+            ''',
+    })
+    files, _ = _files(tmp_path, "The scatter plot legend drops labels")
+    assert files[0] == "pkg/plotting.py"
+    assert files.index("docs/examples/legend_demo.py") > 0
+    assert files.index("pkg/packages/vendored_lib/legend.py") > 0
+
+
+def test_docs_folders_of_a_vault_are_not_demoted(tmp_path):
+    _write(tmp_path, {
+        "docs/guide.md": "# Login\n\nHow login works: the login form posts the password.\n",
+        "notes/other.md": "# Other\n\nSomething about login.\n",
+    })
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        res = ws.context("how does login work", max_tokens=2000)
+    assert res.files[0] == "docs/guide.md"
+
+
+@pytest.mark.parametrize("listing", ["numpy: 1.24.1", "numpy==1.24.1", "numpy        1.24.1"])
+def test_a_package_listing_does_not_pull_in_the_module_named_like_it(tmp_path, listing):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/numpy.py": '''
+            def as_array(values):
+                return list(values)
+            ''',
+        "pkg/runner.py": '''
+            def run_hooks(hooks):
+                """Run every hook; a hook that raises stops the run."""
+                for hook in hooks:
+                    hook()
+            ''',
+    })
+    question = "A hook that raises hangs run_hooks instead of stopping the run.\n\n" + "\n".join(
+        [listing, "pluggy 0.13.1", "py 1.8.1"]
+    )
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        res = ws.context(question, max_tokens=4000)
+    assert res.files[0] == "pkg/runner.py"
+    assert "numpy" not in {e.text.lower() for e in res.entities}
+    assert not any(s.item.path == "pkg/numpy.py" for s in res.items)
