@@ -442,7 +442,10 @@ def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id
         return
     ids = {s.rowid for s in lead}
     rest = [s for s in pool if s.rowid not in ids]
-    pool[:] = rest[:1] + lead + rest[1:]
+    # The best item overall stays first; a weaker one (say, a function nested in the lead)
+    # must not jump ahead, or its container would show only its header.
+    first = 1 if rest and rest[0].score > lead[0].score else 0
+    pool[:] = rest[:first] + lead + rest[first:]
 
 
 def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
