@@ -1,12 +1,15 @@
 """Questions in plain English find the code they are about (issue 12).
 
 Two parts: the helpers (common words, word forms) on their own, and regression questions
-with known answers on real trees: this repository's own source and a pytest checkout
-(from the benchmark's git mirror, skipped when it is absent).
+with known answers on real trees: this repository (its source alone, and the whole clone
+the README's quick start asks about) and a pytest checkout (from the benchmark's git
+mirror, ``$SWEBENCH_MIRRORS`` or /work/.mirror; skipped, saying so, when it is absent).
+Where an answer is one function, it must be shown with its body, not only its signature.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tarfile
@@ -20,7 +23,7 @@ from smartcontext.retrieval.entities import EntityExtractor
 from smartcontext.retrieval.keyword import KeywordSearcher
 
 REPO = Path(__file__).resolve().parents[1]
-PYTEST_MIRROR = Path("/work/.mirror/pytest-dev+pytest/repo")
+PYTEST_MIRROR = Path(os.environ.get("SWEBENCH_MIRRORS", "/work/.mirror")) / "pytest-dev+pytest" / "repo"
 PYTEST_COMMIT = "e6e300e729dd33956e5448d8be9a0b1540b4e53a"  # pytest-dev__pytest-7432's base
 
 
@@ -88,6 +91,15 @@ OWN_QUESTIONS = [
     ("where is the workspace root found when a command starts in a subfolder?",
      "src/smartcontext/workspace.py", "find_root"),
     ("how are overlapping parts of a split section shown?", "src/smartcontext/context/export.py", "shown_ranges"),
+    ("where are word forms of a question word found in the index?", "src/smartcontext/retrieval/keyword.py",
+     "KeywordSearcher._word_forms"),
+    ("how are tokens counted exactly?", "src/smartcontext/tokens.py", "count_tokens"),
+    ("how are graph neighbours kept from pushing out direct matches?", "src/smartcontext/retrieval/scoring.py",
+     "add_graph"),
+    ("how are a file's rows replaced in one transaction?", "src/smartcontext/store/sqlite.py",
+     "SQLiteStore.replace_file"),
+    ("how are common English words kept from being taken as code names?",
+     "src/smartcontext/retrieval/entities.py", "EntityExtractor.extract"),
 ]
 
 
@@ -99,9 +111,44 @@ def test_questions_about_this_repository(own_source, question, path, name):
 
 
 @pytest.fixture(scope="module")
+def own_clone(tmp_path_factory):
+    """The repository as a clone holds it (tests, benchmarks and docs too), indexed the way
+    the README's first command indexes it."""
+    root = tmp_path_factory.mktemp("clone") / "smartcontext"
+    skip = shutil.ignore_patterns("__pycache__", ".work", ".smartcontext", "*.egg-info", ".pytest_cache")
+    for name in ("src", "tests", "bench", "docs"):
+        shutil.copytree(REPO / name, root / name, ignore=skip)
+    for name in ("README.md", "pyproject.toml"):
+        shutil.copy2(REPO / name, root / name)
+    ws = Workspace.open(root)
+    ws.index(embeddings=False)
+    yield ws
+    ws.close()
+
+
+def _modes(res) -> dict[str, str]:
+    return {s.item.qualname: s.mode for s in res.items if not s.context_only}
+
+
+def test_the_readme_question_shows_the_answer_whole(own_clone):
+    """The quick start's question at its budget: the function that does the fitting comes
+    with its body, not just its signature, ahead of items that only share a word with the
+    question (``VectorMatrix.fit``)."""
+    question = "How does the budgeter fit items into max_tokens?"
+    res = own_clone.context(question, max_tokens=3000)
+    assert res.files[0] == "src/smartcontext/context/budgeter.py", res.files[:5]
+    modes = _modes(res)
+    assert modes.get("plan_budget") == "full", modes
+    assert res.token_count <= 3000
+    # The same without tests (fewer rivals, so a weaker reason to pass).
+    res = own_clone.context(question, max_tokens=3000, exclude_tests=True)
+    assert _modes(res).get("plan_budget") == "full", _modes(res)
+
+
+@pytest.fixture(scope="module")
 def pytest_tree(tmp_path_factory):
     if not (PYTEST_MIRROR / "HEAD").exists() or shutil.which("git") is None:
-        pytest.skip(f"no pytest mirror at {PYTEST_MIRROR}")
+        pytest.skip(f"no pytest git mirror at {PYTEST_MIRROR} (set SWEBENCH_MIRRORS; see bench/README.md)")
     root = tmp_path_factory.mktemp("pytest")
     archive = root / "src.tar"
     with archive.open("wb") as fh:
@@ -124,6 +171,23 @@ PYTEST_QUESTIONS = [
      {"FixtureRequest"}),
     ("where are tests skipped when a skipif condition is true?", "src/_pytest/skipping.py",
      {"evaluate_skip_marks"}),
+    ("how are fixtures with scope session torn down?", "src/_pytest/fixtures.py", {"FixtureDef.finish"}),
+    ("how does pytest capture output written to stdout?", "src/_pytest/capture.py", {"CaptureManager"}),
+    ("where is the junit xml report written?", "src/_pytest/junitxml.py", {"LogXML"}),
+    ("how are temporary directories created for tests?", "src/_pytest/tmpdir.py", {"TempPathFactory"}),
+    ("how does the debugger start on failure with --pdb?", "src/_pytest/debugging.py", {"PdbInvoke"}),
+    ("where are doctests in text files collected?", "src/_pytest/doctest.py", {"DoctestTextfile"}),
+    ("how are the command line options parsed?", "src/_pytest/config/argparsing.py", {"Parser"}),
+]
+
+# Questions whose answer is one function: it must come with its body, not only its signature.
+PYTEST_WHOLE = [
+    ("where is the assertion rewriting done?", "rewrite_asserts"),
+    ("how does monkeypatch set an environment variable?", "MonkeyPatch.setenv"),
+    ("where does pytest decide that a test is expected to fail with xfail?", "evaluate_xfail_marks"),
+    ("how are warnings captured during a test?", "catch_warnings_for_item"),
+    ("where does pytest compare approximate floating point numbers?", "approx"),
+    ("where are parametrize arguments turned into test ids?", "idmaker"),
 ]
 
 
@@ -132,3 +196,10 @@ def test_questions_about_pytest(pytest_tree, question, path, names):
     files, found = _answer(pytest_tree, question)
     assert path in files[:3], files[:5]
     assert names <= found, names - found
+
+
+@pytest.mark.parametrize(("question", "name"), PYTEST_WHOLE)
+def test_pytest_answers_come_with_their_bodies(pytest_tree, question, name):
+    res = pytest_tree.context(question, max_tokens=8000, exclude_tests=True)
+    modes = _modes(res)
+    assert modes.get(name) == "full", {k: v for k, v in modes.items() if name.split(".")[0] in k}

@@ -17,7 +17,7 @@ from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.reports import without_version_lines
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
-from .budgeter import plan_budget
+from .budgeter import plan_budget, signature_text
 from .export import EXPORTERS
 from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
 
@@ -33,6 +33,11 @@ HEAD_MAX_LINES = 60
 HEAD_MAX_TOKENS = 400
 MIN_BUDGET_FOR_FILES = 2000  # below this, whole files and file headers crowd out matches
 FILE_BEST_ITEM_WEIGHT = 0.5
+# The best file's leading symbols when it is too large to show whole: its few best matches,
+# not its long tail (measured on bench/code_context.py: the tail, or a share of 0.5, crowded
+# out other files' matches).
+LEAD_ITEMS = 3
+LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
 
 
 class SmartContextExtractor:
@@ -204,12 +209,12 @@ class SmartContextExtractor:
             excess = tokens - cfg.max_tokens
             saved = 0
             while saved < excess and selection:
-                victim = min(
-                    (s for s in selection if not s.context_only),
-                    key=lambda s: s.score,
-                    default=None,
-                ) or selection[-1]
-                if victim.mode == "full" and victim.item.signature and not victim.item.traits.prose:
+                matches = [s for s in selection if not s.context_only]
+                if saved and len(matches) <= 1:
+                    break  # the estimates run low: measure again before touching the last match
+                victim = min(matches, key=lambda s: s.score, default=None) or selection[-1]
+                # A module's signature is its summary line: shown so, it still names the file.
+                if victim.mode == "full" and signature_text(victim.item) and not victim.item.traits.prose:
                     victim.mode = "signature"
                     saved += max(1, victim.item.tokens - len(victim.item.signature) // 3)
                 else:
@@ -277,10 +282,11 @@ class SmartContextExtractor:
         entry = cat.entries.get(mod) if mod is not None else None
         if entry is None or not kind_traits(entry.kind).whole_file:
             return set()
-        if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
-            return set()
         if not any(s.rowid in cat.entries and cat.entries[s.rowid].path == top for s in pool[:GRAPH_SEEDS]):
             return set()  # the file ranks first only by aggregate: not sure enough
+        if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
+            _lead_with_file(pool, cat, top, entry.id, TOP_FILE_SHARE * cfg.max_tokens)
+            return set()
         children = sorted(cat.children.get(entry.id, []), key=lambda r: cat.entries[r].start_line)
         if not children:
             return set()
@@ -410,6 +416,42 @@ def _nearest_names(question: str, cat: Catalogue, limit: int = 5) -> list[dict[s
                 out.append({"id": e.id, "path": e.path, "kind": e.kind, "score": round(ratio, 3)})
     out.sort(key=lambda d: -d["score"])
     return out[:limit]
+
+
+def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id: str, share: float) -> None:
+    """The best file, too large to show whole, still comes first: its matching symbols
+    move ahead of other files' items (best first, within ``share`` tokens), so they get
+    their bodies before weaker matches elsewhere do. A symbol's score is noisy (one common
+    word in another file's name can outrank the answer); the file's rank sums evidence."""
+    lead: list[ScoredItem] = []
+    spans: list[tuple[int, int]] = []
+    used = 0
+    # The file's module row stands for the whole file, not for one symbol in it.
+    best = max((s.score for s in pool if s.item_id != module_id), default=0.0)
+    for s in pool:
+        e = cat.entries.get(s.rowid)
+        if e is None or e.path != path or not s.direct or e.id == module_id:
+            continue
+        if len(lead) >= LEAD_ITEMS or s.score < LEAD_MIN_SHARE * best:
+            break
+        if any(a <= e.start_line and e.end_line <= b for a, b in spans):
+            continue  # inside a symbol already leading: shown with it
+        limit = kind_traits(e.kind).max_full_tokens
+        if limit is not None and e.tokens > limit:
+            continue  # shown as a header anyway: no reason to put it first
+        if used + e.tokens > share:
+            continue
+        used += e.tokens
+        lead.append(s)
+        spans.append((e.start_line, e.end_line))
+    if not lead:
+        return
+    ids = {s.rowid for s in lead}
+    rest = [s for s in pool if s.rowid not in ids]
+    # The best item overall stays first; a weaker one (say, a function nested in the lead)
+    # must not jump ahead, or its container would show only its header.
+    first = 1 if rest and rest[0].score > lead[0].score else 0
+    pool[:] = rest[:first] + lead + rest[first:]
 
 
 def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
