@@ -170,7 +170,7 @@ def test_a_frame_of_an_installed_package_finds_the_file_kept_under_src(tmp_path)
     })
     question = textwrap.dedent(
         """\
-        INTERNALERROR when an object's __repr__ raises, the report of the object fails:
+        INTERNALERROR when an object's __repr__ raises:
 
         INTERNALERROR>   File "/usr/lib/python3.8/site-packages/tool/report.py", line 3, in report
         INTERNALERROR>   File "/usr/lib/python3.8/site-packages/tool/_io/saferepr.py", line 2, in saferepr
@@ -346,3 +346,12 @@ def test_a_package_listing_does_not_pull_in_the_module_named_like_it(tmp_path, l
     assert res.files[0] == "pkg/runner.py"
     assert "numpy" not in {e.text.lower() for e in res.entities}
     assert not any(s.item.path == "pkg/numpy.py" for s in res.items)
+
+
+def test_message_phrases_come_from_quoted_prose_only():
+    from smartcontext.retrieval.keyword import message_phrases
+
+    # Apostrophes quote nothing; a quoted path or name is one token, read by the entities.
+    assert message_phrases("I don't know why it's slow when the table is big") == []
+    assert message_phrases('File "/usr/lib/python3/site-packages/pkg/mod.py", line 3, in f') == []
+    assert "no number is" in message_phrases('It says "WARNING: no number is assigned for table"')

@@ -62,6 +62,7 @@ class Catalogue:
             self._read_all(store)
         self.paths = sorted(self.by_path)
         self._link_resolver = None
+        self._by_basename: dict[str, list[str]] | None = None
         self._tags: list[tuple[int, str]] | None = None
 
     def _read_all(self, store: Store) -> None:
@@ -147,7 +148,7 @@ class Catalogue:
             setattr(cat, name, value if name == "module_of_path" else defaultdict(list, value))
         cat.test_paths, cat.paths = set(state["test_paths"]), list(state["paths"])
         cat._code_rows = int(state["code_rows"])
-        cat._link_resolver, cat._tags = None, None
+        cat._link_resolver, cat._tags, cat._by_basename = None, None, None
         return cat
 
     def updated(self, store: Store | None = None) -> "Catalogue":
@@ -217,6 +218,7 @@ class Catalogue:
         if set(self.by_path) != before:
             self.paths = sorted(self.by_path)
             self._link_resolver = None
+            self._by_basename = None
         if self._tags is not None:
             self._tags = [(r, t) for r, t in self._tags if r not in gone] + [
                 (r, normalise_tag(t)) for r, t in store.tag_rows(sorted(changed))
@@ -269,11 +271,19 @@ class Catalogue:
         frag = fragment.strip("/").lower()
         if not frag:
             return []
-        out = [p for p in self.paths if p.lower() == frag or p.lower().endswith("/" + frag)]
+        # Every answer has frag's file name: look among those only (a bug report asks for
+        # dozens of paths, and scanning every path each time was a tenth of a question).
+        if self._by_basename is None:
+            index: dict[str, list[str]] = defaultdict(list)
+            for p in self.paths:
+                index[p.lower().rsplit("/", 1)[-1]].append(p)
+            self._by_basename = index
+        same_name = self._by_basename.get(frag.rsplit("/", 1)[-1], [])
+        out = [p for p in same_name if p.lower() == frag or p.lower().endswith("/" + frag)]
         if not out and "/" in frag:
             # A traceback's absolute path (.../site-packages/pkg/mod.py) names our pkg/mod.py:
             # keep the longest indexed path it ends with.
-            cands = [p for p in self.paths if frag.endswith("/" + p.lower())]
+            cands = [p for p in same_name if frag.endswith("/" + p.lower())]
             if cands:
                 longest = max(len(p) for p in cands)
                 out = [p for p in cands if len(p) == longest]

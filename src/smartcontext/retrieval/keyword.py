@@ -70,7 +70,8 @@ def question_terms(text: str) -> tuple[list[str], list[str]]:
 # value), at most MAX_MESSAGE_PHRASES of them.
 PHRASE_WORDS = 3
 MAX_MESSAGE_PHRASES = 24
-_QUOTED_SPAN_RE = re.compile(r"`([^`\n]{1,300})`|\"([^\"\n]{1,300})\"|'([^'\n]{1,300})'")
+# A single quote inside a word is an apostrophe ("don't ... it's" quotes nothing).
+_QUOTED_SPAN_RE = re.compile(r"`([^`\n]{1,300})`|\"([^\"\n]{1,300})\"|(?<!\w)'([^'\n]{1,300})'(?!\w)")
 
 
 def message_phrases(text: str) -> list[str]:
@@ -79,6 +80,8 @@ def message_phrases(text: str) -> list[str]:
     out: dict[str, None] = {}
     for m in _QUOTED_SPAN_RE.finditer(text[:200_000]):
         inner = next(g for g in m.groups() if g is not None)
+        if not any(c.isspace() for c in inner.strip()):
+            continue  # one token: a quoted path or name, which entities read already
         words = [w.lower() for w in _WORD_RE.findall(inner) if len(w) <= 40]
         if len(words) < PHRASE_WORDS:
             continue
@@ -139,7 +142,12 @@ class KeywordSearcher:
             parts = ph.split()
             if all(p in chosen_set or df.get(p, 0) > 0 for p in parts):
                 clauses.append(KeywordTerm(ph))
-        clauses.extend(KeywordTerm(ph) for ph in message_phrases(text))
+        # A phrase holding a word the index lacks cannot match, yet FTS5 would still read
+        # the position lists of its other words: leave it out.
+        clauses.extend(
+            KeywordTerm(ph) for ph in message_phrases(text)
+            if all(df.get(w, 1) > 0 for w in ph.split())
+        )
         return clauses, chosen
 
     def _word_forms(self, terms: list[str], chosen: set[str], n_docs: int) -> list[str]:
