@@ -111,15 +111,28 @@ def start_server(vault: Path, src: Path, store: str | None = None,
     raise SystemExit("the server did not start within 60 s")
 
 
+# --distinct-queries: every question also names a word of a random note's title, so hardly
+# any question repeats and the server's per-generation answer cache is not what is measured.
+DISTINCT = False
+
+
+def question(rng: random.Random, notes: list[str]) -> str:
+    q = rng.choice(QUERIES)
+    if DISTINCT:
+        words = [w for w in Path(rng.choice(notes)).stem.split() if w.isalpha()] or ["note"]
+        q += " " + rng.choice(words).lower()
+    return q
+
+
 def read_call(rng: random.Random, notes: list[str]) -> tuple[str, dict]:
     kind = rng.choice(["search", "search", "context", "read_file", "search_vault"])
     if kind == "search":
-        return "search", {"query": rng.choice(QUERIES), "mode": "keyword", "limit": 10}
+        return "search", {"query": question(rng, notes), "mode": "keyword", "limit": 10}
     if kind == "context":
-        return "context", {"question": rng.choice(QUERIES), "max_tokens": 2000}
+        return "context", {"question": question(rng, notes), "max_tokens": 2000}
     if kind == "read_file":
         return "read_file", {"path": rng.choice(notes)}
-    return "search_vault", {"query": rng.choice(QUERIES), "limit": 10}
+    return "search_vault", {"query": question(rng, notes), "limit": 10}
 
 
 async def client_run(url: str, who: int, calls: int, deadline: float, notes: list[str], mixed: bool,
@@ -202,12 +215,16 @@ def main() -> None:
                         help="the source tree whose server is measured (e.g. another checkout's src)")
     parser.add_argument("--store", default=None, metavar="URL",
                         help="index into this store (postgresql://...?workspace=...) instead of SQLite")
+    parser.add_argument("--distinct-queries", action="store_true",
+                        help="add a word of a random note title to every question, so answers are not repeats")
     parser.add_argument("--split-cores", action="store_true",
                         help="pin the server to the last core and the clients to the others (taskset), "
                              "so the clients do not compete with the server for its core")
     args = parser.parse_args()
     if args.quick:
         args.clients, args.calls, args.seconds = 5, 10, 60
+    global DISTINCT
+    DISTINCT = args.distinct_queries
     server_cpus: set[int] | None = None
     if args.split_cores:
         cores = sorted(os.sched_getaffinity(0))
@@ -281,7 +298,7 @@ def main() -> None:
     cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (" --split-cores" if args.split_cores else "") + (
         f" --clients {args.clients} --calls {args.calls}" if not args.quick else "") + (
         f" --src {args.src}" if args.src != ROOT / "src" else "") + (
-        " --store postgresql://..." if args.store else "")
+        " --store postgresql://..." if args.store else "") + (" --distinct-queries" if args.distinct_queries else "")
     text = "\n".join([
         "# Load: concurrent MCP clients over streamable HTTP (hub vault)", "",
         f"Command: `{cmd}`  ",
