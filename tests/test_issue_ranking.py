@@ -355,3 +355,52 @@ def test_message_phrases_come_from_quoted_prose_only():
     assert message_phrases("I don't know why it's slow when the table is big") == []
     assert message_phrases('File "/usr/lib/python3/site-packages/pkg/mod.py", line 3, in f') == []
     assert "no number is" in message_phrases('It says "WARNING: no number is assigned for table"')
+
+
+def test_the_callee_an_exception_message_names_is_placed_one_frame_deeper(tmp_path):
+    # "TypeError: Fancy.__init__() got an unexpected keyword argument": the error surfaced
+    # in core.py's frame, but the signature to change is Fancy's, one step deeper.
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/core.py": '''
+            def get_writer(writer_cls, **kwargs):
+                """Make a writer of the given class with the keyword arguments."""
+                return writer_cls(**kwargs)
+
+            def write(table, writer_cls, **kwargs):
+                writer = get_writer(writer_cls, **kwargs)
+                return writer.write(table)
+            ''',
+        "pkg/fancy.py": '''
+            class Plain:
+                def __init__(self, delimiter=" "):
+                    self.delimiter = delimiter
+
+            class Fancy(Plain):
+                """A table writer with rules above and below."""
+            ''',
+    })
+    question = textwrap.dedent(
+        """\
+        Writing with header rows fails for the fancy format:
+
+        Traceback (most recent call last):
+          File "/usr/lib/python3/site-packages/pkg/core.py", line 6, in write
+            writer = get_writer(writer_cls, **kwargs)
+          File "/usr/lib/python3/site-packages/pkg/core.py", line 3, in get_writer
+            return writer_cls(**kwargs)
+        TypeError: Fancy.__init__() got an unexpected keyword argument 'header_rows'
+        """
+    )
+    callees = [e for e in EntityExtractor().extract(question) if e.kind == "callee"]
+    assert [(e.text, e.frame) for e in callees] == [("Fancy.__init__", 2)]
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = ws.catalogue()
+        # Fancy inherits __init__, so the class is what is meant; its file is the deepest.
+        assert scoring.frame_files(cat, EntityExtractor().extract(question)) == {
+            "pkg/fancy.py": 1.0, "pkg/core.py": 0.5,
+        }
+        assert "pkg/fancy.py" in ws.context(question, max_tokens=8000, exclude_tests=True).files[:2]
+    # Without a traceback, a call in prose is only a name.
+    assert not [e for e in EntityExtractor().extract("Fancy.__init__() looks wrong") if e.kind == "callee"]

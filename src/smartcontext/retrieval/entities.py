@@ -35,6 +35,11 @@ _FRAME_RE = re.compile(
     re.MULTILINE,
 )
 MAX_FRAMES = 60
+# The exception line under a traceback ("TypeError: RST.__init__() got an unexpected keyword
+# argument 'header_rows'"): a name written as a call in its message is the callee that
+# refused the call, one step deeper than the deepest frame shown.
+_RAISED_RE = re.compile(r"^[ \t]*(?:E[ \t]+)?[\w.]{0,100}(?:Error|Exception): ([^\n]{1,400})$", re.MULTILINE)
+_CALLED_RE = re.compile(r"(?<![\w.])([^\W\d]\w{0,100}(?:\.[^\W\d]\w{0,100}){0,4})\(\)")
 _QUOTED_RE = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'")
 _SOURCE_EXTS = {
     "py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "java", "c", "h", "cc",
@@ -52,6 +57,7 @@ CONFIDENCE = {
     "constant": 0.7,
     "known": 0.6,
     "frame": 0.9,
+    "callee": 0.9,
 }
 KNOWN_BONUS = 0.2
 MAX_ENTITIES = 200
@@ -229,4 +235,10 @@ class EntityExtractor:
             found[f"frame:{path}:{func}"] = ExtractedEntity(
                 path, "frame", CONFIDENCE["frame"], False, symbol=func, frame=n
             )
+        if kept:
+            for m in _RAISED_RE.finditer(text):
+                for name in _CALLED_RE.findall(m.group(1)):
+                    found[f"callee:{name}"] = ExtractedEntity(
+                        name, "callee", CONFIDENCE["callee"], False, symbol=name, frame=len(kept)
+                    )
         return len(kept)

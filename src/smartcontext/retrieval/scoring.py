@@ -68,11 +68,11 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, 
     def hit(rowid: int, strength: float) -> None:
         miss[rowid] *= 1.0 - min(0.99, strength)
 
-    _frame_hits(cat, [e for e in entities if e.kind == "frame"], hit)
+    _frame_hits(cat, [e for e in entities if e.kind in ("frame", "callee")], hit)
     for ent in entities:
         text = ent.text
         low = text.lower()
-        if ent.kind == "frame":
+        if ent.kind in ("frame", "callee"):
             continue
         if ent.kind == "path":
             paths = cat.paths_matching(text)
@@ -144,11 +144,15 @@ def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> list[tuple[E
     """The frames in files of this tree, deepest first, with their strength."""
     inside = []
     for ent in frames:
-        if ent.kind != "frame":
-            continue
-        paths = cat.paths_matching(ent.text)
-        if 0 < len(paths) <= 5:
-            inside.append((ent, paths))
+        if ent.kind == "frame":
+            paths = cat.paths_matching(ent.text)
+            if 0 < len(paths) <= 5:
+                inside.append((ent, paths))
+        elif ent.kind == "callee":
+            # Placed only where the name is unambiguous: one or two files define it.
+            paths = sorted({cat.entries[r].path for r in _callee_items(cat, ent.text.lower())})
+            if 0 < len(paths) <= 2:
+                inside.append((ent, paths))
     inside.sort(key=lambda fp: -fp[0].frame)
     return [
         (ent, paths, ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step))
@@ -182,7 +186,7 @@ def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
                 if r != mod and cat.entries[r].name.lower() == func:
                     hit(r, strength)
     for ent in frames:
-        if not cat.paths_matching(ent.text):
+        if ent.kind == "frame" and not cat.paths_matching(ent.text):
             # A file this tree does not have (renamed since, or another project): the
             # function's name may still be ours.
             named = cat.by_name.get(ent.symbol.lower().rsplit(".", 1)[-1], [])
@@ -195,6 +199,16 @@ def _names(e, dotted: str) -> bool:
     full name, or the end of its full name."""
     fq = e.fqname.lower()
     return e.qualname.lower() == dotted or fq == dotted or fq.endswith("." + dotted)
+
+
+def _callee_items(cat: Catalogue, dotted: str) -> list[int]:
+    """Items a call in an exception message names: ``f`` or ``A.f`` itself, else (for
+    ``A.__init__`` inherited) the class ``A``."""
+    found = _dotted_suffix_matches(cat, dotted) if "." in dotted else cat.by_name.get(dotted, [])
+    if not found and "." in dotted:
+        owner = dotted.rsplit(".", 1)[0]
+        found = [r for r in _dotted_suffix_matches(cat, owner) if not kind_traits(cat.entries[r].kind).whole_file]
+    return [r for r in found if not kind_traits(cat.entries[r].kind).whole_file]
 
 
 def _dotted_suffix_matches(cat: Catalogue, dotted: str) -> list[int]:
