@@ -82,13 +82,19 @@ def _walks_agree(root: Path, options: DiscoveryOptions, cache: Path) -> tuple:
     return _listing(full)
 
 
+def _ignored_and_oversized(root: Path) -> DiscoveryOptions:
+    """An ignored folder and a file over the size limit in ``root``, aged past the racy
+    window; the options with that limit."""
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "gen.py").write_text("x = 1\n")
+    (root / "big.py").write_text("# " + "x" * 3000 + "\n")
+    _age(root)
+    return DiscoveryOptions(max_file_bytes=2000)
+
+
 def test_an_unchanged_folder_is_not_walked_again_and_answers_alike(sample_repo, tmp_path):
-    (sample_repo / ".gitignore").write_text("build/\n")
-    (sample_repo / "build").mkdir()
-    (sample_repo / "build" / "gen.py").write_text("x = 1\n")
-    (sample_repo / "big.py").write_text("# " + "x" * 3000 + "\n")
-    _age(sample_repo)
-    options, cache = DiscoveryOptions(max_file_bytes=2000), tmp_path / "walk.bin"
+    options, cache = _ignored_and_oversized(sample_repo), tmp_path / "walk.bin"
     first = _walks_agree(sample_repo, options, cache)
     assert _reused(sample_repo, options, cache)
     assert _walks_agree(sample_repo, options, cache) == first
@@ -98,12 +104,7 @@ def test_an_unchanged_folder_is_not_walked_again_and_answers_alike(sample_repo, 
 
 
 def test_each_kind_of_change_is_seen_through_the_cache(sample_repo, tmp_path):
-    (sample_repo / ".gitignore").write_text("build/\n")
-    (sample_repo / "build").mkdir()
-    (sample_repo / "build" / "gen.py").write_text("x = 1\n")
-    (sample_repo / "big.py").write_text("# " + "x" * 3000 + "\n")
-    _age(sample_repo)
-    options, cache = DiscoveryOptions(max_file_bytes=2000), tmp_path / "walk.bin"
+    options, cache = _ignored_and_oversized(sample_repo), tmp_path / "walk.bin"
     _walks_agree(sample_repo, options, cache)
 
     def after(change) -> set[str]:
