@@ -232,6 +232,48 @@ def test_keyword_search_weights_phrases_and_files_only(make_store):
     assert s.doc_freqs(["adapter", "send", "absent"]) == {"adapter": 3, "send": 3}
 
 
+def test_keyword_search_with_files_is_both_searches_at_once(make_store):
+    from smartcontext.model import kind_traits
+
+    s = make_store()
+    _code_file(s)
+    _code_file(s, path="pkg/other.py", hash="h2")
+    rows = {r.rowid: r for r in s.item_light_rows()}
+
+    def is_file_row(rowid):
+        return rows[rowid].start_line == 1 and kind_traits(rows[rowid].kind).file_row
+
+    terms = [KeywordTerm("request", 3), KeywordTerm("adapter"), KeywordTerm("http adapter", 2)]
+    for limit in (1, 2, 3, 10):
+        items, files = s.keyword_search_with_files(terms, limit, is_file_row)
+        assert items == s.keyword_search(terms, limit)
+        assert files == s.keyword_search(terms, limit, files_only=True)
+    assert len(items) == 6 and len(files) == 2 and all(is_file_row(r) for r, _ in files)
+    assert s.keyword_search_with_files([], 10, is_file_row) == ([], [])
+
+
+def test_a_term_weighted_n_times_ranks_as_the_term_repeated_n_times(tmp_path):
+    """BM25 scores each OR-ed phrase on its own, so one query per weight, summed, is the
+    query with each term repeated (which FTS5 reads once per repeat)."""
+    import sqlite3
+
+    s = open_store(tmp_path / "i.db")
+    for n in range(6):
+        body = "request " * n + "adapter " * (5 - n) + "sends " * (n % 3)
+        _put(s, f"m{n}.py", [_item(f"m{n}.py", f"f{n}", text=f"def f{n}():\n    # {body}\n")], hash=f"h{n}")
+    terms = [KeywordTerm("request", 3), KeywordTerm("adapter"), KeywordTerm("sends", 2)]
+    repeated = '{name path body} : ("request" OR "request" OR "request" OR "adapter" OR "sends" OR "sends")'
+    db = sqlite3.connect(tmp_path / "i.db")
+    expected = db.execute(
+        "SELECT rowid, -bm25(items_fts, 4.0, 2.0, 1.0, 0.0) AS s FROM items_fts WHERE items_fts MATCH ? "
+        "ORDER BY s DESC, rowid", (repeated,)).fetchall()
+    db.close()
+    got = s.keyword_search(terms, 100)
+    assert len(got) == 6 and [r for r, _ in got] == [r for r, _ in expected]
+    assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(got, expected))
+    assert len({round(x, 9) for _, x in got}) == 6  # distinct scores: the order is checked
+
+
 def test_deleting_a_contentless_row_removes_exactly_its_tokens(tmp_path):
     churned, fresh = open_store(tmp_path / "a.db"), open_store(tmp_path / "b.db")
     for h in ("h1", "h2", "h3"):
@@ -368,8 +410,8 @@ def test_remembered_keyword_answers_stay_within_their_budget(tmp_path, monkeypat
     assert len(everything) == 30 and s._search_pairs == 0  # over a quarter of 40: not kept
     for limit in range(1, 11):  # 55 pairs asked for in all
         assert s.keyword_search([KeywordTerm("alpha")], limit) == everything[:limit]
-        assert s._search_pairs == sum(len(v[1]) for v in s._searches.values()) <= 40
-    kept = sorted(limit for _, limit in s._searches)
+        assert s._search_pairs == sum(len(v[1][0]) for v in s._searches.values()) <= 40
+    kept = sorted(key[-1] for key in s._searches)
     assert 0 < len(kept) < 10 and kept == list(range(11 - len(kept), 11))  # the oldest went first
     for limit in range(1, 11):  # asked again, kept or not, the answers are the same
         assert s.keyword_search([KeywordTerm("alpha")], limit) == everything[:limit]

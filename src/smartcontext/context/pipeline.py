@@ -83,8 +83,7 @@ class SmartContextExtractor:
 
         t = time.perf_counter()
         match, _terms = self.keyword.build_match(asked)
-        kw_hits = self.store.keyword_search(match, CANDIDATES_PER_SIGNAL)
-        file_hits = self.store.keyword_search(match, CANDIDATES_PER_SIGNAL, files_only=True)
+        kw_hits, file_hits = self.store.keyword_search_with_files(match, CANDIDATES_PER_SIGNAL, cat.is_file_row)
         kw = scoring.keyword_scores(kw_hits)
         timings["keyword"] = time.perf_counter() - t
 

@@ -262,6 +262,12 @@ class Catalogue:
         stem_path = os.path.splitext(entry.path)[0]
         return [stem_path, os.path.basename(stem_path)]
 
+    def is_file_row(self, rowid: int) -> bool:
+        """True for an item that stands for its whole file (the rows a file-level
+        search ranks)."""
+        e = self.entries.get(rowid)
+        return e is not None and e.start_line == 1 and kind_traits(e.kind).file_row
+
     def is_known(self, name: str) -> bool:
         low = name.lower()
         return low in self.by_name or low in self.by_fqname or low in self.by_stem

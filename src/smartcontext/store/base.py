@@ -225,6 +225,14 @@ class Store(Protocol):
         higher is better. ``files_only`` ranks whole files instead of symbols."""
         ...
 
+    def keyword_search_with_files(
+        self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """``keyword_search(terms, limit)`` and ``keyword_search(terms, limit,
+        files_only=True)`` together, in one ranking where the backend can:
+        ``is_file_row(rowid)`` tells which rows stand for a whole file."""
+        ...
+
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """How many items hold each (single-word, lower-case) term; absent terms are left out."""
         ...

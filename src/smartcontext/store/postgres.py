@@ -33,7 +33,7 @@ import re
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -602,6 +602,12 @@ class PostgresStore:
                 (list(queries), list(queries.values()), limit),
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
+
+    def keyword_search_with_files(
+        self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        # The items table knows its file rows, and each query is one GIN lookup per term.
+        return self.keyword_search(terms, limit), self.keyword_search(terms, limit, files_only=True)
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Items holding each single word (as the FTS5 vocabulary counts rows)."""
