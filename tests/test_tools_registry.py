@@ -213,6 +213,9 @@ def test_search_and_context_tools_answer_the_result_to_dicts(tmp_path):
         brief = reg.call("context", {"question": "How does apply_discount work?"})
         assert "items" not in brief and "stats" not in brief and brief["item_count"] == ctx["item_count"]
 
+        # The notes are embedded in the background: compare once it is done, or the
+        # vector counts may move between the two calls.
+        assert ws.background.join(60)
         status = reg.call("status")
         assert {k: v for k, v in status.items() if k != "success"} == ws.status().to_dict()
     finally:
