@@ -53,6 +53,23 @@ def test_top_items_get_full_code_until_the_full_share_is_spent():
     assert plan.used == full_cost + 10 + PER_ITEM_OVERHEAD
 
 
+def test_a_files_imports_line_counts_against_the_budget_not_the_share_for_bodies():
+    ix = Index()
+    f1 = ix.add("pkg/m.py::f1", "function", 150, (1, 20))
+    f2 = ix.add("pkg/n.py::f2", "function", 50, (1, 10), path="pkg/n.py")
+    imports = 60
+    costs = {"pkg/m.py": PER_FILE_OVERHEAD + imports, "pkg/n.py": PER_FILE_OVERHEAD}
+    # 300 tokens, 240 for bodies: f1 whole costs 170 of that share, plus 60 of budget.
+    plan = plan_budget(ix.ranked(f1, f2), ix.stored, {}, _config(300), file_costs=costs)
+    assert ix.modes(plan) == {"pkg/m.py::f1": ("full", False), "pkg/n.py::f2": ("full", False)}
+    assert plan.used == 150 + 50 + 2 * (PER_ITEM_OVERHEAD + PER_FILE_OVERHEAD) + imports
+    # With a longer imports line, f2's body no longer fits what is left: its signature does.
+    costs["pkg/m.py"] += 30
+    plan = plan_budget(ix.ranked(f1, f2), ix.stored, {}, _config(300), file_costs=costs)
+    assert ix.modes(plan) == {"pkg/m.py::f1": ("full", False), "pkg/n.py::f2": ("signature", False)}
+    assert plan.used <= 300
+
+
 def test_a_method_brings_its_class_header_once():
     ix = Index()
     cls = ix.add("pkg/m.py::C", "class", 2000, (1, 100))

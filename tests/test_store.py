@@ -202,6 +202,9 @@ def test_edges_by_source_target_and_name(make_store):
     mod, cls, meth = _code_file(s)
     assert s.edges_from([meth.id]) == [(meth.id, "calls", None, "os.fspath")]
     assert sorted(s.edges_from([mod.id])) == [(mod.id, "contains", cls.id, None), (mod.id, "imports", None, "os")]
+    assert s.edges_from([mod.id], kinds=["imports"]) == [(mod.id, "imports", None, "os")]
+    assert sorted(s.edges_from([mod.id, meth.id], kinds=["calls", "contains"])) == [
+        (mod.id, "contains", cls.id, None), (meth.id, "calls", None, "os.fspath")]
     assert s.edges_to([cls.id], ["os"]) == [(mod.id, "contains", cls.id, None), (mod.id, "imports", None, "os")]
     assert len(s.all_edges()) == 4
     # an edge between files keeps the ids it names

@@ -170,7 +170,9 @@ def _rows(source: Source, path: str, items: list[Item], text: str) -> tuple[str,
     # item would cost a third of a cold index, and the budgeter only plans with them;
     # the rendered context is counted exactly and trimmed to the budget. Measured on
     # SWE-bench Lite, planning with exact counts was slower and no better.
-    sig_counts = [_estimate_tokens(f"{it.signature}\n{it.docstring}".strip()) for it in items]
+    # A signature is shown with the first line of its docstring (budgeter.signature_text),
+    # so that is what it costs: the whole docstring made plans drop signatures that fit.
+    sig_counts = [_estimate_tokens(f"{it.signature}\n{it.doc_summary}".strip()) for it in items]
     for item in items:
         item.tokens = _estimate_tokens(item.text)
     bodies = list(source.fts_bodies(items, text))

@@ -41,11 +41,14 @@ def plan_budget(
     config: ExtractionConfig,
     reserve: int = 0,
     pinned_full: set[int] | None = None,
+    file_costs: dict[str, int] | None = None,
 ) -> Plan:
     """Choose what to show and how. ``reserve`` tokens are kept for headers and framing.
 
     pinned_full: row ids shown in full whatever their size (the top file, when small).
+    file_costs: a file's heading and imports line by path (default PER_FILE_OVERHEAD).
     """
+    file_costs = file_costs or {}
     pinned_full = pinned_full or set()
     budget = max(0, config.max_tokens - reserve)
     full_budget = int(budget * config.full_code_share)
@@ -56,15 +59,6 @@ def plan_budget(
     files: set[str] = set()
     used = full_used = 0
     misses = 0
-
-    def ancestors_of(si: StoredItem) -> list[str]:
-        out, pid, seen = [], si.item.parent_id, set()
-        while pid and pid not in seen:
-            seen.add(pid)
-            out.append(pid)
-            p = parents.get(pid) or _find(stored, pid)
-            pid = p.item.parent_id if p else None
-        return out
 
     for cand in ranked:
         si = stored.get(cand.rowid)
@@ -78,10 +72,9 @@ def plan_budget(
                 prev.score = cand.score
                 prev.signals = cand.signals()
             continue
-        anc = ancestors_of(si)
-        if any(a in full_ids for a in anc):
+        if any(a in full_ids for a in _ancestors(si, stored, parents)):
             continue  # already visible inside an ancestor shown in full
-        file_cost = 0 if item.path in files else PER_FILE_OVERHEAD
+        file_cost = 0 if item.path in files else file_costs.get(item.path, PER_FILE_OVERHEAD)
         parent_cost = 0
         parent_si = None
         traits = item.traits
@@ -100,13 +93,12 @@ def plan_budget(
             full_ok = False
         full_cost = item.tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
         sig_cost = si.sig_tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
-        mode = None
-        if full_ok and full_used + full_cost <= full_budget and used + full_cost <= budget:
-            mode, cost = "full", full_cost
-        elif used + sig_cost <= budget and si.sig_tokens > 0:
-            mode, cost = "signature", sig_cost
-        elif used + full_cost <= budget and full_ok:
-            mode, cost = "full", full_cost
+        # The share for whole bodies is of code: a file's imports line counts against the
+        # budget, not against that share.
+        imports_cost = max(0, file_cost - PER_FILE_OVERHEAD)
+        room = budget - used
+        mode, cost = _mode(full_ok, full_cost, sig_cost if si.sig_tokens > 0 else None, room,
+                           full_budget - full_used + imports_cost)
         if mode is None:
             if cand.score >= TRUNCATION_WARNING_SCORE:
                 plan.truncated = True
@@ -128,7 +120,7 @@ def plan_budget(
         files.add(item.path)
         used += cost + parent_cost
         if mode == "full":
-            full_used += cost
+            full_used += cost - imports_cost
             full_ids.add(item.id)
             # A parent header chosen earlier is now visible inside this item.
             for other_id in [k for k, c in chosen.items() if c.context_only and _is_inside(c.item, item)]:
@@ -139,6 +131,29 @@ def plan_budget(
     plan.selected = list(chosen.values())
     plan.used = used
     return plan
+
+
+def _mode(full_ok: bool, full_cost: int, sig_cost: int | None, room: int, full_room: int) -> tuple[str | None, int]:
+    """Whole when that fits the room left and the room left for whole bodies; else as a
+    signature; else whole when it fits the room (an item without a signature, or whose
+    body costs less than its signature)."""
+    if full_ok and full_cost <= min(room, full_room):
+        return "full", full_cost
+    if sig_cost is not None and sig_cost <= room:
+        return "signature", sig_cost
+    if full_ok and full_cost <= room:
+        return "full", full_cost
+    return None, 0
+
+
+def _ancestors(si: StoredItem, stored: dict[int, StoredItem], parents: dict[str, StoredItem]) -> list[str]:
+    out, pid, seen = [], si.item.parent_id, set()
+    while pid and pid not in seen:
+        seen.add(pid)
+        out.append(pid)
+        p = parents.get(pid) or _find(stored, pid)
+        pid = p.item.parent_id if p else None
+    return out
 
 
 def _find(stored: dict[int, StoredItem], item_id: str) -> StoredItem | None:

@@ -4,7 +4,7 @@ budget -> export. Each stage lives in its own module; this one only wires them."
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..model import ItemKind, kind_traits
@@ -17,7 +17,7 @@ from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.reports import without_version_lines
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
-from .budgeter import plan_budget, signature_text
+from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
 from .export import EXPORTERS
 from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
 
@@ -36,6 +36,7 @@ FILE_BEST_ITEM_WEIGHT = 0.5
 # The best file's leading symbols when it is too large to show whole: its few best matches,
 # not its long tail (measured on bench/code_context.py: the tail, or a share of 0.5, crowded
 # out other files' matches).
+MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 LEAD_ITEMS = 3
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
 
@@ -192,12 +193,16 @@ class SmartContextExtractor:
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
         heads = self._file_heads(files, cat, pinned)
         reserve = sum(tokens for _, _, tokens in heads)
-        plan = plan_budget(pool, stored, parents, cfg, reserve=reserve, pinned_full=pinned)
+        # A file's imports line is part of what showing anything from it costs.
+        deps = self._imports({cat.entries[s.rowid].path for s in pool}, cat)
+        file_costs = {p: PER_FILE_OVERHEAD + _imports_tokens(d) for p, d in deps.items()}
+        plan = plan_budget(pool, stored, parents, cfg, reserve=reserve, pinned_full=pinned,
+                           file_costs=file_costs)
         selection = plan.selected
         self._add_heads(selection, heads, pool)
-        # File lines, imports and module names for every file the plan touches; trimming
-        # only removes items, so this superset stays valid.
-        file_lines, deps, modules = self._file_context(selection, cat)
+        # File lines and module names for every file the plan touches; trimming only
+        # removes items, so this superset stays valid.
+        file_lines, modules = self._file_context(selection, cat)
         exporter = EXPORTERS[format]
         measure = exporter.measure
         text = measure(selection, file_lines, deps, modules, cfg.include_scores)
@@ -213,12 +218,15 @@ class SmartContextExtractor:
                     break  # the estimates run low: measure again before touching the last match
                 victim = min(matches, key=lambda s: s.score, default=None) or selection[-1]
                 # A module's signature is its summary line: shown so, it still names the file.
+                shown_as_signature = len(signature_text(victim.item)) // 3 + PER_ITEM_OVERHEAD
                 if victim.mode == "full" and signature_text(victim.item) and not victim.item.traits.prose:
                     victim.mode = "signature"
-                    saved += max(1, victim.item.tokens - len(victim.item.signature) // 3)
+                    saved += max(1, victim.item.tokens - shown_as_signature)
                 else:
                     selection.remove(victim)
-                    saved += (victim.item.tokens if victim.mode == "full" else len(victim.item.signature) // 3) + 4
+                    saved += victim.item.tokens + PER_ITEM_OVERHEAD if victim.mode == "full" else shown_as_signature
+                    if not any(s.item.path == victim.item.path for s in selection):
+                        saved += file_costs.get(victim.item.path, PER_FILE_OVERHEAD)
                     self._drop_orphan_parents(selection)
             text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
@@ -357,7 +365,8 @@ class SmartContextExtractor:
 
     def _file_context(
         self, selection: list[SelectedItem], cat: Catalogue
-    ) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
+    ) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """The lines of the files whose items are cut from them, and module names."""
         paths = sorted({s.item.path for s in selection})
         file_lines: dict[str, list[str]] = {}
         modules: dict[str, str] = {}
@@ -368,31 +377,45 @@ class SmartContextExtractor:
         }
         mod_rows = [cat.module_of_path[p] for p in paths if p in cat.module_of_path]
         mods = self.store.items_by_rowids(mod_rows) if mod_rows else {}
-        mod_by_path: dict[str, StoredItem] = {si.item.path: si for si in mods.values()}
-        for p in paths:
-            si = mod_by_path.get(p)
-            if si is None:
-                continue
+        for si in mods.values():
+            p = si.item.path
             if si.item.traits.whole_file:
                 modules[p] = si.item.qualname
             if p in need_lines:
                 file_lines[p] = si.item.text.splitlines()
+        return file_lines, modules
+
+    def _imports(self, paths: Iterable[str], cat: Catalogue) -> dict[str, list[str]]:
+        """The modules each of ``paths`` imports (the first MAX_IMPORTS_SHOWN), for its
+        imports line."""
         deps: dict[str, list[str]] = {}
-        if self.config.include_imports and mod_by_path:
-            ids = [si.item.id for si in mod_by_path.values() if si.item.traits.whole_file]
-            for src, kind, dst, dst_name in self.store.edges_from(ids):
-                if kind != "imports" or not dst_name:
-                    continue
-                path = cat.entries[cat.by_id[src]].path if src in cat.by_id else None
-                if path is None:
-                    continue
-                lst = deps.setdefault(path, [])
-                # "a.b" and "a.b.C" both arrive for `from a.b import C`: keep the module.
-                if not any(dst_name.startswith(d + ".") for d in lst) and dst_name not in lst:
-                    lst.append(dst_name)
-            for p in deps:
-                deps[p] = deps[p][:12]
-        return file_lines, deps, modules
+        if not self.config.include_imports:
+            return deps
+        ids = []
+        for p in paths:
+            mod = cat.module_of_path.get(p)
+            if mod is not None and kind_traits(cat.entries[mod].kind).whole_file:
+                ids.append(cat.entries[mod].id)
+        for src, kind, dst, dst_name in self.store.edges_from(sorted(ids), kinds=("imports",)) if ids else ():
+            if kind != "imports" or not dst_name:
+                continue
+            path = cat.entries[cat.by_id[src]].path if src in cat.by_id else None
+            if path is None:
+                continue
+            lst = deps.setdefault(path, [])
+            # The first ones are shown; names are only ever appended, so later ones cannot
+            # change them.
+            if len(lst) >= MAX_IMPORTS_SHOWN:
+                continue
+            # "a.b" and "a.b.C" both arrive for `from a.b import C`: keep the module.
+            if not any(dst_name.startswith(d + ".") for d in lst) and dst_name not in lst:
+                lst.append(dst_name)
+        return deps
+
+
+def _imports_tokens(names: list[str]) -> int:
+    # "Imports: `a.b`, `c`": dotted names take about a token per 3 characters.
+    return (10 + sum(len(n) + 4 for n in names)) // 3 if names else 0
 
 
 def _nearest_names(question: str, cat: Catalogue, limit: int = 5) -> list[dict[str, Any]]:

@@ -658,8 +658,12 @@ class PostgresStore:
             ).fetchall()
         return [EdgeRow(*r) for r in rows]
 
-    def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]:
-        return self._edges("src = ANY(%s)", "src", (list(ids),)) if ids else []
+    def edges_from(self, ids: Sequence[str], kinds: Sequence[str] | None = None) -> list[EdgeRow]:
+        if not ids:
+            return []
+        if kinds:
+            return self._edges("src = ANY(%s) AND kind = ANY(%s)", "src", (list(ids), list(kinds)))
+        return self._edges("src = ANY(%s)", "src", (list(ids),))
 
     def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
         out = self._edges("dst = ANY(%s)", "dst", (list(ids),)) if ids else []

@@ -756,16 +756,18 @@ class SQLiteStore:
 
     # -- edges -------------------------------------------------------------------
 
-    def _edges_where(self, where: str, order: str, values: Sequence[str], by_key: bool) -> list[EdgeRow]:
+    def _edges_where(self, where: str, order: str, values: Sequence[str], by_key: bool,
+                     kinds: Sequence[str] | None = None) -> list[EdgeRow]:
         # Ordered as an index on the id would return them (by id, then insertion), which
         # the graph walk relies on when it keeps the first few edges of a node.
         out: list[EdgeRow] = []
+        only = f" AND e.kind IN ({','.join('?' * len(kinds))})" if kinds else ""
         for chunk in _chunks(list(values), _CHUNK):
             marks = ",".join("?" * len(chunk))
             params = [_id_key(v) for v in chunk] + chunk if by_key else chunk
             rows = self.db.execute(
-                f"{_EDGE_SELECT} WHERE {where.format(marks=marks)} ORDER BY {order}, e.rowid",
-                params,
+                f"{_EDGE_SELECT} WHERE ({where.format(marks=marks)}){only} ORDER BY {order}, e.rowid",
+                [*params, *(kinds or ())],
             )
             if by_key:
                 wanted = set(chunk)
@@ -775,10 +777,10 @@ class SQLiteStore:
                 out.extend(EdgeRow(*r) for r in rows)
         return out
 
-    def edges_from(self, ids: Sequence[str]) -> list[EdgeRow]:
+    def edges_from(self, ids: Sequence[str], kinds: Sequence[str] | None = None) -> list[EdgeRow]:
         return self._edges_where(
             "e.src IN (SELECT rowid FROM items WHERE id_key IN ({marks})) OR e.src_id IN ({marks})",
-            "src_key", ids, by_key=True,
+            "src_key", ids, by_key=True, kinds=kinds,
         )
 
     def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
