@@ -15,7 +15,7 @@ from ..retrieval.entities import EntityExtractor
 from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.reports import without_version_lines
-from ..store.base import Store, StoredItem
+from ..store.base import Store
 from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
 from .export import EXPORTERS
@@ -33,10 +33,10 @@ HEAD_MAX_LINES = 60
 HEAD_MAX_TOKENS = 400
 MIN_BUDGET_FOR_FILES = 2000  # below this, whole files and file headers crowd out matches
 FILE_BEST_ITEM_WEIGHT = 0.5
+MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 # The best file's leading symbols when it is too large to show whole: its few best matches,
 # not its long tail (measured on bench/code_context.py: the tail, or a share of 0.5, crowded
 # out other files' matches).
-MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 LEAD_ITEMS = 3
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
 
@@ -79,7 +79,8 @@ class SmartContextExtractor:
         # it pastes; the question itself is kept whole for the result.
         asked = without_version_lines(question)
         entities = EntityExtractor(is_known=cat.is_known).extract(asked)
-        ent = scoring.entity_scores(cat, entities)
+        placed = scoring.placed_frames(cat, entities)
+        ent = scoring.entity_scores(cat, entities, placed)
         timings["entities"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -111,7 +112,7 @@ class SmartContextExtractor:
         kw = {r: s for r, s in kw.items() if allowed(r)}
         vec = {r: s for r, s in vec.items() if allowed(r)}
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
-        frames = {p: v for p, v in scoring.frame_files(cat, entities).items()
+        frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
         file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames)
         scoring.add_file_prior(scored, cat, file_rank)
@@ -396,8 +397,8 @@ class SmartContextExtractor:
             mod = cat.module_of_path.get(p)
             if mod is not None and kind_traits(cat.entries[mod].kind).whole_file:
                 ids.append(cat.entries[mod].id)
-        for src, kind, dst, dst_name in self.store.edges_from(sorted(ids), kinds=("imports",)) if ids else ():
-            if kind != "imports" or not dst_name:
+        for src, _kind, _dst, dst_name in self.store.edges_from(sorted(ids), kinds=("imports",)) if ids else ():
+            if not dst_name:
                 continue
             path = cat.entries[cat.by_id[src]].path if src in cat.by_id else None
             if path is None:

@@ -61,14 +61,19 @@ class ScoredItem:
         return asdict(self)
 
 
-def entity_scores(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[int, float]:
-    """Noisy-or of every entity's match with each item, damped for ambiguous names."""
+Placed = list[tuple[ExtractedEntity, list[str], float]]
+
+
+def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None) -> dict[int, float]:
+    """Noisy-or of every entity's match with each item, damped for ambiguous names.
+    ``placed``: ``placed_frames(cat, entities)``, when the caller has it already."""
     miss: dict[int, float] = defaultdict(lambda: 1.0)
 
     def hit(rowid: int, strength: float) -> None:
         miss[rowid] *= 1.0 - min(0.99, strength)
 
-    _frame_hits(cat, [e for e in entities if e.kind in ("frame", "callee")], hit)
+    frames = [e for e in entities if e.kind in ("frame", "callee")]
+    _frame_hits(cat, frames, placed_frames(cat, frames) if placed is None else placed, hit)
     for ent in entities:
         text = ent.text
         low = text.lower()
@@ -140,8 +145,9 @@ UNPLACED_FRAME = 0.5
 FILE_FRAME_STEP = 0.5
 
 
-def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> list[tuple[ExtractedEntity, list[str], float]]:
-    """The frames in files of this tree, deepest first, with their strength."""
+def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> Placed:
+    """The frames (and callees) in files of this tree, deepest first, with their strength;
+    other entities are passed over."""
     inside = []
     for ent in frames:
         if ent.kind == "frame":
@@ -160,11 +166,11 @@ def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> list[tuple[E
     ]
 
 
-def frame_files(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[str, float]:
+def frame_files(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None) -> dict[str, float]:
     """Files of the question's traceback frames: the file of the deepest frame 1, the
     next file out FILE_FRAME_STEP, and so on (a file counts once, where it is deepest)."""
     out: dict[str, float] = {}
-    for _, paths, _ in placed_frames(cat, entities):
+    for _, paths, _ in placed_frames(cat, entities) if placed is None else placed:
         fresh = [p for p in paths if p not in out]
         if fresh:
             strength = FILE_FRAME_STEP ** len({v for v in out.values()})
@@ -173,9 +179,9 @@ def frame_files(cat: Catalogue, entities: list[ExtractedEntity]) -> dict[str, fl
     return out
 
 
-def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], hit) -> None:
+def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], placed: Placed, hit) -> None:
     """Hit each in-repository frame's module and the function it names in that file."""
-    for ent, paths, strength in placed_frames(cat, frames):
+    for ent, paths, strength in placed:
         # "Plot._plot" or "_preprocess_data.<locals>.inner": the last part is the name.
         func = ent.symbol.lower().rsplit(".", 1)[-1]
         for p in paths:

@@ -80,11 +80,11 @@ _CHUNK = 500
 # files, and later questions return to them. Decompressing on every read made warm
 # queries on the hub vault about 50% slower than the uncompressed index; 24M characters
 # hold all of it (about 15M) and most repositories.
+_TEXT_CACHE_CHARS = 24_000_000
 # Full-text answers remembered per index generation: at most this many (rowid, score)
 # pairs in all (about 100 bytes each); a filtered search asks for every match, so one
 # answer may hold tens of thousands, and one over a quarter of the budget is not kept.
 _SEARCH_PAIRS_KEPT = 200_000
-_TEXT_CACHE_CHARS = 24_000_000
 
 # bm25() weights of the FTS columns name, path, body, kind.
 _BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
