@@ -193,6 +193,9 @@ def test_search_and_context_tools_answer_the_result_to_dicts(tmp_path):
     reg = ToolRegistry.open(tmp_path)
     try:
         ws = reg.context.ready_workspace()
+        # The notes are embedded in the background: compare once it is done, or vectors
+        # landing between two calls change hybrid answers and vector counts.
+        assert ws.background.join(60)
         found = reg.call("search", {"query": "apply_discount", "mode": "keyword", "limit": 3})
         hits, info = ws.search_with_info("apply_discount", limit=3, mode="keyword")
         assert found == {"success": True, "results": [h.to_dict() for h in hits], "count": len(hits), **info}
@@ -213,9 +216,6 @@ def test_search_and_context_tools_answer_the_result_to_dicts(tmp_path):
         brief = reg.call("context", {"question": "How does apply_discount work?"})
         assert "items" not in brief and "stats" not in brief and brief["item_count"] == ctx["item_count"]
 
-        # The notes are embedded in the background: compare once it is done, or the
-        # vector counts may move between the two calls.
-        assert ws.background.join(60)
         status = reg.call("status")
         assert {k: v for k, v in status.items() if k != "success"} == ws.status().to_dict()
     finally:
