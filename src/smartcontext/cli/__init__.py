@@ -59,18 +59,18 @@ def main() -> None:
     except KeyboardInterrupt:
         plain.interrupted = True
         try:
-            fail_quietly("interrupted", EXIT_INTERRUPTED)
+            plain.fail("interrupted", EXIT_INTERRUPTED)
         except SystemExit as exc:
             _exit_now(exc.code)
     except OSError as exc:  # a read-only folder, a full disk, a vanished file
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        fail_quietly(f"{exc.strerror or exc}{where}")
+        plain.fail(f"{exc.strerror or exc}{where}")
     except Exception as exc:  # last resort: one sentence, never a traceback
         import sqlite3
 
         if isinstance(exc, sqlite3.DatabaseError):
-            fail_quietly(f"the index cannot be read ({exc}); run `smartcontext index --rebuild` on the folder")
-        fail_quietly(f"unexpected {type(exc).__name__}: {exc} (please report it)")
+            plain.fail(f"the index cannot be read ({exc}); run `smartcontext index --rebuild` on the folder")
+        plain.fail(f"unexpected {type(exc).__name__}: {exc} (please report it)")
 
 
 def _exit_now(code: object) -> None:
@@ -83,12 +83,6 @@ def _exit_now(code: object) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code if isinstance(code, int) else EXIT_ERROR)
-
-
-def fail_quietly(message: str, code: int = EXIT_ERROR) -> None:
-    from .plain import fail
-
-    fail(message, code)
 
 
 __all__ = ["app", "load_app", "main"]

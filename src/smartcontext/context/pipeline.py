@@ -219,8 +219,9 @@ class SmartContextExtractor:
                     break  # the estimates run low: measure again before touching the last match
                 victim = min(matches, key=lambda s: s.score, default=None) or selection[-1]
                 # A module's signature is its summary line: shown so, it still names the file.
-                shown_as_signature = len(signature_text(victim.item)) // 3 + PER_ITEM_OVERHEAD
-                if victim.mode == "full" and signature_text(victim.item) and not victim.item.traits.prose:
+                signature = signature_text(victim.item)
+                shown_as_signature = len(signature) // 3 + PER_ITEM_OVERHEAD
+                if victim.mode == "full" and signature and not victim.item.traits.prose:
                     victim.mode = "signature"
                     saved += max(1, victim.item.tokens - shown_as_signature)
                 else:

@@ -213,7 +213,7 @@ def _callee_items(cat: Catalogue, dotted: str) -> list[int]:
     found = _dotted_suffix_matches(cat, dotted) if "." in dotted else cat.by_name.get(dotted, [])
     if not found and "." in dotted:
         owner = dotted.rsplit(".", 1)[0]
-        found = [r for r in _dotted_suffix_matches(cat, owner) if not kind_traits(cat.entries[r].kind).whole_file]
+        found = _dotted_suffix_matches(cat, owner)
     return [r for r in found if not kind_traits(cat.entries[r].kind).whole_file]
 
 

@@ -27,6 +27,7 @@ from .discover import (
     Discovery,
     DiscoveryOptions,
     WalkRecord,
+    _git_dir,
     discover,
     file_stamp,
     stat_skip_reason,
@@ -86,8 +87,6 @@ def _git_inputs(root: Path) -> tuple | None:
     """Stamps of what git's excludes come from: info/exclude and the configuration files
     that can name core.excludesFile (and the environment that picks them). None when a
     configuration file includes others: those cannot be followed here."""
-    from .discover import _git_dir
-
     git_dir = _git_dir(root)
     if git_dir is None:
         return ()
