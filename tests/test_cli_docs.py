@@ -23,8 +23,9 @@ def test_docs_cli_md_is_up_to_date_with_the_commands():
 def test_a_stale_reference_fails_the_check(tmp_path):
     stale = tmp_path / "cli.md"
     text = DOC.read_text()
-    assert "Token budget (exact count). Default: from config, 8000" in text
-    stale.write_text(text.replace("Token budget (exact count).", "Token budget."))
+    declared = "Token budget of the context (exact count of what a model reads)."
+    assert f"{declared} Default: from config, 8000" in text
+    stale.write_text(text.replace(declared, "Token budget."))
     assert cog_check(stale) != 0
 
 
@@ -39,7 +40,7 @@ def test_every_command_has_a_generated_block():
 def test_reference_lists_arguments_options_and_config_defaults():
     md = reference("context")
     assert md.startswith("```text\nsmartcontext context [OPTIONS] QUESTION [PATH]\n```")
-    assert "| `QUESTION` | The question, in plain language; - reads it from stdin. Required |" in md
+    assert "naming functions, classes or files helps. - reads it from stdin. Required |" in md
     assert f"Default: from config, {ContextDefaults().max_tokens}" in md
     assert "| `--exclude-tests / --include-tests` |" in md
     assert "`--transport stdio\\|http`" in reference("serve mcp")  # a pipe cannot end a table cell

@@ -191,7 +191,7 @@ async def check_malformed_calls(session: Any) -> None:
         ("no_such_tool", {"a": 1}, "Unknown tool"),
         ("read_file", {"path": "../../etc/passwd"}, "outside"),
         ("read_file", {"path": "/etc/passwd"}, "outside"),
-        ("search", {"query": "y" * 50_000}, "query"),                  # huge string
+        ("search", {"query": "y" * 600_000}, "query"),                 # past MAX_QUESTION_CHARS
         ("create_file", {"path": "big.md", "content": "z" * 2_100_000}, "limit"),
         ("move_file", {"source": "notes/Watering.md", "destination": "../escaped.md"}, "outside"),
     ]

@@ -27,6 +27,7 @@ from .errors import (
 )
 from .background import BackgroundEmbedding
 from .indexer import IndexStats, Indexer, Progress, embed_pending
+from .query import Query
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
 from .sources.discover import DiscoveryOptions
@@ -35,6 +36,8 @@ from .store import Store, open_store
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
     from .retrieval.vector import StoreVectorIndex, VectorIndex
 
+# The Python API's earlier names of three context options, still accepted.
+LEGACY_OPTION_NAMES = {"expand_depth": "depth", "include_imports": "imports", "include_scores": "scores"}
 INDEX_DIR = ".smartcontext"
 INDEX_FILE = "index.db"
 # The in-memory catalogue as last built, so a new process need not read the whole index.
@@ -481,50 +484,44 @@ class Workspace:
     ) -> ContextResult:
         """The best context for ``question`` within ``max_tokens`` (exact count).
 
-        options: any ExtractionConfig field (exclude_tests, expand_depth, min_relevance,
-        include_imports, include_scores, kinds, paths, ...).
+        options: the code-context options of ``query.options`` (exclude_tests, depth,
+        paths, exclude, kinds, imports, scores, encoding, explain); what is left out comes
+        from smartcontext.toml's ``[context]``, then the declared default.
         """
-        defaults = self.config.context
-        options.setdefault("encoding", defaults.encoding)
-        options.setdefault("exclude_tests", defaults.exclude_tests)
-        options.setdefault("expand_depth", defaults.expand_depth)
-        config = ExtractionConfig.from_options(
-            max_tokens=defaults.max_tokens if max_tokens is None else max_tokens, **options
-        )
-        if not isinstance(question, str) or not question.strip():
-            from .errors import InvalidArgument
+        for old, new in LEGACY_OPTION_NAMES.items():
+            if old in options:
+                options[new] = options.pop(old)
+        query = Query.build("code-context", question, defaults=self.config.context,
+                            max_tokens=max_tokens, format=format, **options)
+        return self.answer_context(query, progress)
 
-            raise InvalidArgument("the question is empty")
+    def answer_context(self, query: Query, progress: Progress | None = None) -> ContextResult:
+        """Answer a checked code-context Query (the CLI, the tools and ``context`` all
+        come here)."""
         built = self.ensure_index(progress)
-        extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors, config)
-        result = extractor.extract(question, format=format)
+        extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors,
+                                          ExtractionConfig.from_query(query))
+        result = extractor.extract(query.text, format=query.format)
         if built is not None:
             result.stats["built_index"] = built.to_dict()
         return result
 
-    def search(
-        self,
-        query: str,
-        limit: int = 10,
-        mode: str = "hybrid",
-        paths: list[str] | None = None,
-        tags: list[str] | None = None,
-        kinds: list[str] | None = None,
-        min_score: float = 0.0,
-    ) -> list[SearchHit]:
-        return self.search_with_info(query, limit, mode, paths, tags, kinds, min_score)[0]
+    def search(self, query: str, limit: int = 10, mode: str = "hybrid", **options: Any) -> list[SearchHit]:
+        """Ranked hits for ``query``; options as ``search_with_info``."""
+        return self.search_with_info(query, limit=limit, mode=mode, **options)[0]
 
     def search_with_info(
-        self,
-        query: str,
-        limit: int = 10,
-        mode: str = "hybrid",
-        paths: list[str] | None = None,
-        tags: list[str] | None = None,
-        kinds: list[str] | None = None,
-        min_score: float = 0.0,
+        self, query: str, limit: int = 10, mode: str = "hybrid", **options: Any
     ) -> tuple[list[SearchHit], dict[str, Any]]:
+        """(hits, info) for ``query``: options are the search options of
+        ``query.options`` (paths, exclude, kinds, tags, min_score); info says which
+        signals answered."""
+        return self.answer_search(Query.build("search", query, limit=limit, mode=mode, **options))
+
+    def answer_search(self, query: Query) -> tuple[list[SearchHit], dict[str, Any]]:
+        """Answer a checked search Query."""
         self.ensure_index()
+        mode = query.options["mode"]
         vectors = self.vectors() if mode != "keyword" else None
         if mode == "semantic" and vectors is None and self._background is not None and self._background.running:
             from .errors import InvalidArgument
@@ -533,9 +530,11 @@ class Workspace:
                 f"semantic search needs vectors, and none are stored yet: they are being computed "
                 f"in the background ({self.vector_summary()['vectors']}); use mode hybrid or keyword meanwhile"
             )
+        scope = query.scope
         hits, info = search(
-            self.store, self.catalogue(), query, limit=limit, mode=mode, vectors=vectors,
-            paths=paths, tags=tags, kinds=kinds, min_score=min_score,
+            self.store, self.catalogue(), query.text, limit=query.options["limit"], mode=mode, vectors=vectors,
+            paths=list(scope.paths) or None, tags=list(scope.tags) or None, kinds=list(scope.kinds) or None,
+            min_score=query.options["min_score"],
         )
         if mode != "keyword":
             info.update(self.vector_summary())

@@ -22,31 +22,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..query.fusion import reciprocal_rank
+from ..query.profiles import CHAT_HISTORY
 from .filter import HistoryResult
 from .files import Message
 from .vectors import GENERIC_ROLES
 
-# The fusion's rank constant. The retrieval core uses 10 for code and notes; a chat's
-# turns are short and many, and a steeper curve (5) lets the few best turns of each
-# signal lead: recall at 10% of the tokens 0.853 -> 0.857, at 25% 0.929 -> 0.933 alone.
-CHAT_RRF_K = 5
-# Keyword and semantic weights in the fusion. Semantic counted twice was best with
-# RRF_K 10 and no speaker signal; with the speaker boost, equal weights are.
-FUSION_WEIGHTS = (1.0, 1.0)
-# The share of a retrieved turn's score lent to the turns next to it (1 and 2 away), in
-# both directions (lending more forward than backward, "an answer follows its question",
-# measured no better: 0.857 / 0.926 against 0.853 / 0.929).
-NEIGHBOUR_DECAY = (0.5, 0.25)
-# A question about one named speaker: 96% of LoCoMo's evidence turns are that speaker's.
-# Their scores are multiplied by 1 + SPEAKER_BOOST after neighbour spreading (before it,
-# the boost spills onto the other speaker's turns around them). 3 gains 0.006 at 25% of
-# the tokens over 2, but costs adversarial questions (which name the wrong speaker) at
-# 10%: 0.888 -> 0.842 (0.958 with no boost).
-SPEAKER_BOOST = 2.0
-# Selection order is score * tokens ** LENGTH_EXPONENT: at equal relevance a longer turn
-# holds more of what a question asks (a fact, a plan, a photo's caption) than "Wow!".
-# Score per token (exponent -1, the budget's usual rule) lost 0.08 at 10%.
-LENGTH_EXPONENT = 0.75
+# The chat-history profile's measured constants (query/profiles.py says how each was
+# measured); module names, so bench/chat_context.py can vary them.
+CHAT_RRF_K = CHAT_HISTORY.fusion.k
+FUSION_WEIGHTS = (CHAT_HISTORY.fusion.weights["keywords"], CHAT_HISTORY.fusion.weights["vectors"])
+NEIGHBOUR_DECAY = CHAT_HISTORY.constants["neighbour_decay"]
+SPEAKER_BOOST = CHAT_HISTORY.constants["speaker_boost"]
+LENGTH_EXPONENT = CHAT_HISTORY.constants["length_exponent"]
 
 
 def render_message(m: Message) -> str:
@@ -60,12 +48,11 @@ def fuse(rankings: Sequence[Sequence[int]], n: int, weights: Sequence[float] | N
     """Reciprocal rank fusion of ranked message positions into one score per message
     (``k``: the rank constant, ``CHAT_RRF_K`` when None)."""
     k = CHAT_RRF_K if k is None else k
+    fused = reciprocal_rank([np.asarray(r, dtype=np.intp).tolist() for r in rankings], k, weights)
     scores = np.zeros(n, dtype=np.float64)
-    for j, ranking in enumerate(rankings):
-        w = 1.0 if weights is None else weights[j]
-        idx = np.asarray(ranking, dtype=np.intp)
-        # Positions are distinct within one ranking, so a fancy-indexed add is exact.
-        scores[idx] += w / (k + 1.0 + np.arange(len(idx)))
+    if fused:
+        scores[np.fromiter(fused.keys(), dtype=np.intp, count=len(fused))] = np.fromiter(
+            fused.values(), dtype=np.float64, count=len(fused))
     return scores
 
 

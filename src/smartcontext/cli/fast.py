@@ -1,5 +1,8 @@
 """The fast path of the two commands run most (``context`` and ``search``) and ``--version``.
 
+Its option tables are generated from the same declarations as the typer commands
+(``query.options``), so the two ways in accept the same flags.
+
 Building the typer application imports typer, click, pydantic and rich: about a fifth of a
 ``context`` process on a large index. When the arguments are in the plain forms below, they
 are read here and handed to the same command bodies (``cli/questions.py``) the typer
@@ -18,33 +21,30 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-# option -> (parameter, kind); kind is "int", "float", "str", "list", or the constant a
-# flag stores.
-CONTEXT_OPTIONS: dict[str, tuple[str, Any]] = {
-    "--max-tokens": ("max_tokens", "int"), "-t": ("max_tokens", "int"),
-    "--format": ("format", "str"), "-f": ("format", "str"),
-    "--verbose": ("verbose", True), "-v": ("verbose", True),
-    "--no-imports": ("no_imports", True),
-    "--depth": ("depth", "int"),
-    "--exclude-tests": ("exclude_tests", True), "--include-tests": ("exclude_tests", False),
-    "--scores": ("scores", True),
-    "--copy": ("copy", True),
-    "--encoding": ("encoding", "str"),
-    "--json": ("as_json", True),
-}
-SEARCH_OPTIONS: dict[str, tuple[str, Any]] = {
-    "--mode": ("mode", "str"), "-m": ("mode", "str"),
-    "--tag": ("tag", "list"),
-    "--path": ("in_path", "list"),
-    "--kind": ("kind", "list"),
-    "--limit": ("limit", "int"), "-n": ("limit", "int"),
-    "--min-score": ("min_score", "float"),
-    "--json": ("as_json", True),
-}
+from ..query.options import CONTEXT_OPTIONS, SEARCH_OPTIONS, Option
+
+
+
+def option_table(options: Sequence[Option]) -> dict[str, tuple[str, Any]]:
+    """flag -> (parameter, kind) for the CLI side of a command's declared options; kind
+    is "int", "float", "str", "list", or the constant a flag stores."""
+    table: dict[str, tuple[str, Any]] = {}
+    for o in options[1:]:  # the first is the positional text
+        if not o.on_cli:
+            continue
+        for flag in o.flags:
+            table[flag] = (o.name, True if o.kind == "bool" else o.kind)
+        if o.off_flag:
+            table[o.off_flag] = (o.name, False)
+    return table
+
+
+CONTEXT_TABLE = option_table(CONTEXT_OPTIONS)
+SEARCH_TABLE = option_table(SEARCH_OPTIONS)
 # (options, names of the positional arguments, how many are required)
 COMMANDS: dict[str, tuple[dict[str, tuple[str, Any]], tuple[str, ...], int]] = {
-    "context": (CONTEXT_OPTIONS, ("question", "path"), 1),
-    "search": (SEARCH_OPTIONS, ("query", "path"), 1),
+    "context": (CONTEXT_TABLE, ("question", "path"), 1),
+    "search": (SEARCH_TABLE, ("query", "path"), 1),
 }
 # Numbers in the forms every converter reads alike; others (1_000, +5, 1e3, " 5") go to typer.
 _INT = re.compile(r"-?(0|[1-9][0-9]{0,17})")

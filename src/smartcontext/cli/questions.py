@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..query import Query
 from .plain import EXIT_NO_MATCH, console, errors, line, note, print_json, print_text, progress, warn
 
 CLIPBOARD_TOOLS = (["pbcopy"], ["wl-copy"], ["xclip", "-selection", "clipboard"], ["xsel", "-b", "-i"], ["clip"])
@@ -38,37 +39,30 @@ def open_workspace(path: Path | None):
     return ws
 
 
-def given(**options: object) -> dict[str, object]:
-    """Only the options the user set: the rest fall back to the configuration."""
-    return {k: v for k, v in options.items() if v is not None}
+def typed(options: dict[str, Any]) -> dict[str, Any]:
+    """Only the options the user typed (an empty list is a list option not given): the
+    rest fall back to the configuration, then the declared default."""
+    return {k: v for k, v in options.items() if v is not None and v != []}
 
 
 def run_context(
     question: str,
     path: Path | None = None,
-    max_tokens: int | None = None,
-    format: str = "mu",
     verbose: bool = False,
-    no_imports: bool = False,
-    depth: int | None = None,
-    exclude_tests: bool | None = None,
-    scores: bool = False,
     copy: bool = False,
-    encoding: str | None = None,
     as_json: bool = False,
+    **given: Any,
 ) -> None:
-    """``smartcontext context``: refresh what changed, answer, print."""
+    """``smartcontext context``: refresh what changed, answer, print. ``given``: the
+    code-context options as typed (None or [] = not given)."""
     with errors():
         if question == "-":
             question = sys.stdin.read()
         ws = open_workspace(path)
+        query = Query.build("code-context", question, defaults=ws.config.context, **typed(given))
         with progress(True) as report:
             refreshed = ws.refresh(report)
-            result = ws.context(
-                question, max_tokens=max_tokens, format=format, progress=report,
-                include_imports=not no_imports, include_scores=scores,
-                **given(expand_depth=depth, exclude_tests=exclude_tests, encoding=encoding),
-            )
+            result = ws.answer_context(query, report)
         if refreshed.files_indexed or refreshed.files_deleted:
             result.stats["refreshed"] = refreshed.to_dict()
         if as_json:
@@ -140,25 +134,13 @@ def _copy_to_clipboard(text: str) -> None:
         warn("no clipboard tool found (pbcopy, wl-copy, xclip, xsel or clip); the context was printed only")
 
 
-def run_search(
-    query: str,
-    path: Path | None = None,
-    mode: str = "hybrid",
-    tag: list[str] | None = None,
-    in_path: list[str] | None = None,
-    kind: list[str] | None = None,
-    limit: int = 10,
-    min_score: float = 0.0,
-    as_json: bool = False,
-) -> None:
+def run_search(query: str, path: Path | None = None, as_json: bool = False, **given: Any) -> None:
     """``smartcontext search``: refresh what changed, search, print; exits 1 on no match."""
     with errors():
+        checked = Query.build("search", query, **typed(given))
         ws = open_workspace(path)
         ws.refresh()
-        hits, info = ws.search_with_info(
-            query, limit=limit, mode=mode, paths=in_path or None, tags=tag or None,
-            kinds=kind or None, min_score=min_score,
-        )
+        hits, info = ws.answer_search(checked)
         if as_json:
             from ..tools.workspace import search_answer
 

@@ -8,7 +8,7 @@ import typer
 
 from ..config import ContextDefaults
 from . import questions
-from .questions import given, open_workspace, workspace_root  # noqa: F401  (for the commands)
+from .questions import open_workspace, workspace_root  # noqa: F401  (for the commands)
 
 app = typer.Typer(
     help="Smart Context: the best slice of a repository or notes vault for a question, "

@@ -9,26 +9,18 @@ import typer
 from rich.markup import escape
 
 from .output import errors, out_console, print_json
+from ..query.options import SEARCH_OPTIONS
+from .declared import declare
 from .questions import run_search
 from .root import LimitOpt, PathArg, app, open_workspace
 
 
-@app.command()
-def search(
-    query: str = typer.Argument(..., help="What to look for."),
-    path: Optional[Path] = PathArg,
-    mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid (BM25 and vectors fused by reciprocal rank), keyword or semantic."),
-    tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag (# optional; nested tags tag/sub match their parent)."),
-    in_path: list[str] = typer.Option([], "--path", help="Only under this folder or file."),
-    kind: list[str] = typer.Option([], "--kind", help="Only items of this kind: module, class, function, method, section or text."),
-    limit: int = LimitOpt,
-    min_score: float = typer.Option(0.0, "--min-score", help="Drop results scoring below this."),
-    as_json: bool = typer.Option(False, "--json", help="Print results as JSON, with the signals that answered."),
-) -> None:
+declare(
+    "search", SEARCH_OPTIONS, run_search,
     """Search the index: keyword (BM25), semantic (vectors) or hybrid.
 
-    Changed files are re-indexed first. Exits 1 when nothing is found, as rg and grep do."""
-    run_search(query, path, mode, tag, in_path, kind, limit, min_score, as_json)
+    Changed files are re-indexed first. Exits 1 when nothing is found, as rg and grep do.""",
+)
 
 
 @app.command()

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
 from ..model import Item
+from ..query.options import FORMATS, MAX_BUDGET
+from ..query.profiles import CODE_CONTEXT
 from ..retrieval.entities import ExtractedEntity
+
+if TYPE_CHECKING:
+    from ..query import Query
 
 __all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "SelectedItem"]
 
-MAX_BUDGET = 2_000_000
-FORMATS = ("mu", "json", "markdown")
+_WEIGHTS = CODE_CONTEXT.fusion.weights
+_CONSTANTS = CODE_CONTEXT.constants
 
 
 @dataclass
 class ExtractionConfig:
-    """Options of ``Workspace.context``.
+    """What the code-context pipeline runs with: a ``Query``'s options plus the
+    profile's measured constants (``query.profiles.CODE_CONTEXT``), built by
+    ``from_query``.
 
     max_tokens:       hard limit on the rendered output, counted exactly.
     include_imports:  list each module's dependencies (``@`` lines in MU).
@@ -38,14 +45,14 @@ class ExtractionConfig:
     include_imports: bool = True
     include_parent: bool = True
     expand_depth: int = 1
-    entity_weight: float = 1.0
-    keyword_weight: float = 1.0
-    vector_weight: float = 0.7
-    proximity_weight: float = 0.3
-    min_relevance: float = 0.1
+    entity_weight: float = _WEIGHTS["names"]
+    keyword_weight: float = _WEIGHTS["keywords"]
+    vector_weight: float = _WEIGHTS["vectors"]
+    proximity_weight: float = _WEIGHTS["proximity"]
+    min_relevance: float = _CONSTANTS["min_relevance"]
     exclude_tests: bool = False
     include_scores: bool = False
-    full_code_share: float = 0.8
+    full_code_share: float = _CONSTANTS["full_code_share"]
     encoding: str = "cl100k_base"
     kinds: list[str] | None = None
     paths: list[str] | None = None
@@ -61,14 +68,14 @@ class ExtractionConfig:
             raise InvalidArgument("min_relevance must be between 0 and 1")
 
     @classmethod
-    def from_options(cls, **options: Any) -> "ExtractionConfig":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise InvalidArgument(
-                f"unknown context option(s): {', '.join(unknown)}; valid: {', '.join(sorted(names))}"
-            )
-        return cls(**options)
+    def from_query(cls, query: "Query") -> "ExtractionConfig":
+        """The pipeline's settings for a checked code-context Query."""
+        o = query.options
+        return cls(
+            max_tokens=query.max_tokens or 8000, include_imports=o["imports"], expand_depth=o["depth"],
+            exclude_tests=o["exclude_tests"], include_scores=o["scores"], encoding=o["encoding"],
+            kinds=list(query.scope.kinds) or None, paths=list(query.scope.paths) or None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..model import kind_traits
+from ..query.fusion import weighted_sum
 from .catalogue import Catalogue
 from .entities import ExtractedEntity
 from .graph import Neighbour
@@ -255,24 +256,23 @@ def fuse(
     keyword: dict[int, float],
     vector: dict[int, float],
 ) -> dict[int, ScoredItem]:
-    weights = {"entity": config.entity_weight, "keyword": config.keyword_weight}
+    """The direct matches, scored by the code-context profile's weighted sum of names,
+    keywords and (when the index has them) vectors."""
+    signals = {"names": entity, "keywords": keyword}
     if vector:
-        weights["vector"] = config.vector_weight
-    total_w = sum(weights.values()) or 1.0
+        signals["vectors"] = vector
+    weights = {"names": config.entity_weight, "keywords": config.keyword_weight, "vectors": config.vector_weight}
+    fused = weighted_sum(signals, weights)
     out: dict[int, ScoredItem] = {}
+    # In the order of the union of the signals' keys, as before fusion moved: ties among
+    # the graph's seeds are broken by this order.
     for r in set(entity) | set(keyword) | set(vector):
+        score = fused[r]
         e = cat.entries.get(r)
         if e is None:
             continue
-        s = ScoredItem(r, e.id, entity_score=entity.get(r, 0.0),
-                       keyword_score=keyword.get(r, 0.0), vector_score=vector.get(r, 0.0),
-                       direct=True)
-        s.score = (
-            weights["entity"] * s.entity_score
-            + weights["keyword"] * s.keyword_score
-            + weights.get("vector", 0.0) * s.vector_score
-        ) / total_w
-        out[r] = s
+        out[r] = ScoredItem(r, e.id, score=score, entity_score=entity.get(r, 0.0),
+                            keyword_score=keyword.get(r, 0.0), vector_score=vector.get(r, 0.0), direct=True)
     return out
 
 

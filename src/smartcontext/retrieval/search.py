@@ -15,6 +15,8 @@ from ..model import KIND_TRAITS, ItemKind
 from ..notes.match import normalise_folder, path_matches
 from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import Store, StoredItem
+from ..query.fusion import reciprocal_rank, rrf_ceiling
+from ..query.profiles import SEARCH
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
 
@@ -22,10 +24,10 @@ if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
     from .vector import VectorIndex
 
 MODES = ("hybrid", "keyword", "semantic")
-# Measured on LoCoMo (bench/vault.py): with filters applied before the pools are cut,
-# k=10 lifts hybrid Recall@10 above both signals; the textbook k=60 flattens the ranks
-# of a small filtered pool too much.
-RRF_K = 10
+# The search profile's rank constant (query/profiles.py, measured there).
+RRF_K = SEARCH.fusion.k
+# This module's signal names -> the profile's.
+SIGNAL_OF = {"keyword": "keywords", "semantic": "vectors"}
 SNIPPET_CHARS = 240
 
 
@@ -118,7 +120,7 @@ def search(
     if not query:
         raise InvalidArgument("the query is empty")
     info: dict[str, Any] = {"mode": mode, "signals": []}
-    pool = max(limit * 10, 100)
+    pool = max(limit * SEARCH.constants["pool_factor"], SEARCH.constants["min_pool"])
     prefixes = [normalise_folder(p) for p in paths] if paths else None
     kind_set = set(kinds) if kinds else None
     _check_filters(cat, prefixes, kind_set)
@@ -164,10 +166,8 @@ def search(
             raw["semantic"] = dict(hits)
             info["signals"].append("semantic")
 
-    fused: dict[int, float] = {}
-    for signal, rk in ranks.items():
-        for r, i in rk.items():
-            fused[r] = fused.get(r, 0.0) + 1.0 / (RRF_K + i + 1)
+    weights = [SEARCH.fusion.weights[SIGNAL_OF[signal]] for signal in ranks]
+    fused = reciprocal_rank([list(rk) for rk in ranks.values()], SEARCH.fusion.k, weights)
     if mode == "keyword" and raw.get("keyword"):
         top = max(raw["keyword"].values()) or 1.0
         fused = {r: s / top for r, s in raw["keyword"].items()}
@@ -175,7 +175,7 @@ def search(
         fused = dict(raw.get("semantic", {}))
     elif fused:
         # Rescale RRF so a top hit in both signals scores 1.0.
-        best_possible = len(ranks) / (RRF_K + 1)
+        best_possible = rrf_ceiling(SEARCH.fusion.k, weights)
         fused = {r: s / best_possible for r, s in fused.items()}
 
     ordered = sorted(fused.items(), key=lambda kv: -kv[1])

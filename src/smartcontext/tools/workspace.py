@@ -1,6 +1,7 @@
 """The workspace's own tools: ``context``, ``search`` and ``status`` over the folder's index.
 
-Each answers its result type's ``to_dict`` (``ContextResult``, ``SearchHit``,
+Their argument schemas are generated from the declared options (``query.options``), the
+same declarations the CLI's flags come from. Each answers its result type's ``to_dict`` (``ContextResult``, ``SearchHit``,
 ``WorkspaceStatus``), the same JSON that the CLI prints with ``--json``.
 """
 
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..query import Query
+from ..query.options import CONTEXT_OPTIONS, SEARCH_OPTIONS, Option, json_schema
 from ..retrieval.search import SearchHit
-from .spec import STR_LIST, ToolContext, ToolSpec
+from .spec import ToolContext, ToolSpec
 
 # The context tool lists at most this many ranked files besides the text (a model rarely
 # needs the tail, and every path costs tokens); ``more_files`` counts the others.
@@ -22,13 +25,10 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
     def context(args: dict[str, Any]) -> dict[str, Any]:
         ws = ctx.ready_workspace()
         # Options left out fall back to the folder's smartcontext.toml [context] defaults.
-        options = {key: args[name] for name, key in (("exclude_tests", "exclude_tests"), ("depth", "expand_depth"))
-                   if name in args}
+        query = Query.build("code-context", args["question"], defaults=ws.config.context,
+                            **_query_args(CONTEXT_OPTIONS, args))
         with ctx.reading():
-            result = ws.context(
-                args["question"], max_tokens=args.get("max_tokens"), format=args.get("format", "mu"),
-                paths=args.get("paths") or None, **options,
-            )
+            result = ws.answer_context(query)
         # 'text' already holds every selected item; the item list (without text) only on request.
         answer = result.to_dict(include_text=False, details=bool(args.get("include_items")),
                                 max_files=CONTEXT_FILES_SHOWN)
@@ -38,13 +38,10 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
         return answer
 
     def search(args: dict[str, Any]) -> dict[str, Any]:
+        query = Query.build("search", args["query"], **_query_args(SEARCH_OPTIONS, args))
         ws = ctx.ready_workspace()
         with ctx.reading():
-            hits, info = ws.search_with_info(
-                args["query"], limit=args.get("limit", 10), mode=args.get("mode", "hybrid"),
-                paths=args.get("paths") or None, tags=args.get("tags") or None,
-                kinds=args.get("kinds") or None, min_score=args.get("min_score", 0.0),
-            )
+            hits, info = ws.answer_search(query)
         return search_answer(hits, info)
 
     def status(args: dict[str, Any]) -> dict[str, Any]:
@@ -57,27 +54,7 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
             "budget: whole bodies of the best matches, signatures of further ones, with the classes "
             "and modules around them. Use it first for questions about how the code works. Returns "
             "'text' (the context to read) with token_count, the ranked 'files' and warnings.",
-            {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "minLength": 1, "maxLength": 4000,
-                                 "description": "The question in plain language; naming functions or classes helps."},
-                    "max_tokens": {"type": "integer", "minimum": 200, "maximum": 100_000, "default": 8000,
-                                   "description": "Token budget for 'text' (exact count); default 8000 "
-                                                  "or the folder's configured budget."},
-                    "format": {"type": "string", "enum": ["mu", "markdown", "json"], "default": "mu",
-                               "description": "mu: compact sigil format (fewest tokens); markdown; json."},
-                    "exclude_tests": {"type": "boolean", "default": False, "description": "Leave out test files."},
-                    "depth": {"type": "integer", "minimum": 0, "maximum": 3, "default": 1,
-                              "description": "Hops along calls/imports/links from the direct matches (0 = none)."},
-                    "paths": {**STR_LIST, "description": "Only these folders or files (relative paths)."},
-                    "include_items": {"type": "boolean", "default": False,
-                                      "description": "Also list the selected items (id, path, lines, score, "
-                                                     "signals), without their text."},
-                },
-                "required": ["question"],
-                "additionalProperties": False,
-            },
+            json_schema(CONTEXT_OPTIONS, required=["question"]),
             context, provider="workspace", text_field="text",
         ),
         ToolSpec(
@@ -85,25 +62,7 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
             "Search the folder's index (code symbols and note sections): keyword (BM25), semantic "
             "(vectors, when the index has embeddings) or hybrid. Returns locations with short "
             "snippets; read whole files with read_file or ask 'context' for code.",
-            {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "What to look for."},
-                    "mode": {"type": "string", "enum": ["hybrid", "keyword", "semantic"], "default": "hybrid",
-                             "description": "hybrid fuses keyword and semantic ranks; semantic needs embeddings."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10,
-                              "description": "Number of results."},
-                    "tags": {**STR_LIST,
-                             "description": "Only notes with one of these tags ('ai' also matches 'ai/llm')."},
-                    "paths": {**STR_LIST, "description": "Only under these folders or files (relative paths)."},
-                    "kinds": {**STR_LIST,
-                              "description": "Only these item kinds, e.g. function, class, method, section."},
-                    "min_score": {"type": "number", "minimum": 0, "maximum": 1, "default": 0,
-                                  "description": "Drop results scoring below this (scores are 0..1)."},
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+            json_schema(SEARCH_OPTIONS, required=["query"]),
             search, provider="workspace",
         ),
         ToolSpec(
@@ -114,6 +73,12 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
             status, provider="workspace",
         ),
     ]
+
+
+def _query_args(options: tuple[Option, ...], args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments that are part of the question (not its text, not how the answer is
+    returned)."""
+    return {o.name: args[o.name] for o in options[1:] if o.part_of_query and o.name in args}
 
 
 def search_answer(hits: list[SearchHit], info: dict[str, Any]) -> dict[str, Any]:
