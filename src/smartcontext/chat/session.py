@@ -460,8 +460,8 @@ class Chat:
         mine = self._own_rows[1]
         if not mine or not query.strip():
             return []
-        hits = KeywordSearcher(self.workspace.store).search(query, 1 << 30)
-        return [mine[r] for r, _ in hits if r in mine][:limit]
+        hits = KeywordSearcher(self.workspace.store).search(query, limit, within=mine)
+        return [mine[r] for r, _ in hits]
 
     def highlight(self) -> list[str]:
         """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps."""

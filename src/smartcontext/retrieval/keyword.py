@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import math
 import re
 
@@ -167,9 +169,12 @@ class KeywordSearcher:
                 forms[t] = None
         return list(forms)
 
-    def search(self, text: str, limit: int = 200, files_only: bool = False) -> list[tuple[int, float]]:
+    def search(
+        self, text: str, limit: int = 200, files_only: bool = False, within: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The best ``limit`` rows for ``text`` (only rows in ``within``, when given)."""
         match, _ = self.build_match(text)
-        return self.store.keyword_search(match, limit, files_only=files_only)
+        return self.store.keyword_search(match, limit, files_only=files_only, within=within)
 
 
 def idf(df: int, n: int) -> float:

@@ -146,8 +146,7 @@ def search(
         if allowed is None:
             hits = KeywordSearcher(store).search(query, pool)
         else:
-            # bm25() scores every match before ORDER BY anyway: take them all, then filter.
-            hits = [h for h in KeywordSearcher(store).search(query, 1 << 30) if h[0] in allowed][:pool]
+            hits = KeywordSearcher(store).search(query, pool, within=allowed)
         ranks["keyword"] = {r: i for i, (r, _) in enumerate(hits)}
         raw["keyword"] = dict(hits)
         info["signals"].append("keyword")

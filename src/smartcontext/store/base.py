@@ -219,10 +219,13 @@ class Store(Protocol):
 
     # -- keyword search -----------------------------------------------------------
     def keyword_search(
-        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False
+        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False,
+        within: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 over item names, paths and bodies for any of ``terms``; (rowid, score),
-        higher is better. ``files_only`` ranks whole files instead of symbols."""
+        higher is better. ``files_only`` ranks whole files instead of symbols.
+        ``within``: the scope, only these rows (one chat's messages, a filtered search),
+        the best ``limit`` of them, filtered by the backend as it ranks."""
         ...
 
     def keyword_search_with_files(

@@ -574,11 +574,12 @@ class PostgresStore:
     # -- keyword search -----------------------------------------------------------------
 
     def keyword_search(
-        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False
+        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False,
+        within: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
         """Cover-density ranking (ts_rank_cd) of name, path and body for any of ``terms``;
         a term's score is multiplied by its weight. See the module docstring for how this
-        differs from FTS5's BM25."""
+        differs from FTS5's BM25. ``within``: only these rows, filtered in the server."""
         queries: dict[str, float] = {}
         for text, weight in terms:
             q = _tsquery(text) if text else None
@@ -598,8 +599,9 @@ class PostgresStore:
                 "SELECT s.rowid, sum(s.score) AS score FROM ("
                 f"SELECT i.rowid, t.w * ts_rank_cd('{_RANK_WEIGHTS}', i.tsv, t.q, {_RANK_NORMALISATION}) "
                 f"AS score FROM t JOIN items i ON i.tsv @@ t.q {'AND i.file_row' if files_only else ''}"
+                f"{' AND i.rowid = ANY(%s::bigint[])' if within is not None else ''}"
                 ") s GROUP BY s.rowid ORDER BY score DESC, s.rowid LIMIT %s",
-                (list(queries), list(queries.values()), limit),
+                (list(queries), list(queries.values()), *([list(within)] if within is not None else []), limit),
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 

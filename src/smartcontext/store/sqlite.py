@@ -657,16 +657,31 @@ class SQLiteStore:
     # -- keyword search ------------------------------------------------------------
 
     def keyword_search(
-        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False
+        self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False,
+        within: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 over name, path and body; returns (rowid, score) with higher = better.
 
         files_only: rank whole files (module rows) instead of symbols.
+        within:     only these rows: read in score order until ``limit`` of them are found.
         """
         query = _ranked_query(terms, files_only)
         if query is None:
             return []
         sql, params = query
+        if within is not None:
+            scope = within if isinstance(within, (set, frozenset, dict)) else set(within)
+            found: list[tuple[int, float]] = []
+            cursor = self.db.execute(sql, params)
+            try:
+                for rowid, score in cursor:
+                    if rowid in scope:
+                        found.append((rowid, -score))
+                        if len(found) >= limit:
+                            break
+            finally:
+                cursor.close()
+            return found
         return self._remembered(("top", sql, *params, limit), lambda: (
             [(r, -s) for r, s in self.db.execute(sql + " LIMIT ?", (*params, limit)).fetchall()],
         ))[0]
