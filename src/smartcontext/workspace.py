@@ -25,7 +25,7 @@ from .errors import (
     WorkspaceNotFound,
     did_you_mean,
 )
-from .background import BackgroundEmbedding
+from .background import BackgroundEmbedding, EmbeddingStatus
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
@@ -81,11 +81,9 @@ def _make_index_dir(index_dir: Path) -> None:
 class WorkspaceStatus:
     """What the index holds.
 
-    vectors:          "embedded / items that should have one" ("8,480 / 36,947"), or
-                      "off" when embeddings are switched off (keyword + graph only).
-    vectors_embedded, vectors_total: the same two numbers.
-    embedding:        the background embedder of a server (``EmbeddingState.to_dict``),
-                      None when none runs in this process.
+    embedding:     how far its vectors are (``background.EmbeddingStatus``: state, model,
+                   embedded / total, the background embedder's rate and last error).
+    vector_models: vectors stored per model (an index may keep several).
     """
 
     root: str
@@ -94,12 +92,8 @@ class WorkspaceStatus:
     files: int
     items: int
     edges: int
-    vectors: str
-    vectors_embedded: int
-    vectors_total: int
-    embedding: dict[str, Any] | None
+    embedding: EmbeddingStatus
     kinds: dict[str, int]
-    embedding_model: str | None
     vector_models: dict[str, int]
     last_indexed: str | None
     warnings: int
@@ -431,29 +425,33 @@ class Workspace:
             return 0, 0
         total = self.store.item_count()
         models = self.store.vector_models()
+        if not models:  # nothing embedded yet: no need to load the model (and numpy) to say so
+            return 0, total
         try:
             name = self.embedder().name
         except Exception:  # an unusable model: count nothing as embedded
             return 0, total
         return min(models.get(name, 0), total), total
 
-    def vector_summary(self) -> dict[str, Any]:
-        """What questions' answers say about vectors: ``{"vectors": "8,480 / 36,947",
-        "embedding": state}``; state is "off", "complete", "running", "pending" (not all
-        embedded, nothing running: ``smartcontext index`` or a server embeds the rest) or
-        "failed: why"."""
+    def embedding_status(self) -> EmbeddingStatus:
+        """How far the index's vectors are (``background.EmbeddingStatus``): the
+        ``embedding`` of every status, search and context answer."""
         if not self.config.embeddings.active:
-            return {"vectors": "off", "embedding": "off"}
+            return EmbeddingStatus("off")
         done, total = self.vector_progress()
         job = self._background
         state = job.state() if job is not None else None
         if state is not None and state.state == "failed":
-            what = f"failed: {state.error}"
+            what = "failed"
         elif job is not None and job.running:
             what = "running"
         else:
             what = "complete" if done >= total else "pending"
-        return {"vectors": f"{done:,} / {total:,}", "embedding": what}
+        return EmbeddingStatus(
+            what, self.config.embeddings.model, done, total,
+            items_per_second=state.items_per_second if state is not None else None,
+            error=state.error if state is not None and what == "failed" else None,
+        )
 
     def chats(self):
         """The chat context of this workspace (``chat.SmartContext``): its chats in
@@ -498,6 +496,7 @@ class Workspace:
         built = self.ensure_index(progress)
         extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors, config)
         result = extractor.extract(question, format=format)
+        result.embedding = self.embedding_status()
         if built is not None:
             result.stats["built_index"] = built.to_dict()
         return result
@@ -512,7 +511,7 @@ class Workspace:
         kinds: list[str] | None = None,
         min_score: float = 0.0,
     ) -> list[SearchHit]:
-        return self.search_with_info(query, limit, mode, paths, tags, kinds, min_score)[0]
+        return self._search(query, limit, mode, paths, tags, kinds, min_score)[0]
 
     def search_with_info(
         self,
@@ -524,6 +523,22 @@ class Workspace:
         kinds: list[str] | None = None,
         min_score: float = 0.0,
     ) -> tuple[list[SearchHit], dict[str, Any]]:
+        """The hits, and what answered: ``{"mode", "signals", "note"?, "embedding"}``
+        (``embedding``: ``EmbeddingStatus.to_dict()``, what the semantic signal covered)."""
+        hits, info = self._search(query, limit, mode, paths, tags, kinds, min_score)
+        info["embedding"] = self.embedding_status().to_dict()
+        return hits, info
+
+    def _search(
+        self,
+        query: str,
+        limit: int,
+        mode: str,
+        paths: list[str] | None,
+        tags: list[str] | None,
+        kinds: list[str] | None,
+        min_score: float,
+    ) -> tuple[list[SearchHit], dict[str, Any]]:
         self.ensure_index()
         vectors = self.vectors() if mode != "keyword" else None
         if mode == "semantic" and vectors is None and self._background is not None and self._background.running:
@@ -531,15 +546,12 @@ class Workspace:
 
             raise InvalidArgument(
                 f"semantic search needs vectors, and none are stored yet: they are being computed "
-                f"in the background ({self.vector_summary()['vectors']}); use mode hybrid or keyword meanwhile"
+                f"in the background ({self.embedding_status().vectors}); use mode hybrid or keyword meanwhile"
             )
-        hits, info = search(
+        return search(
             self.store, self.catalogue(), query, limit=limit, mode=mode, vectors=vectors,
             paths=paths, tags=tags, kinds=kinds, min_score=min_score,
         )
-        if mode != "keyword":
-            info.update(self.vector_summary())
-        return hits, info
 
     def similar(self, path: str, limit: int = 10) -> list[SearchHit]:
         """Notes or files most like ``path``, by the mean vector of its items."""
@@ -603,19 +615,13 @@ class Workspace:
     def status(self) -> WorkspaceStatus:
         indexed = self._index_exists()
         counts = self.store.counts() if indexed else {"files": 0, "items": 0, "edges": 0, "vectors": 0}
-        done, total = self.vector_progress() if indexed else (0, 0)
-        active = self.config.embeddings.active
-        job = self._background
         return WorkspaceStatus(
             root=str(self.root),
             index_path=self.store.location if self.store_url else str(self.index_path),
             indexed=indexed and counts["files"] > 0,
             files=counts["files"], items=counts["items"], edges=counts["edges"],
-            vectors=f"{done:,} / {total:,}" if active else "off",
-            vectors_embedded=done, vectors_total=total,
-            embedding=job.state().to_dict() if job is not None else None,
+            embedding=self.embedding_status(),
             kinds=self.store.kind_counts() if indexed else {},
-            embedding_model=self.config.embeddings.model if active else None,
             vector_models=self.store.vector_models() if indexed else {},
             last_indexed=self.store.get_meta("last_indexed") if indexed else None,
             warnings=len(self.store.file_warnings()) if indexed else 0,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
 from ..model import Item
 from ..retrieval.entities import ExtractedEntity
+
+if TYPE_CHECKING:
+    from ..background import EmbeddingStatus
 
 __all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "SelectedItem"]
 
@@ -120,6 +123,8 @@ class ContextResult:
     stats:            entities, candidates per signal, selected, tokens vs budget, timings.
     warnings:         e.g. the budget was too small, nothing matched.
     counts:           what ``token_count`` counts.
+    embedding:        how far the index's vectors were (``background.EmbeddingStatus``):
+                      the semantic signal covered only the embedded items.
     """
 
     question: str
@@ -135,6 +140,7 @@ class ContextResult:
     warnings: list[str] = field(default_factory=list)
     nearest: list[dict[str, Any]] = field(default_factory=list)
     counts: str = "the rendered text"
+    embedding: EmbeddingStatus | None = None
 
     @property
     def mu_text(self) -> str:
@@ -170,6 +176,7 @@ class ContextResult:
             "more_files": len(self.files) - len(shown),
             "warnings": self.warnings,
             "nearest": self.nearest,
+            "embedding": self.embedding.to_dict() if self.embedding is not None else None,
         }
         if details:
             d["items"] = [s.to_dict(include_text) for s in self.items]
