@@ -109,6 +109,13 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
             search, provider="workspace",
         ),
         ToolSpec(
+            "status",
+            "What the index of this folder holds: files, items by kind, edges, how far embedding is "
+            "(state, model, embedded / total) and when it was last indexed.",
+            {"type": "object", "properties": {}, "additionalProperties": False},
+            status, provider="workspace",
+        ),
+        ToolSpec(
             "similar",
             "Files or notes most like a given one, by the mean of its items' embeddings (needs an "
             "index with embeddings). Returns locations with short snippets.",
@@ -124,13 +131,6 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
                 "additionalProperties": False,
             },
             similar, provider="workspace",
-        ),
-        ToolSpec(
-            "status",
-            "What the index of this folder holds: files, items by kind, edges, vectors, the embedding "
-            "model and when it was last indexed.",
-            {"type": "object", "properties": {}, "additionalProperties": False},
-            status, provider="workspace",
         ),
     ]
 
