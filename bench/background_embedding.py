@@ -101,8 +101,10 @@ def round_of_questions(reg: ToolRegistry, timings: dict[str, list[float]], log: 
             time.sleep(pause)
             elapsed, out = ask(reg, name, args)
             timings.setdefault(key, []).append(elapsed)
-            if "vectors" in out:
-                log.append({"t": time.monotonic(), "vectors": out["vectors"], "embedding": out.get("embedding")})
+            emb = out.get("embedding")
+            if emb:
+                log.append({"t": time.monotonic(), "vectors": f"{emb['embedded']:,} / {emb['total']:,}",
+                            "embedding": emb["state"]})
 
 
 def measure(vault: Path, window: float, pause: float) -> dict:

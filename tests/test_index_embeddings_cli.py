@@ -40,7 +40,8 @@ def test_index_says_how_long_embedding_will_take_from_the_measured_rate(tmp_path
     assert "Embedding 40 items, about " in out.stderr and " items/s (" in out.stderr
     assert "40 item(s) embedded" in out.stdout
     status = json.loads(cli("status", str(folder), "--json").stdout)
-    assert status["vectors"] == "40 / 40" and status["vectors_embedded"] == status["vectors_total"] == 40
+    assert status["embedding"].items() >= {"state": "complete", "model": "local:minilm", "embedded": 40,
+                                           "total": 40}.items()
 
 
 def test_no_embeddings_flag_and_config_switch_give_keyword_and_graph_only(tmp_path):
@@ -50,14 +51,16 @@ def test_no_embeddings_flag_and_config_switch_give_keyword_and_graph_only(tmp_pa
     stats = json.loads(out.stdout)
     assert stats["embedded"] == 0 and stats["embedding_model"] is None and "Embedding" not in out.stderr
     status = json.loads(cli("status", str(flagged), "--json").stdout)
-    assert status["vectors"] == "0 / 5"  # embeddings are on: these items should get vectors
+    # embeddings are on: these items should get vectors
+    assert status["embedding"].items() >= {"state": "pending", "embedded": 0, "total": 5}.items()
 
     switched = make_notes(tmp_path / "off", 5, '[embeddings]\nmodel = "local:minilm"\nenabled = false\n')
     out = cli("index", str(switched), "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["embedded"] == 0
     status = json.loads(cli("status", str(switched), "--json").stdout)
-    assert status["vectors"] == "off" and status["vectors_total"] == 0 and status["embedding_model"] is None
+    assert status["embedding"] == {"state": "off", "model": None, "embedded": 0, "total": 0,
+                                   "items_per_second": None, "error": None}
     text = cli("status", str(switched)).stdout
     assert "vectors off" in text
 

@@ -255,7 +255,7 @@ def test_one_tag_names_the_same_notes_in_every_front_end(tmp_path):
         for tag, expected in TAG_ANSWERS.items():
             for spelling in (tag, "#" + tag.upper()):
                 library = {h.path for h in ws.search("harbour", mode="keyword", tags=[spelling], limit=100)}
-                answer = json.loads(tools.search_vault("harbour", mode="keyword", tags=[spelling], limit=50))
+                answer = tools.search_vault("harbour", mode="keyword", tags=[spelling], limit=50)
                 assert answer["success"] is True, answer
                 vault_tool = {r["source"] for r in answer["results"]}
                 semantic = {h.path for h in sc.semantic_search("harbour", tags=[spelling], min_score=-1, limit=100).results}

@@ -122,12 +122,11 @@ APPENDER = """
     who, n = sys.argv[2], int(sys.argv[3])
     bad = 0
     for i in range(n):
-        import json
-        if not json.loads(tools.append_to_file("log.md", f"{who}-{i}"))["success"]:
+        if not tools.append_to_file("log.md", f"{who}-{i}")["success"]:
             bad += 1
-        if not json.loads(tools.update_frontmatter("fm.md", append={"seen": [f"{who}-{i}"]}))["success"]:
+        if not tools.update_frontmatter("fm.md", append={"seen": [f"{who}-{i}"]})["success"]:
             bad += 1
-        if not json.loads(tools.save_preference(f"pref {who} {i}"))["success"]:
+        if not tools.save_preference(f"pref {who} {i}")["success"]:
             bad += 1
     print(bad)
 """

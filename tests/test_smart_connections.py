@@ -299,8 +299,9 @@ def test_not_installed_gives_the_seed_message(tmp_path):
     (tmp_path / ".smart-env").mkdir()  # a folder without settings or data is not enough
     with pytest.raises(SmartConnectionsNotConfigured):
         reader(tmp_path).similar_notes("note.md")
-    out = json.loads(semantic_search_tool(tmp_path, "anything"))
-    assert out == {"success": False, "error": NOT_CONFIGURED}
+    with pytest.raises(SmartConnectionsNotConfigured) as exc:  # the registry answers its message
+        semantic_search_tool(tmp_path, "anything")
+    assert str(exc.value) == NOT_CONFIGURED
     st = reader(tmp_path).status()
     assert st.configured is False and st.error == NOT_CONFIGURED
 
@@ -322,8 +323,9 @@ def test_no_embeddings_gives_the_seed_message(tmp_path):
     for f in b.multi.iterdir():
         f.unlink()
     b.multi.rmdir()  # settings present, no multi/ at all
-    out = json.loads(similar_notes_tool(tmp_path, "a.md"))
-    assert out == {"success": False, "error": NO_EMBEDDINGS}
+    with pytest.raises(SmartConnectionsNoEmbeddings) as exc:
+        similar_notes_tool(tmp_path, "a.md")
+    assert str(exc.value) == NO_EMBEDDINGS
 
 
 def test_wrong_model_names_it_in_strict_mode_and_falls_back_otherwise(tmp_path):
@@ -332,8 +334,8 @@ def test_wrong_model_names_it_in_strict_mode_and_falls_back_otherwise(tmp_path):
         reader(tmp_path, allow_fallback=False).semantic_search("kubernetes")
     assert str(exc.value) == DIFFERENT_MODEL.format(model="acme/unknown-embedder", supported=MODEL)
     assert "acme/unknown-embedder" in str(exc.value)
-    out = json.loads(semantic_search_tool(tmp_path, "kubernetes", allow_fallback=False, use_hf_cache=False))
-    assert out["success"] is False and "acme/unknown-embedder" in out["error"]
+    with pytest.raises(SmartConnectionsModelMismatch, match="acme/unknown-embedder"):
+        semantic_search_tool(tmp_path, "kubernetes", allow_fallback=False, use_hf_cache=False)
     # Default: still answer, say how, and name the model that could not be loaded.
     res = reader(tmp_path).semantic_search("kubernetes")
     assert res.mode == "keyword-rerank" and res.model_key == "acme/unknown-embedder"
@@ -640,8 +642,8 @@ def test_min_score_limit_and_argument_checks(tmp_path):
             sc.semantic_search("x", **bad)
     with pytest.raises(InvalidArgument):
         sc.semantic_search("   ")
-    out = json.loads(semantic_search_tool(tmp_path, "x", limit=0))
-    assert out["success"] is False and "limit" in out["error"]
+    with pytest.raises(InvalidArgument, match="limit"):
+        semantic_search_tool(tmp_path, "x", limit=0)
 
 
 def test_results_for_notes_deleted_from_the_vault_are_skipped(tmp_path):
@@ -845,13 +847,17 @@ def test_inline_tags_ignore_code_headings_and_numbers():
 
 def test_tool_and_cli_functions(tmp_path):
     standard_vault(tmp_path)
-    out = json.loads(semantic_search_tool(tmp_path, "kubernetes", limit=3, minScore=-1, tags=["ai"], scope="both",
-                                          use_hf_cache=False))
-    assert out["success"] is True and out["mode"] == "keyword-rerank" and out["count"] == len(out["results"]) <= 3
-    assert {"path", "score", "kind", "heading", "snippet", "lines", "key"} <= set(out["results"][0])
-    out = json.loads(similar_notes_tool(tmp_path, "Projects/Cooking.md", minScore=-1, use_hf_cache=False))
-    assert out["success"] is True and out["mode"] == "vectors" and out["results"]
-    assert json.loads(similar_notes_tool(tmp_path, "missing.md"))["success"] is False
+    out = semantic_search_tool(tmp_path, "kubernetes", limit=3, minScore=-1, tags=["ai"], scope="both",
+                               use_hf_cache=False)
+    assert "success" not in out and out["mode"] == "keyword-rerank" and out["count"] == len(out["results"]) <= 3
+    # heading and lines only where a hit has them; the plugin's internals stay out
+    assert all({"path", "score", "kind", "snippet"} <= set(hit) <= {"path", "score", "kind", "snippet", "heading",
+                                                                 "lines"} for hit in out["results"])
+    assert any("heading" in hit for hit in out["results"]) and "load" not in out
+    out = similar_notes_tool(tmp_path, "Projects/Cooking.md", minScore=-1, use_hf_cache=False)
+    assert out["mode"] == "vectors" and out["results"] and json.loads(json.dumps(out)) == out
+    with pytest.raises(NoteNotFound):
+        similar_notes_tool(tmp_path, "missing.md")
 
     res = sc_search("kubernetes", tmp_path, min_score=-1, use_hf_cache=False)
     text = render_search(res)

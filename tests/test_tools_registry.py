@@ -165,8 +165,8 @@ def test_arguments_are_checked_once_per_call(folder, monkeypatch):
     finally:
         reg.close()
     vault = VaultTools(folder)
-    assert json.loads(vault.call_tool("read_file", {"path": "notes/Plan.md"}))["success"] and len(runs) == 3
-    assert json.loads(vault.read_file("notes/Plan.md"))["success"] and len(runs) == 4
+    assert vault.call_tool("read_file", {"path": "notes/Plan.md"})["success"] and len(runs) == 3
+    assert vault.read_file("notes/Plan.md")["success"] and len(runs) == 4
 
 
 def test_vault_errors_pass_through_unchanged(folder):

@@ -16,10 +16,11 @@ class RecordingWorkspace:
         self.updates.append(list(paths))
 
 
-def call(tool_result: str) -> dict:
-    data = json.loads(tool_result)
-    assert isinstance(data["success"], bool)
-    return data
+def call(result: dict) -> dict:
+    """A tool's answer: a dict of plain JSON values with its success flag."""
+    assert isinstance(result, dict) and isinstance(result["success"], bool)
+    assert json.loads(json.dumps(result)) == result
+    return result
 
 
 @pytest.fixture

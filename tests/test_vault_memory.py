@@ -9,8 +9,11 @@ from smartcontext.vault import VaultTools
 FIXED = dt.datetime(2024, 3, 15, 9, 30, 5, tzinfo=dt.timezone(dt.timedelta(hours=1)))
 
 
-def call(result: str) -> dict:
-    return json.loads(result)
+def call(result: dict) -> dict:
+    """A tool's answer: a dict of plain JSON values with its success flag."""
+    assert isinstance(result, dict) and isinstance(result["success"], bool)
+    assert json.loads(json.dumps(result)) == result
+    return result
 
 
 @pytest.fixture

@@ -17,8 +17,11 @@ class RecordingWorkspace:
         self.updates.append(list(paths))
 
 
-def call(result: str) -> dict:
-    return json.loads(result)
+def call(result: dict) -> dict:
+    """A tool's answer: a dict of plain JSON values with its success flag."""
+    assert isinstance(result, dict) and isinstance(result["success"], bool)
+    assert json.loads(json.dumps(result)) == result
+    return result
 
 
 BODY = "# Heading\n\nBody text with trailing spaces   \n\n```yaml\n---\nnot: frontmatter\n---\n```\n"

@@ -7,10 +7,11 @@ from smartcontext.errors import WorkspaceNotFound
 from smartcontext.vault import TOOL_SPECS, VaultTools
 
 
-def call(result: str) -> dict:
-    data = json.loads(result)
-    assert set(data) >= {"success"}
-    return data
+def call(result: dict) -> dict:
+    """A tool's answer: a dict of plain JSON values with its success flag."""
+    assert isinstance(result, dict) and isinstance(result["success"], bool)
+    assert json.loads(json.dumps(result)) == result
+    return result
 
 
 @pytest.fixture
@@ -92,8 +93,7 @@ def test_direct_calls_are_checked_too_and_never_raise(tools):
         for value in odd_values:
             arguments = {p: value for p in spec["parameters"]["properties"]}
             result = method(**arguments)
-            data = json.loads(result)
-            assert isinstance(data["success"], bool), (spec["name"], value)
+            assert isinstance(call(result)["success"], bool), (spec["name"], value)
 
 
 def test_missing_vault_folder_raises_a_typed_error(tmp_path):

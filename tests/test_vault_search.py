@@ -9,8 +9,11 @@ from smartcontext import Workspace
 from smartcontext.vault import VaultTools
 
 
-def call(result: str) -> dict:
-    return json.loads(result)
+def call(result: dict) -> dict:
+    """A tool's answer: a dict of plain JSON values with its success flag."""
+    assert isinstance(result, dict) and isinstance(result["success"], bool)
+    assert json.loads(json.dumps(result)) == result
+    return result
 
 
 NOTES = {

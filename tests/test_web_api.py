@@ -76,10 +76,10 @@ def settle(client, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = client.get("/api/status").json()
-        if st["vectors_embedded"] == st["vectors_total"] and (st.get("embedding") or {}).get("state") != "running":
+        if st["embedding"]["embedded"] == st["embedding"]["total"] and st["embedding"]["state"] != "running":
             return
         time.sleep(0.2)
-    pytest.fail(f"the server's background embedding did not finish: {st['vectors']}")
+    pytest.fail(f"the server's background embedding did not finish: {st['embedding']}")
 
 
 def test_workspace_routes_answer_the_tool_json(app_client):

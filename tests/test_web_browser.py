@@ -198,11 +198,10 @@ def wait_until_embedded(url: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = httpx.get(f"{url}/api/status", timeout=60).json()
-        running = (st.get("embedding") or {}).get("state") == "running"
-        if st["vectors_embedded"] == st["vectors_total"] and not running:
+        if st["embedding"]["embedded"] == st["embedding"]["total"] and st["embedding"]["state"] != "running":
             return
         time.sleep(0.2)
-    pytest.fail(f"the server's background embedding did not finish: {st['vectors']}")
+    pytest.fail(f"the server's background embedding did not finish: {st['embedding']}")
 
 
 def test_search_page_gives_a_context_with_its_token_count(site, browser):

@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 # Public name -> the module that defines it.
 _EXPORTS = {
     "ContextResult": ".context.models",
+    "EmbeddingStatus": ".background",
     "ExtractionConfig": ".context.models",
     "ScoredItem": ".retrieval.scoring",
     "SelectedItem": ".context.models",
@@ -45,6 +46,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as plain imports
+    from .background import EmbeddingStatus
     from .context.models import ContextResult, ExtractionConfig, SelectedItem
     from .errors import SmartContextError
     from .indexer import IndexStats

@@ -62,6 +62,40 @@ class EmbeddingState:
         return asdict(self)
 
 
+@dataclass
+class EmbeddingStatus:
+    """How far the index's vectors are: the one object every answer that depends on them
+    carries under the key ``embedding`` (``status``, ``search``, ``context``; the CLI's
+    ``--json``, the MCP tools and the HTTP routes alike).
+
+    state:    "off" (embeddings switched off), "complete", "running" (a background
+              embedder of this process is at work), "pending" (items lack vectors and
+              nothing here embeds them: ``smartcontext index`` or a server will) or
+              "failed" (the background embedder's last pass failed: ``error``; the next
+              refresh tries again, and questions go on without the missing vectors).
+    model:    the configured embedding model; None when embeddings are off.
+    embedded: items with a vector of that model; ``total``: items that should have one.
+    items_per_second: the background embedder's rate over its current (or last) pass;
+              None when none ran in this process.
+    error:    why the background embedder's last pass failed.
+    """
+
+    state: str
+    model: str | None = None
+    embedded: int = 0
+    total: int = 0
+    items_per_second: float | None = None
+    error: str | None = None
+
+    @property
+    def vectors(self) -> str:
+        """For people: "8,480 / 36,947", or "off"."""
+        return "off" if self.state == "off" else f"{self.embedded:,} / {self.total:,}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def lower_thread_priority(niceness: int = NICENESS) -> None:
     """Lower the calling thread's scheduling priority. On Linux a thread is its own task,
     so ``setpriority`` on its native id touches it alone (and the threads it starts,

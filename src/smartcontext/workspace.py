@@ -25,7 +25,7 @@ from .errors import (
     WorkspaceNotFound,
     did_you_mean,
 )
-from .background import BackgroundEmbedding
+from .background import BackgroundEmbedding, EmbeddingStatus
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .query import Query
 from .retrieval.catalogue import Catalogue
@@ -84,11 +84,9 @@ def _make_index_dir(index_dir: Path) -> None:
 class WorkspaceStatus:
     """What the index holds.
 
-    vectors:          "embedded / items that should have one" ("8,480 / 36,947"), or
-                      "off" when embeddings are switched off (keyword + graph only).
-    vectors_embedded, vectors_total: the same two numbers.
-    embedding:        the background embedder of a server (``EmbeddingState.to_dict``),
-                      None when none runs in this process.
+    embedding:     how far its vectors are (``background.EmbeddingStatus``: state, model,
+                   embedded / total, the background embedder's rate and last error).
+    vector_models: vectors stored per model (an index may keep several).
     """
 
     root: str
@@ -97,12 +95,8 @@ class WorkspaceStatus:
     files: int
     items: int
     edges: int
-    vectors: str
-    vectors_embedded: int
-    vectors_total: int
-    embedding: dict[str, Any] | None
+    embedding: EmbeddingStatus
     kinds: dict[str, int]
-    embedding_model: str | None
     vector_models: dict[str, int]
     last_indexed: str | None
     warnings: int
@@ -434,29 +428,52 @@ class Workspace:
             return 0, 0
         total = self.store.item_count()
         models = self.store.vector_models()
-        try:
-            name = self.embedder().name
-        except Exception:  # an unusable model: count nothing as embedded
+        if not models:  # nothing embedded yet: no need to load the model (and numpy) to say so
+            return 0, total
+        name = self._embedder_name()
+        if name is None:  # an unusable model: count nothing as embedded
             return 0, total
         return min(models.get(name, 0), total), total
 
-    def vector_summary(self) -> dict[str, Any]:
-        """What questions' answers say about vectors: ``{"vectors": "8,480 / 36,947",
-        "embedding": state}``; state is "off", "complete", "running", "pending" (not all
-        embedded, nothing running: ``smartcontext index`` or a server embeds the rest) or
-        "failed: why"."""
+    def _embedder_name(self) -> str | None:
+        """The configured model's name as its vectors are stored. Building a model to
+        learn it costs up to a second (and numpy), so the name is remembered in the index
+        once learnt: a keyword-only question in a new process never loads the model."""
+        key = f"embedder_name:{self.config.embeddings.model}"
+        if self._embedder is None:
+            known = self.store.get_meta(key)
+            if known:
+                return known
+        try:
+            name = self.embedder().name
+        except Exception:
+            return None
+        if self.store.get_meta(key) != name:
+            try:
+                self.store.set_meta(key, name)
+            except Exception:  # a read-only index: learnt again next time
+                pass
+        return name
+
+    def embedding_status(self) -> EmbeddingStatus:
+        """How far the index's vectors are (``background.EmbeddingStatus``): the
+        ``embedding`` of every status, search and context answer."""
         if not self.config.embeddings.active:
-            return {"vectors": "off", "embedding": "off"}
+            return EmbeddingStatus("off")
         done, total = self.vector_progress()
         job = self._background
         state = job.state() if job is not None else None
         if state is not None and state.state == "failed":
-            what = f"failed: {state.error}"
+            what = "failed"
         elif job is not None and job.running:
             what = "running"
         else:
             what = "complete" if done >= total else "pending"
-        return {"vectors": f"{done:,} / {total:,}", "embedding": what}
+        return EmbeddingStatus(
+            what, self.config.embeddings.model, done, total,
+            items_per_second=state.items_per_second if state is not None else None,
+            error=state.error if state is not None and what == "failed" else None,
+        )
 
     def chats(self):
         """The chat context of this workspace (``chat.SmartContext``): its chats in
@@ -502,6 +519,7 @@ class Workspace:
         extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors,
                                           ExtractionConfig.from_query(query))
         result = extractor.extract(query.text, format=query.format)
+        result.embedding = self.embedding_status()
         if built is not None:
             result.stats["built_index"] = built.to_dict()
         return result
@@ -514,8 +532,9 @@ class Workspace:
         self, query: str, limit: int = 10, mode: str = "hybrid", **options: Any
     ) -> tuple[list[SearchHit], dict[str, Any]]:
         """(hits, info) for ``query``: options are the search options of
-        ``query.options`` (paths, exclude, kinds, tags, min_score); info says which
-        signals answered."""
+        ``query.options`` (paths, exclude, kinds, tags, min_score); info says what
+        answered: ``{"mode", "signals", "note"?, "embedding"}`` (``embedding``:
+        ``EmbeddingStatus.to_dict()``, what the semantic signal covered)."""
         return self.answer_search(Query.build("search", query, limit=limit, mode=mode, **options))
 
     def answer_search(self, query: Query) -> tuple[list[SearchHit], dict[str, Any]]:
@@ -528,7 +547,7 @@ class Workspace:
 
             raise InvalidArgument(
                 f"semantic search needs vectors, and none are stored yet: they are being computed "
-                f"in the background ({self.vector_summary()['vectors']}); use mode hybrid or keyword meanwhile"
+                f"in the background ({self.embedding_status().vectors}); use mode hybrid or keyword meanwhile"
             )
         scope = query.scope
         hits, info = search(
@@ -536,8 +555,7 @@ class Workspace:
             paths=list(scope.paths) or None, tags=list(scope.tags) or None, kinds=list(scope.kinds) or None,
             min_score=query.options["min_score"],
         )
-        if mode != "keyword":
-            info.update(self.vector_summary())
+        info["embedding"] = self.embedding_status().to_dict()
         return hits, info
 
     def similar(self, path: str, limit: int = 10) -> list[SearchHit]:
@@ -602,19 +620,13 @@ class Workspace:
     def status(self) -> WorkspaceStatus:
         indexed = self._index_exists()
         counts = self.store.counts() if indexed else {"files": 0, "items": 0, "edges": 0, "vectors": 0}
-        done, total = self.vector_progress() if indexed else (0, 0)
-        active = self.config.embeddings.active
-        job = self._background
         return WorkspaceStatus(
             root=str(self.root),
             index_path=self.store.location if self.store_url else str(self.index_path),
             indexed=indexed and counts["files"] > 0,
             files=counts["files"], items=counts["items"], edges=counts["edges"],
-            vectors=f"{done:,} / {total:,}" if active else "off",
-            vectors_embedded=done, vectors_total=total,
-            embedding=job.state().to_dict() if job is not None else None,
+            embedding=self.embedding_status(),
             kinds=self.store.kind_counts() if indexed else {},
-            embedding_model=self.config.embeddings.model if active else None,
             vector_models=self.store.vector_models() if indexed else {},
             last_indexed=self.store.get_meta("last_indexed") if indexed else None,
             warnings=len(self.store.file_warnings()) if indexed else 0,

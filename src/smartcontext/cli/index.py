@@ -107,8 +107,8 @@ def status(path: Optional[Path] = PathArg, as_json: bool = JsonOpt) -> None:
             out_console.print(f"{st.root} has no index yet; run `smartcontext index {path}`.")
             return
         out_console.print(f"Index: {st.index_path}")
-        out_console.print(f"Files {st.files}, items {st.items}, edges {st.edges}, vectors {st.vectors}")
+        out_console.print(f"Files {st.files}, items {st.items}, edges {st.edges}, vectors {st.embedding.vectors}")
         out_console.print("Kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(st.kinds.items())))
         stored = ", ".join(f"{m} ({n})" for m, n in sorted(st.vector_models.items())) or "none"
-        out_console.print(f"Embedding model: {st.embedding_model or 'none'}; vectors stored: {stored}")
+        out_console.print(f"Embedding model: {st.embedding.model or 'none'}; vectors stored: {stored}")
         out_console.print(f"Last indexed: {st.last_indexed}; files with warnings: {st.warnings}")

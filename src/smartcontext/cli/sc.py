@@ -32,13 +32,13 @@ def search(
     as_json: bool = JsonOpt,
 ) -> None:
     """Semantic search over the plugin's note and block vectors."""
-    from ..smart_connections.tools import render_search, sc_search
+    from ..smart_connections.tools import render_search, sc_search, semantic_search_answer
 
     with errors():
         result = sc_search(query, workspace_root(vault), limit=limit, min_score=min_score, tags=tag or None,
                            paths=in_path or None, scope=scope)
     if as_json:
-        print_json(result.to_dict())
+        print_json(semantic_search_answer(result))  # the semantic_search tool's answer
     else:
         print_text(render_search(result))
 
@@ -53,12 +53,12 @@ def similar(
     as_json: bool = JsonOpt,
 ) -> None:
     """Notes most like NOTE, from the stored vectors alone (no model needed)."""
-    from ..smart_connections.tools import render_similar, sc_similar
+    from ..smart_connections.tools import render_similar, sc_similar, similar_notes_answer
 
     with errors():
         result = sc_similar(note, workspace_root(vault), limit=limit, min_score=min_score, scope=scope)
     if as_json:
-        print_json(result.to_dict())
+        print_json(similar_notes_answer(result))  # the similar_notes tool's answer
     else:
         print_text(render_similar(result))
 

@@ -34,7 +34,9 @@ def similar(
     with errors():
         hits = open_workspace(path).similar(note_path, limit=limit)
         if as_json:
-            print_json({"results": [h.to_dict() for h in hits], "count": len(hits)})
+            from ..tools.workspace import similar_answer
+
+            print_json(similar_answer(hits))  # the similar tool's answer, same shape
             return
         for h in hits:
             out_console.print(f"[bold]{h.score:.3f}[/] {escape(h.path)}", highlight=False)

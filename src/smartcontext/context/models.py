@@ -12,6 +12,7 @@ from ..query.profiles import CODE_CONTEXT
 from ..retrieval.entities import ExtractedEntity
 
 if TYPE_CHECKING:
+    from ..background import EmbeddingStatus
     from ..query import Query
 
 __all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "SelectedItem"]
@@ -127,6 +128,8 @@ class ContextResult:
     stats:            entities, candidates per signal, selected, tokens vs budget, timings.
     warnings:         e.g. the budget was too small, nothing matched.
     counts:           what ``token_count`` counts.
+    embedding:        how far the index's vectors were (``background.EmbeddingStatus``):
+                      the semantic signal covered only the embedded items.
     """
 
     question: str
@@ -142,6 +145,7 @@ class ContextResult:
     warnings: list[str] = field(default_factory=list)
     nearest: list[dict[str, Any]] = field(default_factory=list)
     counts: str = "the rendered text"
+    embedding: EmbeddingStatus | None = None
 
     @property
     def mu_text(self) -> str:
@@ -177,6 +181,7 @@ class ContextResult:
             "more_files": len(self.files) - len(shown),
             "warnings": self.warnings,
             "nearest": self.nearest,
+            "embedding": self.embedding.to_dict() if self.embedding is not None else None,
         }
         if details:
             d["items"] = [s.to_dict(include_text) for s in self.items]

@@ -44,7 +44,6 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..chat.files import ChatFile
 from ..tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry
-from ..tools.workspace import search_answer
 from .hub import MESSAGE_ADDED, EventHub, ProgressEvents
 
 DEFAULT_HOST = "127.0.0.1"
@@ -181,20 +180,7 @@ class WebApi:
         return await self.tool_route("search", request)
 
     async def similar(self, request: Request) -> JSON:
-        args = await json_body(request)
-        path, limit = args.get("path"), args.get("limit", 10)
-        if not isinstance(path, str) or not path.strip():
-            raise BadRequest("'path' is required: a file or note of the workspace")
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 100:
-            raise BadRequest("'limit' must be an integer from 1 to 100")
-
-        def run() -> dict[str, Any]:
-            ctx = self.registry.context
-            ws = ctx.ready_workspace()
-            with ctx.reading():
-                return {"success": True, **search_answer(ws.similar(path, limit=limit), {})}
-
-        return answer(await anyio.to_thread.run_sync(_guarded(run, "similar")))
+        return await self.tool_route("similar", request)
 
     # -- tools ---------------------------------------------------------------------------
 

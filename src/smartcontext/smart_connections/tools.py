@@ -1,8 +1,9 @@
 """Entry points for the MCP tools and the CLI commands, all thin calls into ``SmartConnections``.
 
 - MCP tools ``semantic_search`` and ``similar_notes``: ``semantic_search_tool`` and
-  ``similar_notes_tool`` answer the vault tools' JSON shape
-  (``{"success": true, ...}`` / ``{"success": false, "error": "..."}``).
+  ``similar_notes_tool`` return the data of a tool answer (a dict, the vault tools'
+  ``ok(...)``) and raise ``SmartContextError`` (``ToolError`` for an unreadable file); the
+  tool registry adds ``"success"`` and turns errors into ``{"success": false, "error": ...}``.
 - CLI ``smartcontext sc search QUERY [VAULT]``, ``sc similar NOTE [VAULT]`` and
   ``sc status [VAULT]``: ``sc_search``, ``sc_similar`` and ``sc_status`` return the result
   objects (``.to_dict()`` for ``--json``), ``render_*`` turn them into text to print.
@@ -18,8 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import SmartContextError
-from ..vault.responses import err, ok
+from ..validate import ToolError
+from ..vault.responses import ok
 from .keyword import forget_workspaces
 from .reader import SemanticSearchResult, SimilarNotesResult, SmartConnections, SmartConnectionsStatus
 
@@ -60,15 +61,15 @@ def semantic_search_tool(
     paths: list[str] | None = None,
     scope: str = "notes",
     **options: Any,
-) -> str:
-    """``semantic_search`` over the vault's Smart Connections vectors, as tool JSON."""
+) -> dict[str, Any]:
+    """``semantic_search`` over the vault's Smart Connections vectors, as tool data."""
     try:
         result = get_reader(vault, **options).semantic_search(
             query, limit=limit, min_score=minScore, tags=tags, paths=paths, scope=scope
         )
-    except (SmartContextError, OSError) as exc:
-        return err(str(exc))
-    return ok(f"{result.count} result(s) by {result.mode}", **result.to_dict())
+    except OSError as exc:
+        raise ToolError(str(exc)) from exc
+    return semantic_search_answer(result)
 
 
 def similar_notes_tool(
@@ -78,13 +79,36 @@ def similar_notes_tool(
     minScore: float = 0.3,
     scope: str = "notes",
     **options: Any,
-) -> str:
-    """``similar_notes`` from the stored vectors alone, as tool JSON."""
+) -> dict[str, Any]:
+    """``similar_notes`` from the stored vectors alone, as tool data."""
     try:
         result = get_reader(vault, **options).similar_notes(path, limit=limit, min_score=minScore, scope=scope)
-    except (SmartContextError, OSError) as exc:
-        return err(str(exc))
-    return ok(f"{result.count} note(s) similar to {result.path}", **result.to_dict())
+    except OSError as exc:
+        raise ToolError(str(exc)) from exc
+    return similar_notes_answer(result)
+
+
+def semantic_search_answer(result: SemanticSearchResult) -> dict[str, Any]:
+    """The one shape of a ``semantic_search`` answer: the tool's (MCP, HTTP) and
+    ``sc search --json``'s."""
+    return _answer(f"{result.count} result(s) by {result.mode}", result)
+
+
+def similar_notes_answer(result: SimilarNotesResult) -> dict[str, Any]:
+    """The one shape of a ``similar_notes`` answer: the tool's and ``sc similar --json``'s."""
+    return _answer(f"{result.count} note(s) similar to {result.path}", result)
+
+
+def _answer(message: str, result: SemanticSearchResult | SimilarNotesResult) -> dict[str, Any]:
+    data = ok(message, **result.to_dict())
+    data.pop("load", None)  # cache statistics: for `sc status`, not for a model
+    for hit in data["results"]:
+        for key in ("key", "signals"):
+            hit.pop(key, None)
+        for key in ("heading", "lines"):
+            if hit.get(key) is None:
+                hit.pop(key, None)
+    return data
 
 
 # -- CLI ------------------------------------------------------------------------------

@@ -9,8 +9,10 @@ arguments once against the tool's schema, runs the handler and wraps its data as
 ``{"success": true, ...}``; every failure becomes ``{"success": false, "error": "..."}``,
 so no call, however malformed, raises.
 
-Tools that speak the vault tools' protocol (``{name, description, parameters}`` specs and
-``call_tool(name, arguments)`` answering ok/err JSON text) plug in with ``spec_tools``:
+Every built-in handler returns data and raises typed errors. Third-party tools written to
+the seed's vault protocol (``{name, description, parameters}`` specs and
+``call_tool(name, arguments)`` answering an ok/err dict, or its JSON text) plug in with
+``spec_tools``, which unwraps their answers:
 
     @hookimpl
     def register_tools(register):
@@ -166,9 +168,10 @@ def spec_tools(
     destructive_tools: Iterable[str] = (),
     lock: Any = None,
 ) -> list[ToolSpec]:
-    """ToolSpecs for tools that follow the vault tools' protocol: specs as
-    ``{name, description, parameters}`` and ``call_tool(name, arguments)`` answering
-    ok/err JSON text. ``call_tool`` receives arguments the registry already checked."""
+    """ToolSpecs for third-party tools that follow the seed's vault protocol: specs as
+    ``{name, description, parameters}`` and ``call_tool(name, arguments)`` answering an
+    ok/err dict or its JSON text. ``call_tool`` receives arguments the registry already
+    checked."""
     writes, destructive = set(write_tools), set(destructive_tools)
     out = []
     for s in specs:

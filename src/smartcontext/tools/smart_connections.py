@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import answer_data
 from .spec import STR_LIST, ToolContext, ToolSpec
 
 
@@ -17,31 +16,18 @@ def smart_connections_tools(ctx: ToolContext) -> list[ToolSpec]:
         return []
     from ..smart_connections import semantic_search_tool, similar_notes_tool
 
-    def compact(name: str, answer: str) -> dict[str, Any]:
-        data = answer_data(name, answer)
-        data.pop("load", None)  # cache statistics: for `status`, not for a model
-        for hit in data.get("results", []):
-            for key in ("key", "signals"):
-                hit.pop(key, None)
-            for key in ("heading", "lines"):
-                if hit.get(key) is None:
-                    hit.pop(key, None)
-        return data
-
     # Keyword fallback over the server's own workspace (one index, one refresh schedule).
     # The workspace is refreshed first (that may write), then read under the shared read
     # lock, so an index batch never shows half-written rows to the fallback.
     def semantic_search(args: dict[str, Any]) -> dict[str, Any]:
         ws = ctx.ready_workspace()
         with ctx.reading():
-            answer = semantic_search_tool(ctx.root, workspace=lambda: ws, **args)
-        return compact("semantic_search", answer)
+            return semantic_search_tool(ctx.root, workspace=lambda: ws, **args)
 
     def similar_notes(args: dict[str, Any]) -> dict[str, Any]:
         ws = ctx.ready_workspace()
         with ctx.reading():
-            answer = similar_notes_tool(ctx.root, workspace=lambda: ws, **args)
-        return compact("similar_notes", answer)
+            return similar_notes_tool(ctx.root, workspace=lambda: ws, **args)
 
     limit = {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Max results."}
     min_score = {"type": "number", "minimum": -1, "maximum": 1, "default": 0.3, "description": "Minimum similarity."}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import spec_tools
 from .spec import ToolContext, ToolSpec
 
 # Vault tools that change files (everything else only reads); used for MCP annotations.
@@ -40,9 +39,16 @@ def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
     from ..vault import TOOL_SPECS, VaultTools
 
     tools = ctx.shared("vault", lambda: VaultTools(ctx.root, workspace=_IndexForVault(ctx)))
-    specs = spec_tools(TOOL_SPECS, tools.call_checked, "vault", VAULT_WRITE_TOOLS, VAULT_DESTRUCTIVE_TOOLS)
-    # Reads run side by side; a write waits for them and runs alone (across processes the
-    # vault's file lock serialises writers too).
-    for spec in specs:
-        spec.lock = ctx.vault_lock.reader if spec.read_only else ctx.vault_lock.writer
+    specs = []
+    for s in TOOL_SPECS:
+        name = s["name"]
+        read_only = name not in VAULT_WRITE_TOOLS
+        specs.append(ToolSpec(
+            name, s["description"], s["parameters"],
+            lambda args, _name=name: tools.call_checked(_name, args),
+            read_only=read_only, destructive=name in VAULT_DESTRUCTIVE_TOOLS, provider="vault",
+            # Reads run side by side; a write waits for them and runs alone (across
+            # processes the vault's file lock serialises writers too).
+            lock=ctx.vault_lock.reader if read_only else ctx.vault_lock.writer,
+        ))
     return specs

@@ -1,4 +1,4 @@
-"""The workspace's own tools: ``context``, ``search`` and ``status`` over the folder's index.
+"""The workspace's own tools: ``context``, ``search``, ``similar`` and ``status`` over the folder's index.
 
 Their argument schemas are generated from the declared options (``query.options``), the
 same declarations the CLI's flags come from. Each answers its result type's ``to_dict`` (``ContextResult``, ``SearchHit``,
@@ -20,7 +20,7 @@ CONTEXT_FILES_SHOWN = 20
 
 
 def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
-    """context, search and status over the folder's index."""
+    """context, search, similar and status over the folder's index."""
 
     def context(args: dict[str, Any]) -> dict[str, Any]:
         ws = ctx.ready_workspace()
@@ -30,12 +30,8 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
         with ctx.reading():
             result = ws.answer_context(query)
         # 'text' already holds every selected item; the item list (without text) only on request.
-        answer = result.to_dict(include_text=False, details=bool(args.get("include_items")),
-                                max_files=CONTEXT_FILES_SHOWN)
-        # How much of the index the semantic signal covered ("8,480 / 36,947"), and
-        # whether the rest is being embedded now.
-        answer.update(ws.vector_summary())
-        return answer
+        return result.to_dict(include_text=False, details=bool(args.get("include_items")),
+                              max_files=CONTEXT_FILES_SHOWN)
 
     def search(args: dict[str, Any]) -> dict[str, Any]:
         query = Query.build("search", args["query"], **_query_args(SEARCH_OPTIONS, args))
@@ -43,6 +39,12 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
         with ctx.reading():
             hits, info = ws.answer_search(query)
         return search_answer(hits, info)
+
+    def similar(args: dict[str, Any]) -> dict[str, Any]:
+        ws = ctx.ready_workspace()
+        with ctx.reading():
+            hits = ws.similar(args["path"], limit=args.get("limit", 10))
+        return similar_answer(hits)
 
     def status(args: dict[str, Any]) -> dict[str, Any]:
         return ctx.workspace.status().to_dict()
@@ -67,10 +69,27 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
         ),
         ToolSpec(
             "status",
-            "What the index of this folder holds: files, items by kind, edges, vectors, the embedding "
-            "model and when it was last indexed.",
+            "What the index of this folder holds: files, items by kind, edges, how far embedding is "
+            "(state, model, embedded / total) and when it was last indexed.",
             {"type": "object", "properties": {}, "additionalProperties": False},
             status, provider="workspace",
+        ),
+        ToolSpec(
+            "similar",
+            "Files or notes most like a given one, by the mean of its items' embeddings (needs an "
+            "index with embeddings). Returns locations with short snippets.",
+            {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "maxLength": 1000,
+                             "description": "A file or note: a path relative to the folder, or a bare note name."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10,
+                              "description": "Number of results."},
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            similar, provider="workspace",
         ),
     ]
 
@@ -83,5 +102,12 @@ def _query_args(options: tuple[Option, ...], args: dict[str, Any]) -> dict[str, 
 
 def search_answer(hits: list[SearchHit], info: dict[str, Any]) -> dict[str, Any]:
     """The answer of a search, for the ``search`` tool and ``search --json`` alike:
-    ``{"results": [SearchHit.to_dict()...], "count": n, "mode": ..., "signals": [...], "note"?: ...}``."""
+    ``{"results": [SearchHit.to_dict()...], "count": n, "mode": ..., "signals": [...],
+    "note"?: ..., "embedding": EmbeddingStatus.to_dict()}``."""
     return {"results": [h.to_dict() for h in hits], "count": len(hits), **info}
+
+
+def similar_answer(hits: list[SearchHit]) -> dict[str, Any]:
+    """The answer of ``similar``, for the tool and ``similar --json`` alike:
+    ``{"results": [SearchHit.to_dict()...], "count": n}``."""
+    return {"results": [h.to_dict() for h in hits], "count": len(hits)}

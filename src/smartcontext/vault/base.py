@@ -15,7 +15,7 @@ from ..errors import SmartContextError, WorkspaceNotFound
 from ..notes import LinkResolver, NoteFacts, read_note
 from ..safeio import read_regular
 from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault, write_lock
-from .responses import err
+from .responses import answered, err
 from ..validate import ToolError, check_arguments, compile_schema
 from .schema import SPECS_BY_NAME
 
@@ -50,28 +50,32 @@ def tool_validator(name: str) -> Any:
     return compile_schema(SPECS_BY_NAME[name]["parameters"])
 
 
-def tool(method: Callable[..., str]) -> Callable[..., str]:
-    """Check the arguments against the tool's schema, and answer ``err(...)`` instead of
-    raising, whatever goes wrong: a model must always get a response it can read.
+def tool(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """Serve a tool method: check its arguments against the tool's schema and answer
+    ``ok``/``err`` as a dict instead of raising, whatever goes wrong: a model must always
+    get a response it can read.
 
     ``method.checked(self, arguments)`` runs the tool on arguments that were checked
-    already (by ``VaultTools.call_tool`` or the tool registry), so a call is checked once.
+    already (by ``VaultTools.call_tool`` or the tool registry), so a call is checked once:
+    it returns the answer's data and raises ``ToolError`` with the message a caller reads.
     """
     name = method.__name__
     signature = inspect.signature(method)
 
-    def checked(self: VaultBase, arguments: dict[str, Any]) -> str:
+    def checked(self: VaultBase, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
             return method(self, **arguments)
+        except ToolError:
+            raise
         except (SmartContextError, FileNotFoundError, FileExistsError, IsADirectoryError) as exc:
-            return err(_message(exc))
+            raise ToolError(_message(exc)) from exc
         except OSError as exc:
-            return err(f"{name} failed: {exc.strerror or exc}")
-        except Exception as exc:  # a tool must answer, never raise into the agent loop
-            return err(f"{name} failed: {type(exc).__name__}: {exc}")
+            raise ToolError(f"{name} failed: {exc.strerror or exc}") from exc
+        except Exception as exc:  # whatever broke, the caller gets a message it can read
+            raise ToolError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
 
     @functools.wraps(method)
-    def guarded(self: VaultBase, *args: Any, **kwargs: Any) -> str:
+    def guarded(self: VaultBase, *args: Any, **kwargs: Any) -> dict[str, Any]:
         try:
             # Partial: a missing required argument is reported by the schema check below,
             # in the same words whether the call came from a model or from Python.
@@ -80,10 +84,9 @@ def tool(method: Callable[..., str]) -> Callable[..., str]:
             return err(f"{name}: {exc}")
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
         try:
-            clean = check_arguments(name, tool_validator(name), arguments)
+            return answered(checked(self, check_arguments(name, tool_validator(name), arguments)))
         except ToolError as exc:
             return err(str(exc))
-        return checked(self, clean)
 
     guarded.is_tool = True  # type: ignore[attr-defined]
     guarded.checked = checked  # type: ignore[attr-defined]

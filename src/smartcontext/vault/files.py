@@ -16,22 +16,23 @@ from .base import (
 )
 from ..safeio import read_regular
 from .paths import atomic_write, move_no_clobber
-from .responses import err, ok
+from .responses import ok
+from ..validate import ToolError
 
 
 class FileTools(VaultBase):
     @tool
-    def read_file(self, path: str, offset: int = 0, length: int = 4000) -> str:
+    def read_file(self, path: str, offset: int = 0, length: int = 4000) -> dict[str, Any]:
         file_path = self._existing_file(path, by_name=True)
         rel = self._rel(file_path)
         try:
             if file_path.stat().st_size > MAX_READ_BYTES:
-                return err(f"{rel} is larger than {MAX_READ_BYTES // 1_000_000} MB; read_file reads text notes")
+                raise ToolError(f"{rel} is larger than {MAX_READ_BYTES // 1_000_000} MB; read_file reads text notes")
             data = read_regular(file_path)
         except OSError as exc:
-            return err(f"Reading file failed: {exc.strerror or exc}")
+            raise ToolError(f"Reading file failed: {exc.strerror or exc}") from None
         if b"\x00" in data[:8192]:
-            return err(f"{rel} is not a text file")
+            raise ToolError(f"{rel} is not a text file")
         # Same text as Path.read_text(): universal newlines, so offsets match what a model sees.
         content = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         total = len(content)
@@ -39,7 +40,7 @@ class FileTools(VaultBase):
         if offset == 0 and total <= length:
             return ok(content=content, path=rel)
         if offset >= total:
-            return err(f"offset {offset} exceeds file length {total}")
+            raise ToolError(f"offset {offset} exceeds file length {total}")
 
         chunk = content[offset : offset + length]
         end_pos = offset + length
@@ -52,35 +53,35 @@ class FileTools(VaultBase):
         return ok(content="".join(parts), path=rel)
 
     @tool
-    def create_file(self, path: str, content: str, overwrite: bool = False) -> str:
+    def create_file(self, path: str, content: str, overwrite: bool = False) -> dict[str, Any]:
         if path.strip().endswith(("/", "\\")):
-            return err(f"{path} names a folder; give a file name such as {path.strip()}Note.md")
+            raise ToolError(f"{path} names a folder; give a file name such as {path.strip()}Note.md")
         target = self._writable(with_default_suffix(path.strip()))
         rel = self._rel(target)
         if target.is_dir():
-            return err(f"{rel} is a folder")
+            raise ToolError(f"{rel} is a folder")
         with self._write_lock():
             existed = target.exists()
             if existed and not overwrite:
-                return err(f"File already exists: {rel}. Set overwrite=true to replace it.")
+                raise ToolError(f"File already exists: {rel}. Set overwrite=true to replace it.")
             try:
                 atomic_write(target, content.encode("utf-8"), overwrite=overwrite)
             except FileExistsError:
-                return err(f"File already exists: {rel}. Set overwrite=true to replace it.")
+                raise ToolError(f"File already exists: {rel}. Set overwrite=true to replace it.") from None
         verb = "Overwrote" if existed else "Created"
         return ok(f"{verb} {rel}", path=rel, **self._notify([rel]))
 
     @tool
-    def move_file(self, source: str, destination: str) -> str:
+    def move_file(self, source: str, destination: str) -> dict[str, Any]:
         outcome = self._move(source, destination)
         if not outcome["success"]:
-            return err(outcome["error"])
+            raise ToolError(outcome["error"])
         notes = self._notify([outcome["source"], outcome["destination"]])
         return ok(outcome["message"], source=outcome["source"], destination=outcome["destination"],
                   path=outcome["destination"], **notes)
 
     @tool
-    def batch_move_files(self, moves: list[dict[str, str]]) -> str:
+    def batch_move_files(self, moves: list[dict[str, str]]) -> dict[str, Any]:
         results = [self._move(m["source"], m["destination"]) for m in moves]
         moved = [r for r in results if r["success"]]
         changed = [p for r in moved for p in (r["source"], r["destination"])]
@@ -91,16 +92,16 @@ class FileTools(VaultBase):
         return ok(message, results=results, moved=len(moved), failed=failed, **self._notify(changed))
 
     @tool
-    def append_to_file(self, path: str, content: str) -> str:
+    def append_to_file(self, path: str, content: str) -> dict[str, Any]:
         if content == "":
-            return err("content cannot be empty")
+            raise ToolError("content cannot be empty")
         target = self._existing_file(path)
         rel = self._rel(target)
         self._writable(rel)
         with self._write_lock():  # read, add, write back: no concurrent append is lost
             data = read_regular(target)
             if b"\x00" in data[:8192]:
-                return err(f"{rel} is not a text file")
+                raise ToolError(f"{rel} is not a text file")
             newline = b"\r\n" if b"\r\n" in data else b"\n"
             addition = content.encode("utf-8")
             if newline == b"\r\n":

@@ -8,20 +8,22 @@ cached by (mtime, size), so a second scan of the vault only stats files.
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 from ..notes.links import normalise_target
 from ..notes.match import normalise_folder
 from .base import MARKDOWN_SUFFIXES, VaultBase, tool
 from .paths import walk_vault
-from .responses import err, ok
+from .responses import ok
+from ..validate import ToolError
 
 
 class LinkTools(VaultBase):
     @tool
-    def find_backlinks(self, note_name: str) -> str:
+    def find_backlinks(self, note_name: str) -> dict[str, Any]:
         name = note_name.strip()
         if not name:
-            return err("note_name cannot be empty")
+            raise ToolError("note_name cannot be empty")
         if name.startswith("[[") and name.endswith("]]"):
             name = name[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
         self._resolve(name.lstrip("/"))  # the same path rules as every tool
@@ -53,12 +55,12 @@ class LinkTools(VaultBase):
         return ok(results=results, path=target)
 
     @tool
-    def find_outlinks(self, path: str, limit: int = 100) -> str:
+    def find_outlinks(self, path: str, limit: int = 100) -> dict[str, Any]:
         note = self._existing_file(path, by_name=True)
         rel = self._rel(note)
         facts = self._facts(rel)
         if facts is None:
-            return err(f"Reading file failed: {rel}")
+            raise ToolError(f"Reading file failed: {rel}")
         resolver = self._link_resolver()
         found: set[str] = set()
         unresolved: set[str] = set()
@@ -80,14 +82,14 @@ class LinkTools(VaultBase):
         return ok(results=results, unresolved=missing, path=rel)
 
     @tool
-    def search_by_folder(self, folder: str, recursive: bool = True, limit: int = 100) -> str:
+    def search_by_folder(self, folder: str, recursive: bool = True, limit: int = 100) -> dict[str, Any]:
         text = normalise_folder(folder)
         target = self._resolve(text, allow_root=True) if text else self.root
         shown = self._rel(target) if target != self.root else "/"
         if not target.is_dir():
             if target.exists():
-                return err(f"Not a folder: {folder}")
-            return err(f"Folder not found: {folder}")
+                raise ToolError(f"Not a folder: {folder}")
+            raise ToolError(f"Folder not found: {folder}")
         files = [
             f.rel for f in walk_vault(self.root, target, recursive=recursive)
             if f.rel.lower().endswith(MARKDOWN_SUFFIXES)

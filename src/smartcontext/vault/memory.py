@@ -15,7 +15,8 @@ from typing import Any
 
 from .base import VaultBase, tool
 from .paths import atomic_write
-from .responses import err, ok
+from .responses import ok
+from ..validate import ToolError
 
 PREFERENCE_MAX_CHARS = 2000
 _ITEM = re.compile(r"^[-*+][ \t]+(.*\S)\s*$")
@@ -28,16 +29,16 @@ _HEADER = (
 
 class MemoryTools(VaultBase):
     @tool
-    def save_preference(self, preference: str) -> str:
+    def save_preference(self, preference: str) -> dict[str, Any]:
         text = " ".join(preference.split())
         if not text:
-            return err("preference cannot be empty")
+            raise ToolError("preference cannot be empty")
         if len(text) > PREFERENCE_MAX_CHARS:
-            return err(f"preference is longer than {PREFERENCE_MAX_CHARS} characters; save a shorter one")
+            raise ToolError(f"preference is longer than {PREFERENCE_MAX_CHARS} characters; save a shorter one")
         with self._write_lock():
             return self._save_preference(text)
 
-    def _save_preference(self, text: str) -> str:
+    def _save_preference(self, text: str) -> dict[str, Any]:
         lines = self._preference_lines()
         if any(p.lower() == text.lower() for _, p in _items(lines)):
             return ok(f"Preference already saved: {text}")
@@ -50,24 +51,24 @@ class MemoryTools(VaultBase):
         return ok(f"Saved preference: {text}")
 
     @tool
-    def list_preferences(self) -> str:
+    def list_preferences(self) -> dict[str, Any]:
         preferences = [p for _, p in _items(self._preference_lines())]
         if not preferences:
             return ok("No preferences saved.", results=[])
         return ok(results=[f"{i}. {pref}" for i, pref in enumerate(preferences, start=1)])
 
     @tool
-    def remove_preference(self, line_number: int) -> str:
+    def remove_preference(self, line_number: int) -> dict[str, Any]:
         with self._write_lock():
             return self._remove_preference(line_number)
 
-    def _remove_preference(self, line_number: int) -> str:
+    def _remove_preference(self, line_number: int) -> dict[str, Any]:
         lines = self._preference_lines()
         items = _items(lines)
         if not items:
-            return err("No preferences to remove")
+            raise ToolError("No preferences to remove")
         if not 1 <= line_number <= len(items):
-            return err(f"Invalid line number. Must be between 1 and {len(items)}")
+            raise ToolError(f"Invalid line number. Must be between 1 and {len(items)}")
         index, removed = items[line_number - 1]
         del lines[index]
         self._write_preferences(lines)
@@ -81,7 +82,7 @@ class MemoryTools(VaultBase):
         summary: str,
         files: list[str] | None = None,
         full_response: str | None = None,
-    ) -> str:
+    ) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "timestamp": self._now().isoformat(timespec="seconds"),
             "task_description": task_description,
@@ -102,11 +103,11 @@ class MemoryTools(VaultBase):
             finally:
                 os.close(fd)
         except OSError as exc:
-            return err(f"Logging failed: {exc.strerror or exc}")
+            raise ToolError(f"Logging failed: {exc.strerror or exc}") from None
         return ok(f"Logged to {self._shown(self.log_file)}")
 
     @tool
-    def get_current_date(self) -> str:
+    def get_current_date(self) -> dict[str, Any]:
         now = self._now()
         return ok(date=now.strftime("%Y-%m-%d"), weekday=now.strftime("%A"), time=now.strftime("%H:%M"),
                   datetime=now.isoformat(timespec="seconds"))

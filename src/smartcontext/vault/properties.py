@@ -12,7 +12,8 @@ from .base import MARKDOWN_SUFFIXES, VaultBase, file_created, local_date, tool
 from .frontmatter import edit_frontmatter
 from ..safeio import read_regular
 from .paths import atomic_write
-from .responses import err, ok
+from .responses import ok
+from ..validate import ToolError
 
 _DATE_PREFIX = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 # Properties that Obsidian users and templates use for a note's creation date.
@@ -23,10 +24,10 @@ class PropertyTools(VaultBase):
     @tool
     def list_files_by_frontmatter(
         self, field: str, value: Any = None, match_type: str = "contains", limit: int = 100
-    ) -> str:
+    ) -> dict[str, Any]:
         field = field.strip()
         if not field:
-            return err("field cannot be empty")
+            raise ToolError("field cannot be empty")
         needle = None if value is None else _text(value).lower()
         if needle is not None and field.lower() in ("tags", "tag"):
             needle = needle.lstrip("#")
@@ -69,19 +70,19 @@ class PropertyTools(VaultBase):
         updates: dict[str, Any] | None = None,
         remove: list[str] | None = None,
         append: dict[str, Any] | None = None,
-    ) -> str:
+    ) -> dict[str, Any]:
         if not updates and not remove and not append:
-            return err("Nothing to change: give updates, remove or append")
+            raise ToolError("Nothing to change: give updates, remove or append")
         note = self._existing_file(path)
         rel = self._rel(note)
         if note.suffix.lower() not in MARKDOWN_SUFFIXES:
-            return err(f"{rel} is not a markdown note; only notes have frontmatter")
+            raise ToolError(f"{rel} is not a markdown note; only notes have frontmatter")
         self._resolve(rel)  # a hidden target behind a symlink is refused here too
         with self._write_lock():  # read, edit, write back: no concurrent edit is lost
             try:
                 text = read_regular(note).decode("utf-8")
             except UnicodeDecodeError:
-                return err(f"{rel} is not UTF-8 text; it was left unchanged")
+                raise ToolError(f"{rel} is not UTF-8 text; it was left unchanged") from None
             new_text, frontmatter, missing = edit_frontmatter(text, updates, remove, append)
             if new_text != text:
                 atomic_write(note, new_text.encode("utf-8"), overwrite=True)
@@ -103,12 +104,12 @@ class PropertyTools(VaultBase):
     @tool
     def search_by_date_range(
         self, start_date: str, end_date: str | None = None, date_field: str = "modified", limit: int = 100
-    ) -> str:
+    ) -> dict[str, Any]:
         today = self._now().date()
         start = _parse_day(start_date, "start_date", today)
         end = _parse_day(end_date, "end_date", today) if end_date is not None else today
         if start > end:
-            return err(f"start_date {start} is after end_date {end}")
+            raise ToolError(f"start_date {start} is after end_date {end}")
         field = date_field.strip() or "modified"
         dated: list[tuple[_dt.date, str]] = []
         for rel, facts in self._all_facts():

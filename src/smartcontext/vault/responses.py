@@ -1,20 +1,31 @@
-"""The one response shape every vault tool answers with (the MCP server and the CLI
-rely on it): ``{"success": true, "message"?: ..., **fields}`` or
-``{"success": false, "error": ...}``."""
+"""The one answer shape of every vault tool, as the seed defines it:
+``{"success": true, "message"?: ..., **fields}`` or ``{"success": false, "error": ...}``.
+
+A tool method builds its data with ``ok(...)`` and refuses by raising ``ToolError``;
+whoever serves it adds the flag: the tool registry (MCP, HTTP, the agents), or the
+``@tool`` guard when Python calls the method directly. So every tool answers dicts, and
+only the front ends turn them into JSON text.
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 
-def ok(message: str | None = None, **fields: Any) -> str:
-    data: dict[str, Any] = {"success": True}
+def ok(message: str | None = None, **fields: Any) -> dict[str, Any]:
+    """The data of a successful answer: an optional message, then the fields."""
+    data: dict[str, Any] = {}
     if message is not None:
         data["message"] = message
     data.update(fields)
-    return json.dumps(data, ensure_ascii=False, default=str)
+    return data
 
 
-def err(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+def answered(data: dict[str, Any]) -> dict[str, Any]:
+    """A successful answer carrying ``data``."""
+    return {"success": True, **data}
+
+
+def err(message: str) -> dict[str, Any]:
+    """A failed answer."""
+    return {"success": False, "error": message}

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..notes.match import normalise_folder
 from .base import VaultBase, tool
-from .responses import err, ok
+from .responses import ok
+from ..validate import ToolError
 
 NO_INDEX = (
     "search needs an index: open the vault as a Smart Context workspace "
@@ -27,25 +28,25 @@ class SearchTools(VaultBase):
         mode: str = "hybrid",
         folder: str | None = None,
         tags: list[str] | None = None,
-    ) -> str:
+    ) -> dict[str, Any]:
         return self._search(query, limit, mode, folder, tags)
 
     @tool
-    def keyword_search(self, query: str, limit: int = 10) -> str:
+    def keyword_search(self, query: str, limit: int = 10) -> dict[str, Any]:
         return self._search(query, limit, "keyword", None, None)
 
-    def _search(self, query: str, limit: int, mode: str, folder: str | None, tags: list[str] | None) -> str:
+    def _search(self, query: str, limit: int, mode: str, folder: str | None, tags: list[str] | None) -> dict[str, Any]:
         if not query.strip():
-            return err("query cannot be empty")
+            raise ToolError("query cannot be empty")
         search = getattr(self.workspace, "search", None)
         if search is None:
-            return err(NO_INDEX)
+            raise ToolError(NO_INDEX)
         prefix = ""
         text = normalise_folder(folder) if folder is not None else ""
         if text:
             target = self._resolve(text)
             if not target.is_dir():
-                return err(f"Folder not found: {folder}")
+                raise ToolError(f"Folder not found: {folder}")
             prefix = self._rel(target) + "/"
         kwargs: dict[str, Any] = {"limit": limit, "mode": mode}
         if prefix:
@@ -55,7 +56,7 @@ class SearchTools(VaultBase):
         try:
             hits = search(query, **kwargs)
         except Exception as exc:
-            return err(f"Search failed: {exc}")
+            raise ToolError(f"Search failed: {exc}") from None
         results = []
         for hit in hits:
             row = _row(hit)

@@ -11,7 +11,7 @@ from .files import FileTools
 from .links import LinkTools
 from .memory import MemoryTools
 from .properties import PropertyTools
-from .responses import err
+from .responses import answered, err
 from .schema import SPECS_BY_NAME, TOOL_SPECS
 from .search import SearchTools
 
@@ -29,13 +29,14 @@ class VaultTools(FileTools, LinkTools, PropertyTools, MemoryTools, SearchTools):
                       relative paths are taken from the vault root).
     clock:            returns the current aware ``datetime`` (tests fix the date with it).
 
-    Every tool returns a JSON string, ``{"success": true, ...}`` or
-    ``{"success": false, "error": "..."}``, and never raises.
+    Every tool returns a dict, ``{"success": true, ...}`` or
+    ``{"success": false, "error": "..."}``, and never raises (JSON text is the front
+    ends' business).
     """
 
     specs = TOOL_SPECS
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None) -> str:
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
         """Run tool ``name`` with JSON ``arguments`` (a dict, or the JSON text of one)."""
         if not isinstance(name, str) or name not in SPECS_BY_NAME:
             return err(f"Unknown tool: {name}. Available tools: {', '.join(SPECS_BY_NAME)}")
@@ -43,9 +44,13 @@ class VaultTools(FileTools, LinkTools, PropertyTools, MemoryTools, SearchTools):
             clean = check_arguments(name, tool_validator(name), arguments)
         except ToolError as exc:
             return err(str(exc))
-        return self.call_checked(name, clean)
+        try:
+            return answered(self.call_checked(name, clean))
+        except ToolError as exc:
+            return err(str(exc))
 
-    def call_checked(self, name: str, arguments: dict[str, Any]) -> str:
-        """Run tool ``name`` on arguments already checked against its schema (the tool
-        registry checks every call once, before this)."""
+    def call_checked(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The data of tool ``name`` on arguments already checked against its schema (the
+        tool registry checks every call once, before this, and adds ``success``); raises
+        ToolError with the message a caller reads."""
         return getattr(type(self), name).checked(self, arguments)
