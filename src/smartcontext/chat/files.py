@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import ChatFileError, InvalidArgument
 from ..safeio import read_regular
-from ..vault.paths import atomic_write
+from ..vault.paths import atomic_write, check_no_links, resolve_unlinked
 
 MEMORY_DIR = ".memory"
 STICKY_LABEL = "Instructions & Preferences"
@@ -44,7 +44,8 @@ _parsed_lock = threading.Lock()
 
 def check_chat_id(chat_id: Any) -> str:
     """``chat_id`` when it can name a file (letters, digits, ``-``, ``_``), else InvalidArgument."""
-    if not isinstance(chat_id, str) or not _CHAT_ID.match(chat_id):
+    # fullmatch: ``$`` alone would let "name\n" through and name a file "name\n.json".
+    if not isinstance(chat_id, str) or not _CHAT_ID.fullmatch(chat_id):
         raise InvalidArgument(
             f"invalid chat id {chat_id!r}: use 1-128 letters, digits, '-' or '_' "
             "(it names the file .memory/{chat_id}.json)"
@@ -152,20 +153,36 @@ def write_json_atomic(path: Path, data: Any) -> None:
     atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8"), overwrite=True)
 
 
+def memory_path(memory_dir: Path, name: str) -> Path:
+    """``memory_dir/name`` confined to the folder that holds ``memory_dir`` (the
+    workspace): through the vault's path layer, with no symbolic link on the way
+    (PathOutsideWorkspace otherwise). Every chat, sidecar and session file is named here."""
+    memory_dir = Path(memory_dir)
+    return resolve_unlinked(memory_dir.parent, f"{memory_dir.name}/{name}")
+
+
+def recheck(path: Path) -> None:
+    """Refuse ``path`` if a link appeared on its way since it was resolved (right before
+    a read or write: a folder may be swapped for a link meanwhile)."""
+    check_no_links(path.parent.parent, path)
+
+
 class ChatFile:
     """One chat file: ``load`` to read, ``update`` to change it under the lock."""
 
     def __init__(self, memory_dir: Path, chat_id: str):
         self.chat_id = check_chat_id(chat_id)
-        self.memory_dir = memory_dir
-        self.path = memory_dir / f"{chat_id}.json"
-        self.lock_path = memory_dir / f"{chat_id}.json.lock"
+        self.path = memory_path(memory_dir, f"{chat_id}.json")
+        self.memory_dir = self.path.parent
+        self.lock_path = self.memory_dir / f"{chat_id}.json.lock"
 
     def exists(self) -> bool:
+        recheck(self.path)
         return self.path.is_file()
 
     def load(self) -> ChatData:
         """The chat; an absent file is an empty chat."""
+        recheck(self.path)
         try:
             st = self.path.stat()
         except FileNotFoundError:
@@ -177,7 +194,8 @@ class ChatFile:
             return _copy(hit[1])
         try:
             # Never blocks: a FIFO or device named like a chat is refused, not opened.
-            text = read_regular(self.path).decode("utf-8")
+            # No link followed; a byte-order mark (Windows editors write one) is not JSON.
+            text = read_regular(self.path, follow_symlinks=False).decode("utf-8-sig")
         except FileNotFoundError:
             return ChatData()
         except (OSError, UnicodeDecodeError) as exc:
@@ -197,8 +215,10 @@ class ChatFile:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """An exclusive lock on the chat, across threads and processes."""
+        recheck(self.path)
         self.memory_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        recheck(self.path)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -214,6 +234,7 @@ class ChatFile:
                 _parsed.pop(str(self.path), None)  # read what is on disk now
             data = self.load()
             result = change(data)
+            recheck(self.path)
             write_json_atomic(self.path, data.to_dict())
             with _parsed_lock:
                 _parsed.pop(str(self.path), None)

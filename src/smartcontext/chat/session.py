@@ -102,11 +102,12 @@ class SmartContext:
             return self._chats[chat_id]
 
     def chat_ids(self) -> list[str]:
-        if not self.memory_dir.is_dir():
+        """The chats in ``.memory/``: regular files, never through a link."""
+        if self.memory_dir.is_symlink() or not self.memory_dir.is_dir():
             return []
         # Regular files only: a FIFO or folder named like a chat is no chat.
         return sorted(p.name[: -len(".json")] for p in self.memory_dir.glob("*.json")
-                      if not p.name.endswith(".embeddings.json") and is_regular(p))
+                      if not p.name.endswith(".embeddings.json") and not p.is_symlink() and is_regular(p))
 
     def import_file(self, source: str | Path, chat_id: str | None = None, format: str = "auto"):
         """Import an OpenAI ``messages`` list or a ChatGPT ``conversations.json``
