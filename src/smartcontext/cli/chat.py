@@ -173,14 +173,15 @@ def import_(
     fmt: str = typer.Option("auto", "--format", help="auto, openai, chatgpt or smartcontext."),
     as_json: bool = JsonFlag,
 ) -> None:
-    """Import chats into .memory/ (re-importing adds only new messages)."""
+    """Import chats into .memory/ (re-importing adds new messages, updates edited ones, drops none)."""
     with errors():
         result = _chats(path).import_file(source, chat_id, fmt)
         if as_json:
             print_json(result.to_dict())
             return
         for c in result.chats:
-            out_console.print(f"{escape(c['chat_id'])}: {c['added']} added, {c['skipped']} already there, "
+            out_console.print(f"{escape(c['chat_id'])}: {c['added']} added, {c['updated']} updated, "
+                              f"{c['skipped']} already there, "
                               f"{c['total']} messages", highlight=False)
 
 

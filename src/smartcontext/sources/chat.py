@@ -45,7 +45,8 @@ def parse_chat_file(path: str, text: str) -> ParsedFile:
 
     parsed = ParsedFile(path=path, language=CHAT_LANGUAGE)
     try:
-        data = parse_chat(json.loads(text), path)
+        # A byte-order mark (Windows editors write one) is not JSON; the chat layer skips it too.
+        data = parse_chat(json.loads(text[1:] if text.startswith("\ufeff") else text), path)
     except json.JSONDecodeError as exc:
         parsed.warnings.append(f"{path}: not valid JSON ({exc.msg}); chat not indexed")
         return parsed
