@@ -19,13 +19,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgument, LLMError
+from ..errors import ChatNotFound, InvalidArgument, LLMError, did_you_mean
 from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .filter import HistoryResult, threshold_filter, topic_filter
 from .sticky import sticky_message_ids
-from .topics import TopicResult, local_topics, with_sticky
+from .topics import TopicResult, local_topics, term_vectors, with_sticky
 from .vectors import MessageVectors, embed_labels, same_objects
 
 if TYPE_CHECKING:
@@ -59,9 +59,13 @@ class SmartContext:
 
     def embedder(self):
         """The model chat messages are compared with: ``[chat] embedding_model``, or the
-        workspace's own model when that key is empty or embeddings are off."""
+        workspace's own model when that key is empty; None when embeddings are off
+        (``model = "none"``, ``enabled = false``): then history is keyword-only and
+        topics come from the messages' terms."""
+        if not self.workspace.config.embeddings.active:
+            return None
         model = self.config.embedding_model
-        if not model or not self.workspace.config.embeddings.active:
+        if not model:
             return self.workspace.embedder()
         from ..embeddings import get_embedder
 
@@ -87,12 +91,16 @@ class SmartContext:
                                             "current_chat_id": self.current_chat_id,
                                             "embedding_search": self.embedding_search})
 
-    def chat(self, chat_id: str | None = None) -> "Chat":
-        """The chat ``chat_id`` (the current one when None); it becomes the current chat."""
+    def chat(self, chat_id: str | None = None, must_exist: bool = False) -> "Chat":
+        """The chat ``chat_id`` (the current one when None); it becomes the current chat.
+        ``must_exist``: ChatNotFound (with the closest ids) when it has no file yet,
+        checked before the current chat changes."""
         chat_id = chat_id or self.current_chat_id
         if not chat_id:
             raise InvalidArgument("no chat given and no current chat: pass a chat id")
         check_chat_id(chat_id)
+        if must_exist:
+            self.require(chat_id)
         with self._lock:
             if chat_id != self.current_chat_id:
                 self.current_chat_id = chat_id
@@ -108,6 +116,34 @@ class SmartContext:
         # Regular files only: a FIFO or folder named like a chat is no chat.
         return sorted(p.name[: -len(".json")] for p in self.memory_dir.glob("*.json")
                       if not p.name.endswith(".embeddings.json") and not p.is_symlink() and is_regular(p))
+
+    def require(self, chat_id: str) -> None:
+        """ChatNotFound unless ``.memory/{chat_id}.json`` exists (names the closest chats)."""
+        if not ChatFile(self.memory_dir, chat_id).exists():
+            known = self.chat_ids()
+            hint = did_you_mean(chat_id, known) or (f"; chats: {', '.join(known[:10])}" if known else
+                                                    "; this folder has no chats yet")
+            raise ChatNotFound(f"no chat {chat_id!r} in {self.memory_dir}{hint}")
+
+    def check_topics(self, chat_id: str, topics: list[str]) -> list[str]:
+        """``topics`` as the chat spells them (case and spacing may differ); ChatNotFound
+        for a label the chat has no topic for, with the closest labels."""
+        if not topics:
+            return topics
+        labels = [t["label"] for t in ChatFile(self.memory_dir, chat_id).load().topics
+                  if isinstance(t.get("label"), str)]
+        folded = {" ".join(label.split()).casefold(): label for label in labels}
+        out = []
+        for topic in topics:
+            label = folded.get(" ".join(topic.split()).casefold())
+            if label is None:
+                if not labels:
+                    raise ChatNotFound(f"chat {chat_id!r} has no topics yet: extract them first "
+                                       f"(`smartcontext chat topics {chat_id} --extract`)")
+                hint = did_you_mean(topic, labels) or f"; its topics: {', '.join(labels)}"
+                raise ChatNotFound(f"chat {chat_id!r} has no topic {topic!r}{hint}")
+            out.append(label)
+        return list(dict.fromkeys(out))
 
     def import_file(self, source: str | Path, chat_id: str | None = None, format: str = "auto"):
         """Import an OpenAI ``messages`` list or a ChatGPT ``conversations.json``
@@ -130,6 +166,17 @@ class SmartContext:
     def set_filter(self, topics: list[str] | None = None, chat_id: str | None = None) -> dict[str, Any]:
         """Set the active topic labels; an empty list clears the filter."""
         topics = list(dict.fromkeys(t for t in (topics or []) if isinstance(t, str) and t.strip()))
+        # Names are checked before anything changes: a typo sets no filter.
+        target = chat_id or self.current_chat_id
+        if chat_id:
+            check_chat_id(chat_id)
+            self.require(chat_id)
+        if topics:
+            if not target:
+                raise InvalidArgument("no chat given and no current chat: pass the chat id the topics belong to")
+            if not chat_id:
+                self.require(target)
+            topics = self.check_topics(target, topics)
         if chat_id:
             self.chat(chat_id)
         self.active_topics = topics
@@ -144,7 +191,7 @@ class SmartContext:
         chat_id = chat_id or self.current_chat_id
         if not chat_id:
             return {"status": "success", "topics": [], "total_messages": 0}
-        data = self.chat(chat_id).load()
+        data = self.chat(chat_id, must_exist=True).load()
         return {"status": "success", "topics": data.topics, "total_messages": len(data.messages)}
 
     def set_similarity_mode(self, enabled: bool = True) -> dict[str, Any]:
@@ -238,12 +285,20 @@ class Chat:
 
     # -- topics ----------------------------------------------------------------------------
 
-    def vectors(self) -> MessageVectors:
+    def vectors(self) -> MessageVectors | None:
         """The chat's message vectors (the chat's own model); with a workspace index, through
-        its embedding cache."""
+        its embedding cache. None when embeddings are off."""
         ws = self.workspace
-        return MessageVectors(self.context.memory_dir, self.chat_id, self.context.embedder(),
+        embedder = self.context.embedder()
+        if embedder is None:
+            return None
+        return MessageVectors(self.context.memory_dir, self.chat_id, embedder,
                               shared_store=lambda: ws.store if ws.has_index else None)
+
+    def matrix(self, messages: list[Message]):
+        """Unit vectors of ``messages`` (None when embeddings are off)."""
+        vectors = self.vectors()
+        return None if vectors is None else vectors.matrix(messages)
 
     def extract_topics(self, method: str = "auto", **llm_options: Any) -> TopicResult:
         """Regenerate the chat's topics (3-8 labels plus the sticky entry), write them and
@@ -276,7 +331,7 @@ class Chat:
                 result = TopicResult(data.topics, name, data.sticky_ids(), error=str(exc))
         else:
             sticky = sticky_message_ids(data.messages)
-            matrix = self.vectors().matrix(data.messages)
+            matrix = self.matrix(data.messages)
             result = TopicResult(with_sticky(local_topics(data.messages, matrix, sticky), sticky),
                                  LOCAL_METHOD, sticky)
         result.seconds = time.perf_counter() - t0
@@ -366,12 +421,19 @@ class Chat:
             if not ctx.active_topics or not ctx.embedding_search:
                 return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, ctx.embedding_search, 0.0)
             embedder = self.context.embedder()
+            if embedder is None:
+                # Embeddings off: a message is on a topic when it uses one of the label's words.
+                mv, lv = term_vectors(data.messages, ctx.active_topics)
+                return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True, 1e-6, mv, lv)
             return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True,
-                                ctx.similarity_threshold, self.vectors().matrix(data.messages),
+                                ctx.similarity_threshold, self.matrix(data.messages),
                                 embed_labels(embedder, ctx.active_topics))
         embedder = self.context.embedder()
-        matrix = self.vectors().matrix(data.messages)
-        query = embedder.embed_query(pending)
+        if embedder is None and mode == "threshold":
+            raise InvalidArgument("the threshold history compares embeddings, and embeddings are off "
+                                  "([embeddings] model = \"none\"): use the auto mode (keyword search)")
+        matrix = self.matrix(data.messages)
+        query = None if embedder is None else embedder.embed_query(pending)
         if mode == "threshold":
             return threshold_filter(self.chat_id, data.messages, sticky, matrix, query, ctx.similarity_threshold)
         return self._auto(data, sticky, pending, matrix, query, max_tokens, share, sync)

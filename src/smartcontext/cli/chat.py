@@ -64,7 +64,7 @@ def topics(
         sc = _chats(path)
         extraction = None
         if extract:
-            extraction = sc.chat(chat_id).extract_topics(method)
+            extraction = sc.chat(chat_id, must_exist=True).extract_topics(method)
         answer = sc.get_topics(chat_id)
         if as_json:
             print_json({**answer, **({"extraction": extraction.to_dict()} if extraction else {})})
@@ -132,7 +132,7 @@ def context(
     from ..chat.auto import render_message
 
     with errors():
-        result = _chats(path).chat(chat_id).history(message, mode=mode, max_tokens=max_tokens, share=share)
+        result = _chats(path).chat(chat_id, must_exist=True).history(message, mode=mode, max_tokens=max_tokens, share=share)
         if as_json:
             print_json(result.to_dict())
             return

@@ -236,6 +236,7 @@ class WebApi:
 
         def run() -> dict[str, Any]:
             # The file only: reading a chat does not make it the current one.
+            self.chats.require(chat_id)
             data = ChatFile(self.chats.memory_dir, chat_id).load()
             return {"success": True, "chat_id": chat_id, "messages": [m.to_dict() for m in data.messages],
                     "topics": data.topics, "total_messages": len(data.messages)}

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import SmartContextError
 from .spec import ToolContext, ToolSpec
 
 CHAT_ID = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$",
@@ -48,7 +49,7 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
         return with_events(lambda: chats().set_similarity_mode(args["enabled"]))
 
     def history(args: dict[str, Any]) -> dict[str, Any]:
-        chat = chats().chat(args.get("chat_id"))
+        chat = chats().chat(args.get("chat_id"), must_exist=True)
         pending = args.get("message")
         if chat.history_mode(pending, args.get("mode")) == "auto":  # the only mode that reads the index
             ctx.ready_workspace()
@@ -61,7 +62,7 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
         return result.to_dict(include_messages=args.get("include_messages", True))
 
     def extract(args: dict[str, Any]) -> dict[str, Any]:
-        return with_events(lambda: chats().chat(args.get("chat_id")).extract_topics(args.get("method", "auto")).to_dict())
+        return with_events(lambda: chats().chat(args.get("chat_id"), must_exist=True).extract_topics(args.get("method", "auto")).to_dict())
 
     def add_message(args: dict[str, Any]) -> dict[str, Any]:
         def run() -> dict[str, Any]:
@@ -71,7 +72,12 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
                 ctx.files_changed([chat.rel_path])
             out: dict[str, Any] = {"message": msg.to_dict(), "chat_id": chat.chat_id}
             if chat.extracts_after(args["role"], args.get("extract")):
-                out["extraction"] = chat.extract_topics().to_dict()
+                try:
+                    out["extraction"] = chat.extract_topics().to_dict()
+                except SmartContextError as exc:
+                    # The message is stored: say so, and why the topics were not redone
+                    # (a failure here made clients retry, and store the message twice).
+                    out["extraction"] = {"error": str(exc), "topics": chat.load().topics}
             return out
 
         return with_events(run)
