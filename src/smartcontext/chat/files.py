@@ -22,12 +22,14 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFileError, InvalidArgument
 from ..safeio import read_regular
+# The file format lives with the chat source, below this layer: the indexer reads chat
+# files without importing the chat package (which sits above the index).
+from ..sources.chat import ChatData, Message, content_text, parse_chat  # noqa: F401 (re-exported)
 from ..vault.paths import atomic_write, check_no_links, resolve_unlinked
 
 MEMORY_DIR = ".memory"
@@ -51,98 +53,6 @@ def check_chat_id(chat_id: Any) -> str:
             "(it names the file .memory/{chat_id}.json)"
         )
     return chat_id
-
-
-def content_text(content: Any) -> str:
-    """A message's text: a string, or the text parts of an OpenAI-style content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-        return "\n".join(parts)
-    return "" if content is None else str(content)
-
-
-@dataclass
-class Message:
-    """One message. ``extra`` keeps the keys of the file this class does not name."""
-
-    id: str
-    role: str
-    content: str
-    timestamp: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "role": self.role, "content": self.content}
-        if self.timestamp is not None:
-            d["timestamp"] = self.timestamp
-        return {**self.extra, **d}
-
-
-@dataclass
-class ChatData:
-    """The parsed content of a chat file."""
-
-    messages: list[Message] = field(default_factory=list)
-    topics: list[dict[str, Any]] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.extra, "messages": [m.to_dict() for m in self.messages], "topics": self.topics}
-
-    def sticky_ids(self) -> list[str]:
-        """Message ids of the sticky topic (instructions kept in every history)."""
-        ids: list[str] = []
-        for t in self.topics:
-            if t.get("sticky"):
-                ids.extend(str(i) for i in t.get("message_ids", []))
-        return ids
-
-    def message_ids(self) -> set[str]:
-        return {m.id for m in self.messages}
-
-
-def parse_chat(raw: Any, where: str) -> ChatData:
-    """Check and convert the JSON of a chat file; ``where`` names it in errors."""
-    if not isinstance(raw, dict):
-        raise ChatFileError(f"{where}: a chat file is a JSON object with 'messages' and 'topics'")
-    messages_raw = raw.get("messages", [])
-    topics_raw = raw.get("topics", [])
-    if not isinstance(messages_raw, list):
-        raise ChatFileError(f"{where}: 'messages' must be a list")
-    if not isinstance(topics_raw, list) or not all(isinstance(t, dict) for t in topics_raw):
-        raise ChatFileError(f"{where}: 'topics' must be a list of objects")
-    messages: list[Message] = []
-    seen: set[str] = set()
-    for n, m in enumerate(messages_raw):
-        if not isinstance(m, dict):
-            raise ChatFileError(f"{where}: message {n + 1} is not an object")
-        mid = m.get("id")
-        if isinstance(mid, int) and not isinstance(mid, bool):
-            mid = str(mid)
-        if not isinstance(mid, str) or not mid:
-            raise ChatFileError(
-                f"{where}: message {n + 1} has no 'id' (every message needs a unique string id; "
-                "import other formats with `smartcontext chat import`)"
-            )
-        if mid in seen:
-            raise ChatFileError(f"{where}: message id {mid!r} appears twice")
-        seen.add(mid)
-        role = m.get("role", "user")
-        if not isinstance(role, str):
-            raise ChatFileError(f"{where}: message {mid!r} has a 'role' that is not a string")
-        ts = m.get("timestamp")
-        extra = {k: v for k, v in m.items() if k not in ("id", "role", "content", "timestamp")}
-        messages.append(Message(mid, role, content_text(m.get("content")),
-                                None if ts is None else str(ts), extra))
-    extra = {k: v for k, v in raw.items() if k not in ("messages", "topics")}
-    return ChatData(messages, list(topics_raw), extra)
 
 
 def _copy(data: ChatData) -> ChatData:

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import ChatNotFound, InvalidArgument, LLMError, did_you_mean
 from ..safeio import is_regular
@@ -28,8 +28,26 @@ from .sticky import sticky_message_ids
 from .topics import TopicResult, local_topics, term_vectors, with_sticky
 from .vectors import MessageVectors, embed_labels, same_objects
 
-if TYPE_CHECKING:
-    from ..workspace import Workspace
+class ChatWorkspace(Protocol):
+    """What the chat layer uses of a workspace (``Workspace`` is one): named here so the
+    chat package never imports the workspace, which imports it (chat sits above the
+    index and below the workspace's facade)."""
+
+    root: Path
+    index_dir: Path
+    config: Any
+    store: Any
+
+    @property
+    def has_index(self) -> bool: ...
+
+    def embedder(self) -> Any: ...
+
+    def catalogue(self) -> Any: ...
+
+    def index(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def update_files(self, paths: list[str], embeddings: bool | None = None) -> Any: ...
 
 STATE_FILE = "chat_state.json"
 EVENTS_FILE = "chat_events.jsonl"
@@ -43,7 +61,7 @@ class SmartContext:
     (active topics, current chat, similarity mode; kept in ``.smartcontext/chat_state.json``
     so the CLI and a server share it), the commands and the events."""
 
-    def __init__(self, workspace: "Workspace"):
+    def __init__(self, workspace: ChatWorkspace):
         self.workspace = workspace
         self.config = workspace.config.chat
         self.memory_dir = workspace.root / MEMORY_DIR
