@@ -23,7 +23,9 @@ from ..errors import ChatNotFound, InvalidArgument, LLMError, did_you_mean
 from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
+from .files import extends as _extends
 from .filter import HistoryResult, threshold_filter, topic_filter
+from .keywords import ChatKeywords
 from .sticky import sticky_message_ids
 from .topics import TopicResult, local_topics, term_vectors, with_sticky
 from .vectors import MessageVectors, embed_labels, same_objects
@@ -243,10 +245,13 @@ class Chat:
         self.workspace = context.workspace
         self._extraction: threading.Thread | None = None
         self.last_extraction: TopicResult | None = None
-        self._indexed_sig: tuple[int, int] | None = None
+        self._indexed_sig: tuple | None = None
         self._token_memo: dict[str, dict[str, int]] = {}
         self._token_list: tuple[str, tuple[Message, ...], list[int]] | None = None
-        self._own_rows: tuple[Any, dict[int, str]] | None = None
+        self._keywords = ChatKeywords()
+        self._position_memo: tuple[tuple[Message, ...], dict[str, int], set[str]] | None = None
+        self._synced_paths: set[str] = set()
+        self.last_written: str | None = None  # the chat file the last write changed (to re-index)
 
     @property
     def path(self) -> Path:
@@ -254,7 +259,14 @@ class Chat:
 
     @property
     def rel_path(self) -> str:
-        return self.file.path.relative_to(self.workspace.root).as_posix()
+        return self._rel(self.file.path)
+
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.workspace.root.resolve()).as_posix()
+
+    def paths(self) -> list[str]:
+        """The chat's files relative to the workspace: the JSON file, then its log segments."""
+        return [self.rel_path, *(self._rel(p) for p in self.file.segments())]
 
     def load(self) -> ChatData:
         return self.file.load()
@@ -283,12 +295,7 @@ class Chat:
         msg = Message(id or uuid.uuid4().hex[:12], role, content,
                       timestamp or time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
-        def append(data: ChatData) -> None:
-            if msg.id in data.message_ids():
-                raise InvalidArgument(f"chat {self.chat_id} already has a message {msg.id!r}")
-            data.messages.append(msg)
-
-        self.file.update(append)
+        self.last_written = self._rel(self.file.append(msg))
         if self.extracts_after(role, extract):
             if background:
                 self.extract_topics_in_background()
@@ -359,23 +366,20 @@ class Chat:
         return result
 
     def _save_topics(self, topics: list[dict[str, Any]]) -> None:
-        def put(data: ChatData) -> int:
-            # Ids of messages deleted meanwhile leave the sticky entry.
-            known = data.message_ids()
-            fixed = []
-            for t in topics:
-                if t.get("sticky"):
-                    ids = [i for i in t["message_ids"] if i in known]
-                    if not ids:
-                        continue
-                    t = {**t, "message_ids": ids, "count": len(ids)}
-                fixed.append(t)
-            data.topics = fixed
-            return len(data.messages)
-
-        total = self.file.update(put)
-        self.context.events.emit(TOPICS_UPDATED, {"chat_id": self.chat_id, "topics": self.load().topics,
-                                                  "total_messages": total})
+        # Ids of messages deleted meanwhile leave the sticky entry.
+        known = self.load().message_ids()
+        fixed = []
+        for t in topics:
+            if t.get("sticky"):
+                ids = [i for i in t["message_ids"] if i in known]
+                if not ids:
+                    continue
+                t = {**t, "message_ids": ids, "count": len(ids)}
+            fixed.append(t)
+        self.last_written = self._rel(self.file.append_topics(fixed))
+        data = self.load()
+        self.context.events.emit(TOPICS_UPDATED, {"chat_id": self.chat_id, "topics": data.topics,
+                                                  "total_messages": len(data.messages)})
 
     def extract_topics_in_background(self) -> threading.Thread:
         """Extract topics in a daemon thread (the seed's background task after a reply)."""
@@ -468,13 +472,32 @@ class Chat:
         from .auto import auto_filter
 
         encoding = self.workspace.config.context.encoding
+        messages = data.messages
+        counts = self.token_counts(messages, encoding)
+        index_of, speakers = self._positions(messages)
         return auto_filter(
-            self.chat_id, data.messages, sticky, self.keyword_ranking(pending, len(data.messages), sync=sync),
+            self.chat_id, messages, sticky,
+            [messages[i].id for i in self._keywords.rank(messages, pending, len(messages))],
             matrix, query, max_tokens=max_tokens,
             share=share if share is not None else self.context.config.history_share,
             neighbours=self.context.config.neighbours, encoding=encoding,
-            token_counts=self.token_counts(data.messages, encoding), pending=pending,
+            token_counts=counts, pending=pending, index_of=index_of, speakers=speakers,
         )
+
+    def _positions(self, messages: list[Message]) -> tuple[dict[str, int], set[str]]:
+        """Each message's position by id, and the chat's speakers: kept across calls and
+        extended by appended messages (a long chat's history must not walk it all again)."""
+        last = self._position_memo
+        if last is not None and _extends(last[0], messages):
+            index_of, speakers = last[1], last[2]
+            for i in range(len(last[0]), len(messages)):
+                index_of[messages[i].id] = i
+                speakers.add(messages[i].role)
+        else:
+            index_of = {m.id: i for i, m in enumerate(messages)}
+            speakers = {m.role for m in messages}
+        self._position_memo = (tuple(messages), index_of, speakers)
+        return index_of, speakers
 
     def token_counts(self, messages: list[Message], encoding: str) -> list[int]:
         """Exact tokens of each message as the model reads it (``render_message``).
@@ -488,6 +511,15 @@ class Chat:
         if last is not None and last[0] == encoding and same_objects(last[1], messages):
             return last[2]
         memo = self._token_memo.setdefault(encoding, {})
+        if last is not None and last[0] == encoding and _extends(last[1], messages):
+            # Messages appended to the same chat: count only those.
+            new = [render_message(m) for m in messages[len(last[1]):]]
+            todo = [t for t in dict.fromkeys(new) if t not in memo]
+            if todo:
+                memo.update(zip(todo, count_many(todo, encoding)))
+            counts = last[2] + [memo[t] for t in new]
+            self._token_list = (encoding, tuple(messages), counts)
+            return counts
         texts = [render_message(m) for m in messages]
         todo = [t for t in dict.fromkeys(texts) if t not in memo]
         if todo:
@@ -500,52 +532,48 @@ class Chat:
         return counts
 
     def sync_index(self) -> None:
-        """Bring the workspace index up to date with this chat file (re-indexed only when
-        it changed since the last sync)."""
+        """Bring the workspace index up to date with this chat's files (those that changed
+        since the last sync, and segments folded away since)."""
         sig = self._file_sig()
         if sig is None or sig == self._indexed_sig:
             return
         ws = self.workspace
+        paths = self.paths()
         if ws.has_index:
-            ws.update_files([self.rel_path])
+            ws.update_files(sorted(set(paths) | self._synced_paths))
         else:
             ws.index(embeddings=False)
+        self._synced_paths = set(paths)
         self._indexed_sig = sig
 
-    def _file_sig(self) -> tuple[int, int] | None:
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+    def _file_sig(self) -> tuple | None:
+        sig = []
+        for path in (self.path, *self.file.segments()):
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            sig.append((path.name, st.st_mtime_ns, st.st_size))
+        return tuple(sig) or None
 
     def index_stale(self) -> bool:
-        """Whether ``sync_index`` has work to do (the chat file changed since the last sync)."""
+        """Whether ``sync_index`` has work to do (the chat's files changed since the last sync)."""
         sig = self._file_sig()
         return sig is not None and sig != self._indexed_sig
 
     def keyword_ranking(self, query: str, limit: int, sync: bool = True) -> list[str]:
-        """Message ids of this chat, best first, by the index's keyword (BM25) search.
-
-        Ranks only: the retrieval core's keyword searcher, restricted to this chat's rows
-        of the catalogue, without the snippets and stored rows a search hit carries."""
-        from ..retrieval.keyword import KeywordSearcher
-
-        if sync:
-            self.sync_index()
-        cat = self.workspace.catalogue()
-        if self._own_rows is None or self._own_rows[0] is not cat:
-            # This chat's rows, once per catalogue (a catalogue is rebuilt on index changes).
-            self._own_rows = (cat, {r: cat.entries[r].qualname for r in cat.by_path.get(self.rel_path, [])
-                                    if cat.entries[r].kind == "message"})
-        mine = self._own_rows[1]
-        if not mine or not query.strip():
+        """Message ids of this chat, best first, by BM25 over the chat's own messages
+        (``chat.keywords``: built once, extended by appended messages). ``sync`` is
+        accepted for callers of the index-backed ranking this replaced; the workspace
+        index is not read."""
+        messages = self.load().messages
+        if not query.strip():
             return []
-        hits = KeywordSearcher(self.workspace.store).search(query, 1 << 30)
-        return [mine[r] for r, _ in hits if r in mine][:limit]
+        return [messages[i].id for i in self._keywords.rank(messages, query, limit)]
 
     def highlight(self) -> list[str]:
         """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps."""
         ids = self.history(mode="topics").message_ids
         self.context.events.emit(HIGHLIGHT_APPLIED, {"message_ids": ids})
         return ids
+

@@ -164,7 +164,7 @@ def add(
         msg, events = _with_events(sc, lambda: chat.add_message(role, content, id=message_id, extract=False))
         # As over HTTP and MCP: the index holds the message before topics are extracted.
         if chat.workspace.has_index:
-            chat.sync_index()
+            chat.workspace.update_files([chat.last_written or chat.rel_path], embeddings=False)
         if chat.extracts_after(role, extract):
             _, more = _with_events(sc, chat.extract_topics)
             events += more

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,28 +128,55 @@ def parse_chat(raw: Any, where: str) -> ChatData:
     return ChatData(messages, list(topics_raw), extra)
 
 
+_SEGMENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}\.\d{5,}\.jsonl$")
+
+
 def is_chat_path(path: str) -> bool:
-    """``.memory/{chat_id}.json`` (at any depth), but not the embedding sidecar."""
+    """``.memory/{chat_id}.json`` (at any depth), but not the embedding sidecar; or a long
+    chat's log segment, ``.memory/{chat_id}.00001.jsonl``."""
     parts = path.split("/")
-    return (
-        len(parts) >= 2 and parts[-2] == ".memory" and parts[-1].endswith(".json")
-        and not parts[-1].endswith(".embeddings.json")
-    )
+    if len(parts) < 2 or parts[-2] != ".memory":
+        return False
+    name = parts[-1]
+    return (name.endswith(".json") and not name.endswith(".embeddings.json")) or bool(_SEGMENT_NAME.match(name))
+
+
+def _segment_messages(path: str, text: str) -> tuple[ChatData, list[str]]:
+    """The messages of a log segment (one JSON object a line; topics records skipped; a
+    torn last line, left by an append cut short, ignored)."""
+    records, warnings = [], []
+    lines = text.split("\n")
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if n < len(lines):
+                warnings.append(f"{path}: line {n} is not valid JSON ({exc.msg}); line not indexed")
+            continue
+        if isinstance(rec, dict) and not ("topics" in rec and "id" not in rec):
+            records.append(rec)
+    return parse_chat({"messages": records}, path), warnings
 
 
 def parse_chat_file(path: str, text: str) -> ParsedFile:
     """Items for the messages of one chat file; an invalid file gives a warning, no items."""
     parsed = ParsedFile(path=path, language=CHAT_LANGUAGE)
+    text = text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not JSON
     try:
-        # A byte-order mark (Windows editors write one) is not JSON; the chat layer skips it too.
-        data = parse_chat(json.loads(text[1:] if text.startswith("\ufeff") else text), path)
+        if path.endswith(".jsonl"):
+            data, warnings = _segment_messages(path, text)
+            parsed.warnings.extend(warnings)
+        else:
+            data = parse_chat(json.loads(text), path)
     except json.JSONDecodeError as exc:
         parsed.warnings.append(f"{path}: not valid JSON ({exc.msg}); chat not indexed")
         return parsed
     except ChatFileError as exc:
         parsed.warnings.append(f"{exc}; chat not indexed")
         return parsed
-    chat_id = os.path.basename(path)[: -len(".json")]
+    chat_id = os.path.basename(path).split(".")[0]
     sticky = set(data.sticky_ids())
     for n, m in enumerate(data.messages, start=1):
         meta = {"chat_id": chat_id, "message_id": m.id, "role": m.role, "ordinal": n}

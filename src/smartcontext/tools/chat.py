@@ -7,10 +7,10 @@ the ``events`` the call emitted, so clients that cannot subscribe still see them
 
 Locking: the tools that change the chat state (filter, mode, topics, messages) run one at
 a time under the server's chat lock, so each answer lists only its own events. The index
-is shared as the other tools share it: ``chat_history`` brings the chat file into the
-index under the index write lock (only when the file changed), then reads under the
-shared read lock; ``chat_add_message`` appends and re-indexes the chat file under the
-write lock, and extracts topics after releasing it (an LLM call never holds up readers).
+is shared as the other tools share it: ``chat_history`` ranks the chat's own messages
+(``chat.keywords``) and reads under the shared read lock; ``chat_add_message`` appends and
+re-indexes the file it wrote (a long chat's last log segment) under the write lock, and
+extracts topics after releasing it (an LLM call never holds up readers).
 """
 
 from __future__ import annotations
@@ -51,11 +51,7 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
     def history(args: dict[str, Any]) -> dict[str, Any]:
         chat = chats().chat(args.get("chat_id"), must_exist=True)
         pending = args.get("message")
-        if chat.history_mode(pending, args.get("mode")) == "auto":  # the only mode that reads the index
-            ctx.ready_workspace()
-            if chat.index_stale():
-                with ctx.index_lock.writer:
-                    chat.sync_index()
+        # The history ranks the chat's own messages (chat.keywords): no index to sync first.
         with ctx.reading():
             result = chat.history(pending, mode=args.get("mode"), max_tokens=args.get("max_tokens"),
                                   share=args.get("share"), sync=False)
@@ -69,7 +65,7 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
             chat = chats().chat(args["chat_id"])
             with ctx.index_lock.writer:  # the chat file is indexed: no reader sees it half-updated
                 msg = chat.add_message(args["role"], args["content"], id=args.get("id"), extract=False)
-                ctx.files_changed([chat.rel_path])
+                ctx.files_changed([chat.last_written or chat.rel_path])  # a long chat: its last segment only
             out: dict[str, Any] = {"message": msg.to_dict(), "chat_id": chat.chat_id}
             if chat.extracts_after(args["role"], args.get("extract")):
                 try:
