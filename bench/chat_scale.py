@@ -7,7 +7,8 @@ of two speakers talking about a rotating set of subjects, about 190 bytes a mess
 size of the 50,000-message, 9.6 MB chat of issue 25). Embeddings are off (keyword-only
 history) unless ``--model`` names one: the numbers are the chat layer's, not a model's.
 
-Rows: ``add``: median and worst of ``--adds`` user messages appended (file write plus
+The measured process opens the folder as a server does, indexes it (the chat's messages
+are items of the index), then answers. Rows: ``add``: median and worst of ``--adds`` user messages appended (file write plus
 re-index of what changed); ``history cold``: the first automatic history of the process
 (loads the chat and builds its keyword postings); ``history warm``: median over the
 questions, with an add between each (so every answer sees a new message); ``peak RSS``.
@@ -54,16 +55,23 @@ def message(n: int) -> dict:
             "timestamp": f"2026-01-{1 + n % 28:02d}T{n % 24:02d}:00:00+0000"}
 
 
-def run_one(size: int, adds: int, model: str) -> dict:
+def make_folder(size: int, model: str) -> Path:
+    """A workspace with one chat of ``size`` messages (written here, in the parent process,
+    so building it is not counted in the measured process's memory)."""
+    root = Path(tempfile.mkdtemp(prefix="chat-scale-"))
+    (root / ".memory").mkdir()
+    (root / "notes.md").write_text("# Notes\n\nA workspace with one long chat.\n")
+    chat = {"messages": [message(n) for n in range(size)], "topics": []}
+    (root / ".memory" / "long.json").write_text(json.dumps(chat, indent=2))
+    # The chat is over the default 1 MB file limit: raised, so the index holds all of it.
+    (root / "smartcontext.toml").write_text(f'[index]\nmax_file_bytes = 100000000\n\n[embeddings]\nmodel = "{model}"\n')
+    return root
+
+
+def run_one(root: Path, size: int, adds: int) -> dict:
     from smartcontext.tools import ToolRegistry
 
-    root = Path(tempfile.mkdtemp(prefix="chat-scale-"))
     try:
-        (root / ".memory").mkdir()
-        (root / "notes.md").write_text("# Notes\n\nA workspace with one long chat.\n")
-        chat = {"messages": [message(n) for n in range(size)], "topics": []}
-        (root / ".memory" / "long.json").write_text(json.dumps(chat, indent=2))
-        (root / "smartcontext.toml").write_text(f'[embeddings]\nmodel = "{model}"\n')
         reg = ToolRegistry.open(root)
         try:
             reg.context.ready_workspace()
@@ -102,15 +110,17 @@ def main() -> None:
     ap.add_argument("--adds", type=int, default=30, help="messages added per size (default 30)")
     ap.add_argument("--model", default="none", help='embedding model (default "none": keyword-only)')
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: run one size, print JSON
+    ap.add_argument("--root", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one, args.adds, args.model)))
+        print(json.dumps(run_one(Path(args.root), args.one, args.adds)))
         return
     sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 50000])
     rows = []
     for size in sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(size), "--adds", str(args.adds),
-                              "--model", args.model], capture_output=True, text=True, check=True,
+        root = make_folder(size, args.model)
+        out = subprocess.run([sys.executable, __file__, "--one", str(size), "--root", str(root),
+                              "--adds", str(args.adds)], capture_output=True, text=True, check=True,
                              env={**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": args.model})
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(f"{size}: {rows[-1]}", file=sys.stderr)

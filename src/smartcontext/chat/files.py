@@ -340,9 +340,11 @@ class ChatFile:
             n = int(_SEGMENT.fullmatch(segments[-1].name).group("n")) + 1 if segments else 1  # type: ignore[union-attr]
             path = self.memory_dir / f"{self.chat_id}.{n:05d}.jsonl"
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        if last is not None and path == segments[-1] and not last.ends_clean:
-            line = "\n" + line  # after half a line left by a crash, start a fresh one
         recheck(path)
+        if last is not None and path == segments[-1] and not last.ends_clean:
+            # Half a line left by an append cut short (never acknowledged): cut it off.
+            raw = read_regular(path, follow_symlinks=False)
+            os.truncate(path, raw.rfind(b"\n") + 1)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), NEW_FILE_MODE)
         try:
             os.write(fd, line.encode("utf-8"))

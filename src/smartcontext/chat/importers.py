@@ -144,14 +144,16 @@ def merge_messages(have: list[Message], incoming: list[Message]) -> tuple[list[M
     before ids came from content, which numbered messages by position) the first
     not-yet-matched message with the same role, text and timestamp. A matched message
     whose text, role or timestamp differ is updated in place (its other keys kept); a
-    new one goes right after the last matched message before it in the import (at the
-    start when none was); every message of the chat stays, in its order."""
+    new one goes right after the last matched message before it in the import (right
+    before the first matched one when none was, at the end when nothing matched); every
+    message of the chat stays, in its order."""
     by_id = {m.id: i for i, m in enumerate(have)}
     by_text: dict[tuple[str, str, str | None], list[int]] = {}
     for i, m in enumerate(have):
         by_text.setdefault((m.role, m.content, m.timestamp), []).append(i)
     merged = list(have)
     matched: set[int] = set()
+    first_seen: set[int] = set()  # the chat's message the import's first known one is
     after: dict[int, list[Message]] = {}  # new messages by the index they follow (-1: the start)
     anchor = -1
     added = updated = unchanged = 0
@@ -168,6 +170,8 @@ def merge_messages(have: list[Message], incoming: list[Message]) -> tuple[list[M
             after.setdefault(anchor, []).append(m)
             added += 1
             continue
+        if not matched:
+            first_seen.add(i)
         matched.add(i)
         anchor = i
         old = merged[i]
@@ -176,10 +180,18 @@ def merge_messages(have: list[Message], incoming: list[Message]) -> tuple[list[M
             updated += 1
         else:
             unchanged += 1
-    out = list(after.get(-1, []))
+    # New messages before the first known one go right before it; with none known (an
+    # import of new messages only) they follow the chat.
+    leading = after.pop(-1, [])
+    first = next((i for i in range(len(merged)) if i in matched and i in first_seen), None)
+    out: list[Message] = []
     for i, m in enumerate(merged):
+        if i == first:
+            out.extend(leading)
         out.append(m)
         out.extend(after.get(i, []))
+    if first is None:
+        out.extend(leading)
     return out, added, updated, unchanged
 
 
