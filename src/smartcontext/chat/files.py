@@ -92,8 +92,9 @@ def recheck(path: Path) -> None:
     check_no_links(path.parent.parent, path)
 
 
-# A chat this long grows by appending lines (below: a rewrite of the whole file is cheap).
-APPEND_FROM = 1000
+# A chat this long grows by appending lines (below: rewriting and re-indexing the whole
+# file costs a few milliseconds).
+APPEND_FROM = 200
 # Lines per log segment: an append re-indexes only its segment, so this bounds that work.
 SEGMENT_LINES = 256
 _SEGMENT = re.compile(r"^(?P<chat>[A-Za-z0-9_-]{1,128})\.(?P<n>\d{5,})\.jsonl$")
