@@ -421,9 +421,8 @@ class Chat:
               threshold, the seed's rule with the message as query), ``all``.
               Default: ``topics`` when a topic filter is active, else ``auto`` with a
               pending message, else ``all``.
-        sync: bring the index up to date with the chat file first (``sync_index``, a
-              write); False when the caller did (a server syncs under its index write
-              lock, then reads under the shared read lock).
+        sync: kept for callers of the index-backed ranking; the history ranks the chat's
+              own messages (``chat.keywords``) and reads nothing from the index.
         """
         ctx = self.context
         mode = self.history_mode(pending, mode)
