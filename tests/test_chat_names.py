@@ -80,6 +80,9 @@ def test_tools_and_http_answer_success_false(folder):
             r = client.post("/api/chats/tirp/history", json={"mode": "all"})
             assert r.json()["success"] is False and "did you mean 'trip'" in r.json()["error"]
             assert client.get("/api/chats/trip").json()["total_messages"] > 0
+            # The page opens a chat it is about to write with ?new=1: empty, not an error.
+            fresh = client.get("/api/chats/fresh?new=1")
+            assert fresh.status_code == 200 and fresh.json()["messages"] == []
         assert registry.context.workspace.chats().state()["active_topics"] == []
     finally:
         registry.close()
