@@ -134,9 +134,9 @@ def test_commands_events_and_the_topic_filter(ws):
     sc.subscribe("*", lambda e, p: seen.append((e, p)))
     assert sc.get_topics("c1")["total_messages"] == len(CHAT)
     assert sc.set_similarity_mode(True) == {"status": "success", "embedding_search": True}
-    answer = sc.execute("smart_context.set_filter", topics=["Ferry To Naxos"])
-    assert answer == {"status": "success", "active_topics": ["Ferry To Naxos"]}
-    assert seen[0] == ("smart_context.filter_changed", {"active_topics": ["Ferry To Naxos"], "chat_id": "c1"})
+    answer = sc.execute("smart_context.set_filter", topics=["Naxos Island"])
+    assert answer == {"status": "success", "active_topics": ["Naxos Island"]}
+    assert seen[0] == ("smart_context.filter_changed", {"active_topics": ["Naxos Island"], "chat_id": "c1"})
     assert seen[1][0] == "smart_context.highlight_applied"
     hist = chat.history()
     assert hist.mode == "topics"
@@ -147,7 +147,7 @@ def test_commands_events_and_the_topic_filter(ws):
     assert hist.message_ids == [m for m, _, _ in CHAT if m in set(hist.message_ids)]  # chronological
     # The state is shared with a second opening of the folder (the CLI's case).
     again = Workspace.open(ws.root).chats()
-    assert again.active_topics == ["Ferry To Naxos"] and again.current_chat_id == "c1"
+    assert again.active_topics == ["Naxos Island"] and again.current_chat_id == "c1"
     sc.set_filter([])
     assert chat.history().mode == "all"
     sc.set_similarity_mode(False)

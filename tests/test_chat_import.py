@@ -7,6 +7,7 @@ import json
 import pytest
 
 from smartcontext.chat import ChatFile
+from smartcontext.chat.importers import content_id
 from smartcontext.errors import ChatFileError
 from smartcontext.workspace import Workspace
 
@@ -57,7 +58,10 @@ def test_import_openai_messages_list(tmp_path):
     result = Workspace.open(tmp_path).chats().import_file(src, chat_id="req")
     assert result.format == "openai" and result.to_dict()["added"] == 3
     data = ChatFile(tmp_path / ".memory", "req").load()
-    assert [(m.id, m.content) for m in data.messages] == [("m00001", "You are terse."), ("m00002", "Hi"), ("m00003", "Hello.")]
+    # No ids in the request: each comes from the message's role, text and time.
+    assert [(m.id, m.content) for m in data.messages] == [
+        (content_id("system", "You are terse.", None), "You are terse."),
+        (content_id("user", "Hi", None), "Hi"), (content_id("assistant", "Hello.", None), "Hello.")]
 
 
 @pytest.mark.parametrize("content, message", [

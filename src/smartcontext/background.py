@@ -19,12 +19,21 @@ import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .indexer import embed_pending
 
-if TYPE_CHECKING:
-    from .workspace import Workspace
+
+class EmbeddingHost(Protocol):
+    """What the background embedder uses of a workspace (``Workspace`` is one): named
+    here so this module never imports the workspace, which imports it."""
+
+    config: Any
+    store: Any
+
+    def embedder(self) -> Any: ...
+
+    def vectors_landed(self, model: str, rowids: Any, matrix: Any, generations: Any) -> None: ...
 
 log = logging.getLogger("smartcontext.background")
 
@@ -116,7 +125,7 @@ class BackgroundEmbedding:
     is pending then; ``stop()`` ends the thread after the batch in flight.
     """
 
-    def __init__(self, workspace: "Workspace", batch_size: int | None = None):
+    def __init__(self, workspace: EmbeddingHost, batch_size: int | None = None):
         self.workspace = workspace
         self.batch_size = max(8, batch_size or workspace.config.embeddings.batch_size)
         self._wake = threading.Event()

@@ -63,6 +63,11 @@ class ChatFileError(SmartContextError):
     untouched."""
 
 
+class ChatNotFound(SmartContextError):
+    """No chat has this id (``.memory/{chat_id}.json`` does not exist), or no topic of
+    the chat has this label."""
+
+
 class LLMError(SmartContextError):
     """A language model call failed or answered something that could not be used."""
 

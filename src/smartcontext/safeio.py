@@ -18,13 +18,15 @@ class NotRegularFile(OSError):
     """The path names a FIFO, socket, device or folder, not a regular file."""
 
 
-def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
-    """The bytes of the regular file at ``path`` (symlinks followed).
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None, *,
+                 follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file at ``path`` (symlinks followed unless
+    ``follow_symlinks`` is False: then a link is an OSError(ELOOP)).
 
     Raises NotRegularFile (an OSError) for anything else, without blocking, and
     OSError(EFBIG) when the file is larger than ``max_bytes``.
     """
-    fd = os.open(path, _FLAGS)
+    fd = os.open(path, _FLAGS if follow_symlinks else _FLAGS | getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -182,8 +182,9 @@ class AgentSessions:
         """Remove a session (not while it is answering: SessionBusy)."""
         file, _ = self._load(session_id)
         with self._busy(session_id), file.locked():
-            with suppress(FileNotFoundError):
-                file.path.unlink()
+            for path in (file.path, *file.segments()):
+                with suppress(FileNotFoundError):
+                    path.unlink()
             with suppress(FileNotFoundError):
                 (self.memory_dir / f"{session_id}{EMBEDDINGS_SUFFIX}").unlink()
         with suppress(FileNotFoundError):

@@ -89,6 +89,8 @@ def auto_filter(
     token_counts: Sequence[int] | None = None,
     weights: tuple[float, float] | None = None,
     pending: str | None = None,
+    index_of: dict[str, int] | None = None,
+    speakers: set[str] | None = None,
 ) -> HistoryResult:
     """Keep the messages that best answer the pending message within the budget.
 
@@ -97,6 +99,8 @@ def auto_filter(
     weights:         of the keyword and the semantic ranking in the fusion
                      (``FUSION_WEIGHTS`` when None).
     pending:         the pending message's text, for the speaker it names (optional).
+    index_of, speakers: each message's position by id and the distinct roles, when the
+                     caller keeps them across calls (a long chat: computed here otherwise).
     """
     from ..tokens import count_many
 
@@ -106,7 +110,7 @@ def auto_filter(
                         else count_many([render_message(m) for m in messages], encoding), dtype=np.int64)
     total = int(counts.sum())
     budget = int(max_tokens) if max_tokens else max(1, int(share * total))
-    pos = {m.id: i for i, m in enumerate(messages)}
+    pos = index_of if index_of is not None else {m.id: i for i, m in enumerate(messages)}
     rankings, signals, used_weights = [], [], []
     kw = [pos[i] for i in dict.fromkeys(keyword_ranking) if i in pos]
     if kw:
@@ -119,7 +123,8 @@ def auto_filter(
         signals.append("semantic")
         used_weights.append(weights[1])
     scores = spread_to_neighbours(fuse(rankings, n, used_weights), neighbours) if rankings else np.zeros(n)
-    speaker = named_speaker(pending, [m.role for m in messages]) if pending and rankings and SPEAKER_BOOST else None
+    roles = speakers if speakers is not None else {m.role for m in messages}
+    speaker = named_speaker(pending, list(roles)) if pending and rankings and SPEAKER_BOOST else None
     if speaker is not None:
         scores = scores * np.where([m.role == speaker for m in messages], 1.0 + SPEAKER_BOOST, 1.0)
         signals.append("speaker")
@@ -139,9 +144,9 @@ def auto_filter(
             continue
         chosen[i] = True
         used += sizes[i]
-    kept = [m for m, c in zip(messages, chosen) if c]
+    kept = [messages[i] for i in np.flatnonzero(chosen).tolist()]
     return HistoryResult(
         chat_id=chat_id, mode="auto", messages=kept, total_messages=n,
-        sticky_ids=[m.id for m in messages if m.id in sticky], tokens=int(used),
+        sticky_ids=[messages[i].id for i in sorted(pos[i] for i in sticky)], tokens=int(used),
         total_tokens=total, budget=budget, signals=signals,
     )

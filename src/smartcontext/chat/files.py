@@ -16,19 +16,23 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import functools
 import json
 import threading
 import os
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFileError, InvalidArgument
 from ..safeio import read_regular
-from ..vault.paths import atomic_write
+# The file format lives with the chat source, below this layer: the indexer reads chat
+# files without importing the chat package (which sits above the index).
+from ..sources.chat import ChatData, Message, content_text, parse_chat  # noqa: F401 (re-exported)
+from ..vault.paths import NEW_FILE_MODE, atomic_write, check_no_links, resolve_unlinked
 
 MEMORY_DIR = ".memory"
 STICKY_LABEL = "Instructions & Preferences"
@@ -39,109 +43,22 @@ _CHAT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 # new lists (and topic dicts) around the shared Message objects, which nobody edits:
 # ``update`` always works on a fresh parse.
 _parsed: dict[str, tuple[tuple[int, int, int], "ChatData"]] = {}
+# Log segments by path, and a long chat's messages put together, keyed by what they hold.
+_segments_read: dict[str, tuple[tuple[int, int, int], "_Segment"]] = {}
+_combined: dict[str, tuple[Any, "ChatData"]] = {}
+_ids_memo: dict[str, tuple[tuple["Message", ...], set[str]]] = {}
 _parsed_lock = threading.Lock()
 
 
 def check_chat_id(chat_id: Any) -> str:
     """``chat_id`` when it can name a file (letters, digits, ``-``, ``_``), else InvalidArgument."""
-    if not isinstance(chat_id, str) or not _CHAT_ID.match(chat_id):
+    # fullmatch: ``$`` alone would let "name\n" through and name a file "name\n.json".
+    if not isinstance(chat_id, str) or not _CHAT_ID.fullmatch(chat_id):
         raise InvalidArgument(
             f"invalid chat id {chat_id!r}: use 1-128 letters, digits, '-' or '_' "
             "(it names the file .memory/{chat_id}.json)"
         )
     return chat_id
-
-
-def content_text(content: Any) -> str:
-    """A message's text: a string, or the text parts of an OpenAI-style content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-        return "\n".join(parts)
-    return "" if content is None else str(content)
-
-
-@dataclass
-class Message:
-    """One message. ``extra`` keeps the keys of the file this class does not name."""
-
-    id: str
-    role: str
-    content: str
-    timestamp: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "role": self.role, "content": self.content}
-        if self.timestamp is not None:
-            d["timestamp"] = self.timestamp
-        return {**self.extra, **d}
-
-
-@dataclass
-class ChatData:
-    """The parsed content of a chat file."""
-
-    messages: list[Message] = field(default_factory=list)
-    topics: list[dict[str, Any]] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.extra, "messages": [m.to_dict() for m in self.messages], "topics": self.topics}
-
-    def sticky_ids(self) -> list[str]:
-        """Message ids of the sticky topic (instructions kept in every history)."""
-        ids: list[str] = []
-        for t in self.topics:
-            if t.get("sticky"):
-                ids.extend(str(i) for i in t.get("message_ids", []))
-        return ids
-
-    def message_ids(self) -> set[str]:
-        return {m.id for m in self.messages}
-
-
-def parse_chat(raw: Any, where: str) -> ChatData:
-    """Check and convert the JSON of a chat file; ``where`` names it in errors."""
-    if not isinstance(raw, dict):
-        raise ChatFileError(f"{where}: a chat file is a JSON object with 'messages' and 'topics'")
-    messages_raw = raw.get("messages", [])
-    topics_raw = raw.get("topics", [])
-    if not isinstance(messages_raw, list):
-        raise ChatFileError(f"{where}: 'messages' must be a list")
-    if not isinstance(topics_raw, list) or not all(isinstance(t, dict) for t in topics_raw):
-        raise ChatFileError(f"{where}: 'topics' must be a list of objects")
-    messages: list[Message] = []
-    seen: set[str] = set()
-    for n, m in enumerate(messages_raw):
-        if not isinstance(m, dict):
-            raise ChatFileError(f"{where}: message {n + 1} is not an object")
-        mid = m.get("id")
-        if isinstance(mid, int) and not isinstance(mid, bool):
-            mid = str(mid)
-        if not isinstance(mid, str) or not mid:
-            raise ChatFileError(
-                f"{where}: message {n + 1} has no 'id' (every message needs a unique string id; "
-                "import other formats with `smartcontext chat import`)"
-            )
-        if mid in seen:
-            raise ChatFileError(f"{where}: message id {mid!r} appears twice")
-        seen.add(mid)
-        role = m.get("role", "user")
-        if not isinstance(role, str):
-            raise ChatFileError(f"{where}: message {mid!r} has a 'role' that is not a string")
-        ts = m.get("timestamp")
-        extra = {k: v for k, v in m.items() if k not in ("id", "role", "content", "timestamp")}
-        messages.append(Message(mid, role, content_text(m.get("content")),
-                                None if ts is None else str(ts), extra))
-    extra = {k: v for k, v in raw.items() if k not in ("messages", "topics")}
-    return ChatData(messages, list(topics_raw), extra)
 
 
 def _copy(data: ChatData) -> ChatData:
@@ -152,34 +69,130 @@ def write_json_atomic(path: Path, data: Any) -> None:
     atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8"), overwrite=True)
 
 
+def extends(before: Sequence[Message], messages: Sequence[Message]) -> bool:
+    """Whether ``messages`` is ``before`` with messages appended. Messages are never edited
+    in place and a chat read again shares the objects it read before (a rewrite parses
+    anew), so the same objects at the first, middle and last places of ``before`` say so
+    without walking 50,000 of them."""
+    n = len(before)
+    return n <= len(messages) and all(before[i] is messages[i] for i in {0, n // 2, n - 1} if n)
+
+
+def memory_path(memory_dir: Path, name: str) -> Path:
+    """``memory_dir/name`` confined to the folder that holds ``memory_dir`` (the
+    workspace): through the vault's path layer, with no symbolic link on the way
+    (PathOutsideWorkspace otherwise). Every chat, sidecar and session file is named here."""
+    memory_dir = Path(memory_dir)
+    return resolve_unlinked(memory_dir.parent, f"{memory_dir.name}/{name}")
+
+
+def recheck(path: Path) -> None:
+    """Refuse ``path`` if a link appeared on its way since it was resolved (right before
+    a read or write: a folder may be swapped for a link meanwhile)."""
+    check_no_links(path.parent.parent, path)
+
+
+# A chat this long grows by appending lines (below: rewriting and re-indexing the whole
+# file costs a few milliseconds).
+APPEND_FROM = 200
+# Lines per log segment: an append re-indexes only its segment, so this bounds that work.
+SEGMENT_LINES = 256
+_SEGMENT = re.compile(r"^(?P<chat>[A-Za-z0-9_-]{1,128})\.(?P<n>\d{5,})\.jsonl$")
+
+
+def segment_chat_id(name: str) -> str | None:
+    """The chat a log segment's file name belongs to (``trip.00001.jsonl`` -> ``trip``)."""
+    m = _SEGMENT.fullmatch(name)
+    return m.group("chat") if m else None
+
+
+@dataclass
+class _Segment:
+    messages: list[Message]
+    topics: list[dict[str, Any]] | None  # the last topics record of the segment
+    lines: int
+    ends_clean: bool  # ends with a newline (a crash mid-append can leave half a line)
+
+
 class ChatFile:
-    """One chat file: ``load`` to read, ``update`` to change it under the lock."""
+    """One chat: ``load`` to read, ``append`` to add a message, ``update`` to change it
+    under the lock.
+
+    A chat is ``{chat_id}.json`` and, once it holds ``APPEND_FROM`` messages, the JSON
+    Lines segments beside it, ``{chat_id}.00001.jsonl``...: one message (or one topics
+    record, ``{"topics": [...]}``) per line, appended, ``SEGMENT_LINES`` per segment.
+    Reading is the JSON file's messages, then the segments' in order; the last topics
+    record wins. ``update`` (a rewrite) folds the segments back into the JSON file.
+    """
 
     def __init__(self, memory_dir: Path, chat_id: str):
         self.chat_id = check_chat_id(chat_id)
-        self.memory_dir = memory_dir
-        self.path = memory_dir / f"{chat_id}.json"
-        self.lock_path = memory_dir / f"{chat_id}.json.lock"
+        self.path = memory_path(memory_dir, f"{chat_id}.json")
+        self.memory_dir = self.path.parent
+        self.lock_path = self.memory_dir / f"{chat_id}.json.lock"
 
     def exists(self) -> bool:
-        return self.path.is_file()
+        recheck(self.path)
+        return self.path.is_file() or bool(self.segments())
+
+    def segments(self) -> list[Path]:
+        """The chat's log segments, in order (regular files only: links are not followed)."""
+        found = []
+        try:
+            with os.scandir(self.memory_dir) as entries:
+                for entry in entries:
+                    m = _SEGMENT.fullmatch(entry.name)
+                    if m and m.group("chat") == self.chat_id and entry.is_file(follow_symlinks=False):
+                        found.append((int(m.group("n")), Path(entry.path)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return [p for _, p in sorted(found)]
 
     def load(self) -> ChatData:
         """The chat; an absent file is an empty chat."""
+        recheck(self.path)
+        base = self._load_base()
+        segments = self.segments()
+        if not segments:
+            return _copy(base)
+        parts = [(p, self._load_segment(p)) for p in segments]
+        # Keyed by the very objects read (held by the key, so never confused with new ones).
+        key = (base, *(seg for _, seg in parts))
+        with _parsed_lock:
+            hit = _combined.get(str(self.path))
+        if hit is not None and len(hit[0]) == len(key) and all(a is b for a, b in zip(hit[0], key)):
+            return _copy(hit[1])
+        messages = list(base.messages)
+        seen = base.message_ids()
+        topics = base.topics
+        for _, seg in parts:
+            for m in seg.messages:
+                if m.id not in seen:  # a rewrite cut short keeps both copies: one counts
+                    seen.add(m.id)
+                    messages.append(m)
+            if seg.topics is not None:
+                topics = seg.topics
+        data = ChatData(messages, topics, base.extra)
+        with _parsed_lock:
+            _combined[str(self.path)] = (key, data)
+        return _copy(data)
+
+    def _load_base(self) -> ChatData:
         try:
             st = self.path.stat()
         except FileNotFoundError:
-            return ChatData()
+            return _EMPTY
         sig = (st.st_ino, st.st_mtime_ns, st.st_size)
         with _parsed_lock:
             hit = _parsed.get(str(self.path))
         if hit is not None and hit[0] == sig:
-            return _copy(hit[1])
+            return hit[1]
         try:
             # Never blocks: a FIFO or device named like a chat is refused, not opened.
-            text = read_regular(self.path).decode("utf-8")
+            # No link followed; a byte-order mark (Windows editors write one) is not JSON.
+            text = read_regular(self.path, follow_symlinks=False).decode("utf-8-sig")
         except FileNotFoundError:
-            return ChatData()
+            return _EMPTY
         except (OSError, UnicodeDecodeError) as exc:
             raise ChatFileError(f"cannot read chat file {self.path}: {exc}") from exc
         try:
@@ -192,13 +205,68 @@ class ChatFile:
         data = parse_chat(raw, str(self.path))
         with _parsed_lock:
             _parsed[str(self.path)] = (sig, data)
-        return _copy(data)
+        return data
+
+    def _load_segment(self, path: Path) -> _Segment:
+        try:
+            st = path.stat()
+            sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+            with _parsed_lock:
+                hit = _segments_read.get(str(path))
+            if hit is not None and hit[0] == sig:
+                return hit[1]
+            if hit is not None and hit[0][0] == sig[0] and hit[0][2] < sig[2] and hit[1].ends_clean:
+                # The same file, grown by appends: parse only the new lines, and keep the
+                # earlier messages as the same objects (callers reuse what they computed).
+                seg = self._parse_segment(path, _read_from(path, hit[0][2]), hit[1])
+                with _parsed_lock:
+                    _segments_read[str(path)] = (sig, seg)
+                return seg
+            raw = read_regular(path, follow_symlinks=False).decode("utf-8-sig")
+        except FileNotFoundError:
+            return _Segment([], None, 0, True)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ChatFileError(f"cannot read chat segment {path}: {exc}") from exc
+        seg = self._parse_segment(path, raw, None)
+        with _parsed_lock:
+            _segments_read[str(path)] = (sig, seg)
+        return seg
+
+    @staticmethod
+    def _parse_segment(path: Path, raw: str, before: "_Segment | None") -> "_Segment":
+        """Lines of a segment (``raw``: the whole file, or what follows ``before``)."""
+        lines = raw.split("\n")
+        ends_clean = lines[-1] == ""
+        if ends_clean:
+            lines.pop()
+        records, topics = [], None
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if n == len(lines) and not ends_clean:
+                    break  # half a line from an append cut short: the message was never added
+                raise ChatFileError(f"{path}: line {n} is not valid JSON ({exc.msg}); "
+                                    "it was left untouched: fix or remove that line") from None
+            if isinstance(rec, dict) and "topics" in rec and "id" not in rec:
+                topics = parse_chat({"topics": rec["topics"]}, f"{path}: line {n}").topics
+            else:
+                records.append(rec)
+        messages = parse_chat({"messages": records}, str(path)).messages
+        if before is None:
+            return _Segment(messages, topics, len(lines), ends_clean)
+        return _Segment(before.messages + messages, before.topics if topics is None else topics,
+                        before.lines + len(lines), ends_clean)
 
     @contextmanager
     def locked(self) -> Iterator[None]:
         """An exclusive lock on the chat, across threads and processes."""
+        recheck(self.path)
         self.memory_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        recheck(self.path)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -208,13 +276,115 @@ class ChatFile:
 
     def update(self, change: Callable[[ChatData], Any]) -> Any:
         """Read, apply ``change`` (which edits the ChatData in place), write atomically;
-        returns what ``change`` returned. A file that fails to load is never written."""
+        returns what ``change`` returned. A file that fails to load is never written.
+        The log segments are folded into the JSON file (written first, then removed)."""
         with self.locked():
-            with _parsed_lock:
-                _parsed.pop(str(self.path), None)  # read what is on disk now
+            self._forget()  # read what is on disk now
             data = self.load()
+            segments = self.segments()
             result = change(data)
-            write_json_atomic(self.path, data.to_dict())
-            with _parsed_lock:
-                _parsed.pop(str(self.path), None)
+            recheck(self.path)
+            self._write(data)
+            for seg in segments:
+                with suppress(FileNotFoundError):
+                    seg.unlink()
+            self._forget()
             return result
+
+    def append(self, message: Message) -> Path:
+        """Add ``message`` at the end (InvalidArgument if its id is taken); returns the
+        file written. A short chat is rewritten; a long one gets a line in its last log
+        segment, so adding costs the same at 50 messages or 50,000."""
+        with self.locked():
+            data = self.load()
+            if message.id in self._ids(data):
+                raise InvalidArgument(f"chat {self.chat_id} already has a message {message.id!r}")
+            segments = self.segments()
+            if not segments and len(data.messages) < APPEND_FROM:
+                data.messages.append(message)
+                recheck(self.path)
+                self._write(data)
+                return self.path
+            return self._append_line(segments, message.to_dict())
+
+    def append_topics(self, topics: list[dict[str, Any]]) -> Path:
+        """Record ``topics`` (a log line for a long chat, else a rewrite); the file written."""
+        with self.locked():
+            segments = self.segments()
+            if not segments and len(self.load().messages) < APPEND_FROM:
+                self._forget()
+                data = self.load()
+                data.topics = topics
+                self._write(data)
+                return self.path
+            return self._append_line(segments, {"topics": topics})
+
+    def _ids(self, data: ChatData) -> set[str]:
+        """The message ids of ``data`` (as ``load`` returned it), kept with the chat's
+        cached read: adding to a long chat must not collect 50,000 ids each time."""
+        with _parsed_lock:
+            hit = _ids_memo.get(str(self.path))
+        if hit is not None and extends(hit[0], data.messages):
+            ids = hit[1]
+            ids.update(m.id for m in data.messages[len(hit[0]):])
+        else:
+            ids = {m.id for m in data.messages}
+        with _parsed_lock:
+            _ids_memo[str(self.path)] = (tuple(data.messages), ids)
+        return ids
+
+    def _append_line(self, segments: list[Path], record: dict[str, Any]) -> Path:
+        last = self._load_segment(segments[-1]) if segments else None
+        if last is not None and last.lines < SEGMENT_LINES:
+            path = segments[-1]
+        else:
+            n = int(_SEGMENT.fullmatch(segments[-1].name).group("n")) + 1 if segments else 1  # type: ignore[union-attr]
+            path = self.memory_dir / f"{self.chat_id}.{n:05d}.jsonl"
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        recheck(path)
+        if last is not None and path == segments[-1] and not last.ends_clean:
+            # Half a line left by an append cut short (never acknowledged): cut it off.
+            raw = read_regular(path, follow_symlinks=False)
+            os.truncate(path, raw.rfind(b"\n") + 1)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), NEW_FILE_MODE)
+        try:
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return path
+
+    def _write(self, data: ChatData) -> None:
+        if len(data.messages) < APPEND_FROM:
+            write_json_atomic(self.path, data.to_dict())
+        else:
+            # One message a line: still JSON to read and edit, written at the C encoder's
+            # speed (an indented dump of 50,000 messages takes seconds).
+            dumps = functools.partial(json.dumps, ensure_ascii=False)
+            rest = {k: v for k, v in data.to_dict().items() if k != "messages"}
+            body = ",\n".join("    " + dumps(m.to_dict()) for m in data.messages)
+            tail = "".join(f",\n  {dumps(k)}: {dumps(v)}" for k, v in rest.items())
+            atomic_write(self.path, f'{{\n  "messages": [\n{body}\n  ]{tail}\n}}\n'.encode("utf-8"),
+                         overwrite=True)
+
+    def _forget(self) -> None:
+        with _parsed_lock:
+            _parsed.pop(str(self.path), None)
+            _combined.pop(str(self.path), None)
+            for key in [k for k in _segments_read if Path(k).parent == self.memory_dir]:
+                _segments_read.pop(key, None)
+
+
+_EMPTY = ChatData()
+
+
+def _read_from(path: Path, offset: int) -> str:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks = []
+        while chunk := os.pread(fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks).decode("utf-8")
+    finally:
+        os.close(fd)

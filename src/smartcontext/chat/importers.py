@@ -6,12 +6,17 @@
   ``mapping`` is a tree of nodes; the thread shown to the user is the path from the root
   to ``current_node``.
 
-Re-importing is idempotent: messages whose ids the chat already holds are skipped, new
-ones are appended (under the chat file's lock, written atomically).
+A message keeps its own id when it has one; otherwise its id comes from its content
+(``c`` + a hash of role, text and timestamp; the second identical message gets ``-2``),
+so it does not depend on where the message sits in the list. Re-importing merges
+(``merge_messages``): new messages are added in their place, a message whose id the chat
+holds with another text is updated, and no message of the chat is ever dropped; all under
+the chat file's lock, written atomically.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -64,18 +69,33 @@ def detect_format(raw: Any) -> str:
     )
 
 
+def content_id(role: str, text: str, timestamp: str | None) -> str:
+    """A message id from what the message says: the same message imported again (from
+    another export, with messages removed or added around it) gets the same id."""
+    digest = hashlib.sha256(f"{role}\x00{timestamp or ''}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"c{digest[:16]}"
+
+
 def openai_messages(raw: Any, where: str) -> list[Message]:
     msgs = raw["messages"] if isinstance(raw, dict) else raw
     out: list[Message] = []
+    seen: dict[str, int] = {}
     for n, m in enumerate(msgs, start=1):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise ChatFileError(f"{where}: message {n} has no 'role'")
         text = content_text(m.get("content"))
+        ts = _iso(m.get("timestamp") or m.get("created_at"))
         mid = m.get("id")
-        # Without ids, positions are the ids: importing the same list again adds nothing.
-        mid = str(mid) if isinstance(mid, (str, int)) and not isinstance(mid, bool) and str(mid) else f"m{n:05d}"
+        if isinstance(mid, (str, int)) and not isinstance(mid, bool) and str(mid):
+            mid = str(mid)
+        else:
+            # "ok" said twice is two messages: the k-th repeat gets a suffix, still stable.
+            mid = content_id(m["role"], text, ts)
+            seen[mid] = seen.get(mid, 0) + 1
+            if seen[mid] > 1:
+                mid = f"{mid}-{seen[mid]}"
         extra = {k: m[k] for k in ("name", "tool_calls", "tool_call_id") if k in m}
-        out.append(Message(mid, m["role"], text, _iso(m.get("timestamp") or m.get("created_at")), extra))
+        out.append(Message(mid, m["role"], text, ts, extra))
     return out
 
 
@@ -113,19 +133,80 @@ def chatgpt_thread(conv: dict[str, Any]) -> list[Message]:
     return out
 
 
+def _same_text(a: Message, b: Message) -> bool:
+    return (a.role, a.content, a.timestamp) == (b.role, b.content, b.timestamp)
+
+
+def merge_messages(have: list[Message], incoming: list[Message]) -> tuple[list[Message], int, int, int]:
+    """``have`` with ``incoming`` merged in: ``(messages, added, updated, unchanged)``.
+
+    An incoming message is the chat's message with the same id, or else (chats imported
+    before ids came from content, which numbered messages by position) the first
+    not-yet-matched message with the same role, text and timestamp. A matched message
+    whose text, role or timestamp differ is updated in place (its other keys kept); a
+    new one goes right after the last matched message before it in the import (right
+    before the first matched one when none was, at the end when nothing matched); every
+    message of the chat stays, in its order."""
+    by_id = {m.id: i for i, m in enumerate(have)}
+    by_text: dict[tuple[str, str, str | None], list[int]] = {}
+    for i, m in enumerate(have):
+        by_text.setdefault((m.role, m.content, m.timestamp), []).append(i)
+    merged = list(have)
+    matched: set[int] = set()
+    first_seen: set[int] = set()  # the chat's message the import's first known one is
+    after: dict[int, list[Message]] = {}  # new messages by the index they follow (-1: the start)
+    anchor = -1
+    added = updated = unchanged = 0
+    taken_ids = set(by_id)
+    for m in incoming:
+        i = by_id.get(m.id)
+        if i is None or i in matched:
+            candidates = [j for j in by_text.get((m.role, m.content, m.timestamp), []) if j not in matched]
+            i = candidates[0] if candidates else None
+        if i is None:
+            if m.id in taken_ids:
+                continue  # the same id twice in one import: the first one counts
+            taken_ids.add(m.id)
+            after.setdefault(anchor, []).append(m)
+            added += 1
+            continue
+        if not matched:
+            first_seen.add(i)
+        matched.add(i)
+        anchor = i
+        old = merged[i]
+        if old.id == m.id and not _same_text(old, m):
+            merged[i] = Message(old.id, m.role, m.content, m.timestamp, {**old.extra, **m.extra})
+            updated += 1
+        else:
+            unchanged += 1
+    # New messages before the first known one go right before it; with none known (an
+    # import of new messages only) they follow the chat.
+    leading = after.pop(-1, [])
+    first = next((i for i in range(len(merged)) if i in matched and i in first_seen), None)
+    out: list[Message] = []
+    for i, m in enumerate(merged):
+        if i == first:
+            out.extend(leading)
+        out.append(m)
+        out.extend(after.get(i, []))
+    if first is None:
+        out.extend(leading)
+    return out, added, updated, unchanged
+
+
 def _merge(memory_dir: Path, chat_id: str, messages: list[Message], title: str | None) -> dict[str, Any]:
     cf = ChatFile(memory_dir, chat_id)
 
-    def add(data: ChatData) -> tuple[int, int, int]:
-        have = data.message_ids()
-        new = [m for m in messages if m.id not in have]
-        data.messages.extend(new)
+    def add(data: ChatData) -> tuple[int, int, int, int]:
+        data.messages, added, updated, unchanged = merge_messages(data.messages, messages)
         if title and "title" not in data.extra:
             data.extra["title"] = title
-        return len(new), len(messages) - len(new), len(data.messages)
+        return added, updated, unchanged, len(data.messages)
 
-    added, skipped, total = cf.update(add)
-    return {"chat_id": chat_id, "title": title, "added": added, "skipped": skipped, "total": total}
+    added, updated, skipped, total = cf.update(add)
+    return {"chat_id": chat_id, "title": title, "added": added, "updated": updated, "skipped": skipped,
+            "total": total}
 
 
 def import_chats(memory_dir: Path, source: str | Path, chat_id: str | None = None, format: str = "auto") -> ImportResult:
@@ -138,7 +219,7 @@ def import_chats(memory_dir: Path, source: str | Path, chat_id: str | None = Non
         raise ChatFileError(f"unknown import format {format!r}; formats: {', '.join(FORMATS)}")
     path = Path(source)
     try:
-        raw = json.loads(read_regular(path).decode("utf-8"))
+        raw = json.loads(read_regular(path).decode("utf-8-sig"))
     except FileNotFoundError:
         raise ChatFileError(f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:

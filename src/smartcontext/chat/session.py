@@ -17,19 +17,39 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..errors import InvalidArgument, LLMError
+from ..errors import ChatNotFound, InvalidArgument, LLMError, did_you_mean
 from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
+from .files import extends as _extends
 from .filter import HistoryResult, threshold_filter, topic_filter
+from .keywords import ChatKeywords
 from .sticky import sticky_message_ids
-from .topics import TopicResult, local_topics, with_sticky
+from .topics import TopicResult, local_topics, term_vectors, with_sticky
 from .vectors import MessageVectors, embed_labels, same_objects
 
-if TYPE_CHECKING:
-    from ..workspace import Workspace
+class ChatWorkspace(Protocol):
+    """What the chat layer uses of a workspace (``Workspace`` is one): named here so the
+    chat package never imports the workspace, which imports it (chat sits above the
+    index and below the workspace's facade)."""
+
+    root: Path
+    index_dir: Path
+    config: Any
+    store: Any
+
+    @property
+    def has_index(self) -> bool: ...
+
+    def embedder(self) -> Any: ...
+
+    def catalogue(self) -> Any: ...
+
+    def index(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def update_files(self, paths: list[str], embeddings: bool | None = None) -> Any: ...
 
 STATE_FILE = "chat_state.json"
 EVENTS_FILE = "chat_events.jsonl"
@@ -43,7 +63,7 @@ class SmartContext:
     (active topics, current chat, similarity mode; kept in ``.smartcontext/chat_state.json``
     so the CLI and a server share it), the commands and the events."""
 
-    def __init__(self, workspace: "Workspace"):
+    def __init__(self, workspace: ChatWorkspace):
         self.workspace = workspace
         self.config = workspace.config.chat
         self.memory_dir = workspace.root / MEMORY_DIR
@@ -59,9 +79,13 @@ class SmartContext:
 
     def embedder(self):
         """The model chat messages are compared with: ``[chat] embedding_model``, or the
-        workspace's own model when that key is empty or embeddings are off."""
+        workspace's own model when that key is empty; None when embeddings are off
+        (``model = "none"``, ``enabled = false``): then history is keyword-only and
+        topics come from the messages' terms."""
+        if not self.workspace.config.embeddings.active:
+            return None
         model = self.config.embedding_model
-        if not model or not self.workspace.config.embeddings.active:
+        if not model:
             return self.workspace.embedder()
         from ..embeddings import get_embedder
 
@@ -87,12 +111,16 @@ class SmartContext:
                                             "current_chat_id": self.current_chat_id,
                                             "embedding_search": self.embedding_search})
 
-    def chat(self, chat_id: str | None = None) -> "Chat":
-        """The chat ``chat_id`` (the current one when None); it becomes the current chat."""
+    def chat(self, chat_id: str | None = None, must_exist: bool = False) -> "Chat":
+        """The chat ``chat_id`` (the current one when None); it becomes the current chat.
+        ``must_exist``: ChatNotFound (with the closest ids) when it has no file yet,
+        checked before the current chat changes."""
         chat_id = chat_id or self.current_chat_id
         if not chat_id:
             raise InvalidArgument("no chat given and no current chat: pass a chat id")
         check_chat_id(chat_id)
+        if must_exist:
+            self.require(chat_id)
         with self._lock:
             if chat_id != self.current_chat_id:
                 self.current_chat_id = chat_id
@@ -102,11 +130,40 @@ class SmartContext:
             return self._chats[chat_id]
 
     def chat_ids(self) -> list[str]:
-        if not self.memory_dir.is_dir():
+        """The chats in ``.memory/``: regular files, never through a link."""
+        if self.memory_dir.is_symlink() or not self.memory_dir.is_dir():
             return []
         # Regular files only: a FIFO or folder named like a chat is no chat.
         return sorted(p.name[: -len(".json")] for p in self.memory_dir.glob("*.json")
-                      if not p.name.endswith(".embeddings.json") and is_regular(p))
+                      if not p.name.endswith(".embeddings.json") and not p.is_symlink() and is_regular(p))
+
+    def require(self, chat_id: str) -> None:
+        """ChatNotFound unless ``.memory/{chat_id}.json`` exists (names the closest chats)."""
+        if not ChatFile(self.memory_dir, chat_id).exists():
+            known = self.chat_ids()
+            hint = did_you_mean(chat_id, known) or (f"; chats: {', '.join(known[:10])}" if known else
+                                                    "; this folder has no chats yet")
+            raise ChatNotFound(f"no chat {chat_id!r} in {self.memory_dir}{hint}")
+
+    def check_topics(self, chat_id: str, topics: list[str]) -> list[str]:
+        """``topics`` as the chat spells them (case and spacing may differ); ChatNotFound
+        for a label the chat has no topic for, with the closest labels."""
+        if not topics:
+            return topics
+        labels = [t["label"] for t in ChatFile(self.memory_dir, chat_id).load().topics
+                  if isinstance(t.get("label"), str)]
+        folded = {" ".join(label.split()).casefold(): label for label in labels}
+        out = []
+        for topic in topics:
+            label = folded.get(" ".join(topic.split()).casefold())
+            if label is None:
+                if not labels:
+                    raise ChatNotFound(f"chat {chat_id!r} has no topics yet: extract them first "
+                                       f"(`smartcontext chat topics {chat_id} --extract`)")
+                hint = did_you_mean(topic, labels) or f"; its topics: {', '.join(labels)}"
+                raise ChatNotFound(f"chat {chat_id!r} has no topic {topic!r}{hint}")
+            out.append(label)
+        return list(dict.fromkeys(out))
 
     def import_file(self, source: str | Path, chat_id: str | None = None, format: str = "auto"):
         """Import an OpenAI ``messages`` list or a ChatGPT ``conversations.json``
@@ -129,6 +186,17 @@ class SmartContext:
     def set_filter(self, topics: list[str] | None = None, chat_id: str | None = None) -> dict[str, Any]:
         """Set the active topic labels; an empty list clears the filter."""
         topics = list(dict.fromkeys(t for t in (topics or []) if isinstance(t, str) and t.strip()))
+        # Names are checked before anything changes: a typo sets no filter.
+        target = chat_id or self.current_chat_id
+        if chat_id:
+            check_chat_id(chat_id)
+            self.require(chat_id)
+        if topics:
+            if not target:
+                raise InvalidArgument("no chat given and no current chat: pass the chat id the topics belong to")
+            if not chat_id:
+                self.require(target)
+            topics = self.check_topics(target, topics)
         if chat_id:
             self.chat(chat_id)
         self.active_topics = topics
@@ -143,7 +211,7 @@ class SmartContext:
         chat_id = chat_id or self.current_chat_id
         if not chat_id:
             return {"status": "success", "topics": [], "total_messages": 0}
-        data = self.chat(chat_id).load()
+        data = self.chat(chat_id, must_exist=True).load()
         return {"status": "success", "topics": data.topics, "total_messages": len(data.messages)}
 
     def set_similarity_mode(self, enabled: bool = True) -> dict[str, Any]:
@@ -177,10 +245,13 @@ class Chat:
         self.workspace = context.workspace
         self._extraction: threading.Thread | None = None
         self.last_extraction: TopicResult | None = None
-        self._indexed_sig: tuple[int, int] | None = None
+        self._indexed_sig: tuple | None = None
         self._token_memo: dict[str, dict[str, int]] = {}
         self._token_list: tuple[str, tuple[Message, ...], list[int]] | None = None
-        self._own_rows: tuple[Any, dict[int, str]] | None = None
+        self._keywords = ChatKeywords()
+        self._position_memo: tuple[tuple[Message, ...], dict[str, int], set[str]] | None = None
+        self._synced_paths: set[str] = set()
+        self.last_written: str | None = None  # the chat file the last write changed (to re-index)
 
     @property
     def path(self) -> Path:
@@ -188,7 +259,14 @@ class Chat:
 
     @property
     def rel_path(self) -> str:
-        return self.file.path.relative_to(self.workspace.root).as_posix()
+        return self._rel(self.file.path)
+
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.workspace.root.resolve()).as_posix()
+
+    def paths(self) -> list[str]:
+        """The chat's files relative to the workspace: the JSON file, then its log segments."""
+        return [self.rel_path, *(self._rel(p) for p in self.file.segments())]
 
     def load(self) -> ChatData:
         return self.file.load()
@@ -217,12 +295,7 @@ class Chat:
         msg = Message(id or uuid.uuid4().hex[:12], role, content,
                       timestamp or time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
-        def append(data: ChatData) -> None:
-            if msg.id in data.message_ids():
-                raise InvalidArgument(f"chat {self.chat_id} already has a message {msg.id!r}")
-            data.messages.append(msg)
-
-        self.file.update(append)
+        self.last_written = self._rel(self.file.append(msg))
         if self.extracts_after(role, extract):
             if background:
                 self.extract_topics_in_background()
@@ -237,12 +310,20 @@ class Chat:
 
     # -- topics ----------------------------------------------------------------------------
 
-    def vectors(self) -> MessageVectors:
+    def vectors(self) -> MessageVectors | None:
         """The chat's message vectors (the chat's own model); with a workspace index, through
-        its embedding cache."""
+        its embedding cache. None when embeddings are off."""
         ws = self.workspace
-        return MessageVectors(self.context.memory_dir, self.chat_id, self.context.embedder(),
+        embedder = self.context.embedder()
+        if embedder is None:
+            return None
+        return MessageVectors(self.context.memory_dir, self.chat_id, embedder,
                               shared_store=lambda: ws.store if ws.has_index else None)
+
+    def matrix(self, messages: list[Message]):
+        """Unit vectors of ``messages`` (None when embeddings are off)."""
+        vectors = self.vectors()
+        return None if vectors is None else vectors.matrix(messages)
 
     def extract_topics(self, method: str = "auto", **llm_options: Any) -> TopicResult:
         """Regenerate the chat's topics (3-8 labels plus the sticky entry), write them and
@@ -275,7 +356,7 @@ class Chat:
                 result = TopicResult(data.topics, name, data.sticky_ids(), error=str(exc))
         else:
             sticky = sticky_message_ids(data.messages)
-            matrix = self.vectors().matrix(data.messages)
+            matrix = self.matrix(data.messages)
             result = TopicResult(with_sticky(local_topics(data.messages, matrix, sticky), sticky),
                                  LOCAL_METHOD, sticky)
         result.seconds = time.perf_counter() - t0
@@ -285,23 +366,20 @@ class Chat:
         return result
 
     def _save_topics(self, topics: list[dict[str, Any]]) -> None:
-        def put(data: ChatData) -> int:
-            # Ids of messages deleted meanwhile leave the sticky entry.
-            known = data.message_ids()
-            fixed = []
-            for t in topics:
-                if t.get("sticky"):
-                    ids = [i for i in t["message_ids"] if i in known]
-                    if not ids:
-                        continue
-                    t = {**t, "message_ids": ids, "count": len(ids)}
-                fixed.append(t)
-            data.topics = fixed
-            return len(data.messages)
-
-        total = self.file.update(put)
-        self.context.events.emit(TOPICS_UPDATED, {"chat_id": self.chat_id, "topics": self.load().topics,
-                                                  "total_messages": total})
+        # Ids of messages deleted meanwhile leave the sticky entry.
+        known = self.load().message_ids()
+        fixed = []
+        for t in topics:
+            if t.get("sticky"):
+                ids = [i for i in t["message_ids"] if i in known]
+                if not ids:
+                    continue
+                t = {**t, "message_ids": ids, "count": len(ids)}
+            fixed.append(t)
+        self.last_written = self._rel(self.file.append_topics(fixed))
+        data = self.load()
+        self.context.events.emit(TOPICS_UPDATED, {"chat_id": self.chat_id, "topics": data.topics,
+                                                  "total_messages": len(data.messages)})
 
     def extract_topics_in_background(self) -> threading.Thread:
         """Extract topics in a daemon thread (the seed's background task after a reply)."""
@@ -343,9 +421,8 @@ class Chat:
               threshold, the seed's rule with the message as query), ``all``.
               Default: ``topics`` when a topic filter is active, else ``auto`` with a
               pending message, else ``all``.
-        sync: bring the index up to date with the chat file first (``sync_index``, a
-              write); False when the caller did (a server syncs under its index write
-              lock, then reads under the shared read lock).
+        sync: kept for callers of the index-backed ranking; the history ranks the chat's
+              own messages (``chat.keywords``) and reads nothing from the index.
         """
         ctx = self.context
         mode = self.history_mode(pending, mode)
@@ -365,12 +442,19 @@ class Chat:
             if not ctx.active_topics or not ctx.embedding_search:
                 return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, ctx.embedding_search, 0.0)
             embedder = self.context.embedder()
+            if embedder is None:
+                # Embeddings off: a message is on a topic when it uses one of the label's words.
+                mv, lv = term_vectors(data.messages, ctx.active_topics)
+                return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True, 1e-6, mv, lv)
             return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True,
-                                ctx.similarity_threshold, self.vectors().matrix(data.messages),
+                                ctx.similarity_threshold, self.matrix(data.messages),
                                 embed_labels(embedder, ctx.active_topics))
         embedder = self.context.embedder()
-        matrix = self.vectors().matrix(data.messages)
-        query = embedder.embed_query(pending)
+        if embedder is None and mode == "threshold":
+            raise InvalidArgument("the threshold history compares embeddings, and embeddings are off "
+                                  "([embeddings] model = \"none\"): use the auto mode (keyword search)")
+        matrix = self.matrix(data.messages)
+        query = None if embedder is None else embedder.embed_query(pending)
         if mode == "threshold":
             return threshold_filter(self.chat_id, data.messages, sticky, matrix, query, ctx.similarity_threshold)
         return self._auto(data, sticky, pending, matrix, query, max_tokens, share, sync)
@@ -387,13 +471,32 @@ class Chat:
         from .auto import auto_filter
 
         encoding = self.workspace.config.context.encoding
+        messages = data.messages
+        counts = self.token_counts(messages, encoding)
+        index_of, speakers = self._positions(messages)
         return auto_filter(
-            self.chat_id, data.messages, sticky, self.keyword_ranking(pending, len(data.messages), sync=sync),
+            self.chat_id, messages, sticky,
+            [messages[i].id for i in self._keywords.rank(messages, pending, len(messages))],
             matrix, query, max_tokens=max_tokens,
             share=share if share is not None else self.context.config.history_share,
             neighbours=self.context.config.neighbours, encoding=encoding,
-            token_counts=self.token_counts(data.messages, encoding), pending=pending,
+            token_counts=counts, pending=pending, index_of=index_of, speakers=speakers,
         )
+
+    def _positions(self, messages: list[Message]) -> tuple[dict[str, int], set[str]]:
+        """Each message's position by id, and the chat's speakers: kept across calls and
+        extended by appended messages (a long chat's history must not walk it all again)."""
+        last = self._position_memo
+        if last is not None and _extends(last[0], messages):
+            index_of, speakers = last[1], last[2]
+            for i in range(len(last[0]), len(messages)):
+                index_of[messages[i].id] = i
+                speakers.add(messages[i].role)
+        else:
+            index_of = {m.id: i for i, m in enumerate(messages)}
+            speakers = {m.role for m in messages}
+        self._position_memo = (tuple(messages), index_of, speakers)
+        return index_of, speakers
 
     def token_counts(self, messages: list[Message], encoding: str) -> list[int]:
         """Exact tokens of each message as the model reads it (``render_message``).
@@ -407,6 +510,15 @@ class Chat:
         if last is not None and last[0] == encoding and same_objects(last[1], messages):
             return last[2]
         memo = self._token_memo.setdefault(encoding, {})
+        if last is not None and last[0] == encoding and _extends(last[1], messages):
+            # Messages appended to the same chat: count only those.
+            new = [render_message(m) for m in messages[len(last[1]):]]
+            todo = [t for t in dict.fromkeys(new) if t not in memo]
+            if todo:
+                memo.update(zip(todo, count_many(todo, encoding)))
+            counts = last[2] + [memo[t] for t in new]
+            self._token_list = (encoding, tuple(messages), counts)
+            return counts
         texts = [render_message(m) for m in messages]
         todo = [t for t in dict.fromkeys(texts) if t not in memo]
         if todo:
@@ -419,52 +531,48 @@ class Chat:
         return counts
 
     def sync_index(self) -> None:
-        """Bring the workspace index up to date with this chat file (re-indexed only when
-        it changed since the last sync)."""
+        """Bring the workspace index up to date with this chat's files (those that changed
+        since the last sync, and segments folded away since)."""
         sig = self._file_sig()
         if sig is None or sig == self._indexed_sig:
             return
         ws = self.workspace
+        paths = self.paths()
         if ws.has_index:
-            ws.update_files([self.rel_path])
+            ws.update_files(sorted(set(paths) | self._synced_paths))
         else:
             ws.index(embeddings=False)
+        self._synced_paths = set(paths)
         self._indexed_sig = sig
 
-    def _file_sig(self) -> tuple[int, int] | None:
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+    def _file_sig(self) -> tuple | None:
+        sig = []
+        for path in (self.path, *self.file.segments()):
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            sig.append((path.name, st.st_mtime_ns, st.st_size))
+        return tuple(sig) or None
 
     def index_stale(self) -> bool:
-        """Whether ``sync_index`` has work to do (the chat file changed since the last sync)."""
+        """Whether ``sync_index`` has work to do (the chat's files changed since the last sync)."""
         sig = self._file_sig()
         return sig is not None and sig != self._indexed_sig
 
     def keyword_ranking(self, query: str, limit: int, sync: bool = True) -> list[str]:
-        """Message ids of this chat, best first, by the index's keyword (BM25) search.
-
-        Ranks only: the retrieval core's keyword searcher, restricted to this chat's rows
-        of the catalogue, without the snippets and stored rows a search hit carries."""
-        from ..retrieval.keyword import KeywordSearcher
-
-        if sync:
-            self.sync_index()
-        cat = self.workspace.catalogue()
-        if self._own_rows is None or self._own_rows[0] is not cat:
-            # This chat's rows, once per catalogue (a catalogue is rebuilt on index changes).
-            self._own_rows = (cat, {r: cat.entries[r].qualname for r in cat.by_path.get(self.rel_path, [])
-                                    if cat.entries[r].kind == "message"})
-        mine = self._own_rows[1]
-        if not mine or not query.strip():
+        """Message ids of this chat, best first, by BM25 over the chat's own messages
+        (``chat.keywords``: built once, extended by appended messages). ``sync`` is
+        accepted for callers of the index-backed ranking this replaced; the workspace
+        index is not read."""
+        messages = self.load().messages
+        if not query.strip():
             return []
-        hits = KeywordSearcher(self.workspace.store).search(query, limit, within=mine)
-        return [mine[r] for r, _ in hits]
+        return [messages[i].id for i in self._keywords.rank(messages, query, limit)]
 
     def highlight(self) -> list[str]:
         """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps."""
         ids = self.history(mode="topics").message_ids
         self.context.events.emit(HIGHLIGHT_APPLIED, {"message_ids": ids})
         return ids
+

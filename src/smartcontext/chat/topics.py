@@ -162,15 +162,77 @@ def label_clusters(texts: list[str], labels: np.ndarray, k: int) -> list[str]:
     return out
 
 
-def local_topics(messages: list[Message], vectors: np.ndarray, sticky_ids: list[str]) -> list[dict[str, Any]]:
-    """``[{"label", "count"}...]`` (largest first) for the non-sticky messages."""
+# Terms of the vectors that stand in for embeddings when embeddings are off: the most
+# widespread content words, enough to tell a chat's subjects apart.
+TERM_VOCABULARY = 256
+
+
+def _stem(word: str) -> str:
+    """Plurals folded (ferries -> ferry, coroutines -> coroutine): enough for words to meet."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def term_vectors(messages: list[Message], labels: list[str] | None = None):
+    """Unit bag-of-words rows for ``messages`` (embeddings off).
+
+    Without ``labels``: over the chat's most common content words (in 2+ messages),
+    tf-idf weighted; returns the matrix. With ``labels`` (topic labels): over the labels'
+    words; returns (message rows, label rows), so a cosine above 0 means a shared word."""
+    toks = [{_stem(t) for t in _terms(m.content) if " " not in t} for m in messages]
+    if labels is None:
+        df = Counter(t for ts in toks for t in ts)
+        vocab = [t for t, n in df.most_common(TERM_VOCABULARY) if n >= 2]
+    else:
+        vocab = sorted({_stem(t) for label in labels for t in _terms(label) if " " not in t})
+    col = {t: j for j, t in enumerate(vocab)}
+    x = np.zeros((len(messages), max(1, len(vocab))), dtype=np.float32)
+    for i, ts in enumerate(toks):
+        for t in ts:
+            j = col.get(t)
+            if j is not None:
+                x[i, j] = 1.0
+    if labels is None and vocab:
+        x *= np.log(1 + len(messages) / np.maximum(x.sum(axis=0), 1.0)).astype(np.float32)
+    x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
+    if labels is None:
+        return x
+    lx = np.zeros((len(labels), x.shape[1]), dtype=np.float32)
+    for i, label in enumerate(labels):
+        for t in _terms(label):
+            if _stem(t) in col:
+                lx[i, col[_stem(t)]] = 1.0
+    lx /= np.maximum(np.linalg.norm(lx, axis=1, keepdims=True), 1e-9)
+    return x, lx
+
+
+def _cohesion(x: np.ndarray, labels: np.ndarray) -> float:
+    total = 0.0
+    for c in set(labels.tolist()):
+        v = x[labels == c].sum(axis=0)
+        total += float(np.linalg.norm(v))  # = the members' total cosine to their unit centre
+    return total
+
+
+def local_topics(messages: list[Message], vectors: np.ndarray | None, sticky_ids: list[str]) -> list[dict[str, Any]]:
+    """``[{"label", "count"}...]`` (largest first) for the non-sticky messages; with no
+    vectors (embeddings off), clustered by their words (``term_vectors``)."""
     sticky = set(sticky_ids)
     keep = [i for i, m in enumerate(messages) if m.id not in sticky and _terms(m.content)]
     if not keep:
         return []
-    x = vectors[keep]
     k = choose_k(len(keep))
-    labels = spherical_kmeans(x, k)
+    if vectors is None:
+        # Word vectors are sparse and k-means++ often seeds two centres in one subject:
+        # the best of a few starts (by total cosine to the centres) is cheap here.
+        x = term_vectors([messages[i] for i in keep])
+        labels = max((spherical_kmeans(x, k, seed=seed) for seed in range(5)), key=lambda lab: _cohesion(x, lab))
+    else:
+        x = vectors[keep]
+        labels = spherical_kmeans(x, k)
     # Clusters k-means left empty are dropped by relabelling the used ones densely.
     used = sorted(set(int(c) for c in labels))
     remap = {c: i for i, c in enumerate(used)}

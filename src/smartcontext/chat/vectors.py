@@ -26,7 +26,7 @@ import numpy as np
 
 from ..safeio import read_regular
 from ..sources.chat import GENERIC_ROLES, MAX_EMBED_CHARS, message_embed_text  # noqa: F401 (re-exported)
-from .files import EMBEDDINGS_SUFFIX, Message, write_json_atomic
+from .files import EMBEDDINGS_SUFFIX, Message, memory_path, recheck, write_json_atomic
 
 MODEL_KEY = "_model"
 
@@ -61,12 +61,13 @@ class MessageVectors:
                  shared_store: Callable[[], Any] | None = None):
         """shared_store: returns the workspace's index store (or None when it has no
         index); misses are looked up in, and new vectors added to, its embedding cache."""
-        self.path = memory_dir / f"{chat_id}{EMBEDDINGS_SUFFIX}"
+        self.path = memory_path(memory_dir, f"{chat_id}{EMBEDDINGS_SUFFIX}")
         self.embedder = embedder
         self.shared_store = shared_store
         self.embedded_last = 0  # texts sent to the model by the last ``matrix`` call
 
     def _load(self) -> dict[str, Any]:
+        recheck(self.path)
         try:
             st = self.path.stat()
         except FileNotFoundError:
@@ -77,7 +78,7 @@ class MessageVectors:
             if hit and hit[0] == sig:
                 return hit[1]
         try:
-            data = json.loads(read_regular(self.path))
+            data = json.loads(read_regular(self.path, follow_symlinks=False))
         except (OSError, ValueError):
             return {}  # a damaged cache is rebuilt, never trusted
         if not isinstance(data, dict) or data.get(MODEL_KEY) != self.embedder.name:
@@ -143,6 +144,7 @@ class MessageVectors:
             if mid in keep and mid not in fresh_ids:
                 merged[k] = v
         merged.update(fresh)
+        recheck(self.path)
         write_json_atomic(self.path, {k: v if k == MODEL_KEY else [round(float(x), 6) for x in v]
                                       for k, v in merged.items()})
         with _memo_lock:

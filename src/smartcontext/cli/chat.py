@@ -27,7 +27,8 @@ def _chats(path: Optional[Path]):
 
 def _print_events(events: list[dict]) -> None:
     for ev in events:
-        err_console.print(f"[dim]event[/] {ev['event']} {escape(str(ev['data']))}", highlight=False)
+        err_console.print(f"[dim]event[/] {escape(ev['event'])}  {escape(describe_event(ev['event'], ev['data']))}",
+                          highlight=False)
 
 
 def _with_events(sc, run):
@@ -64,7 +65,7 @@ def topics(
         sc = _chats(path)
         extraction = None
         if extract:
-            extraction = sc.chat(chat_id).extract_topics(method)
+            extraction = sc.chat(chat_id, must_exist=True).extract_topics(method)
         answer = sc.get_topics(chat_id)
         if as_json:
             print_json({**answer, **({"extraction": extraction.to_dict()} if extraction else {})})
@@ -132,7 +133,7 @@ def context(
     from ..chat.auto import render_message
 
     with errors():
-        result = _chats(path).chat(chat_id).history(message, mode=mode, max_tokens=max_tokens, share=share)
+        result = _chats(path).chat(chat_id, must_exist=True).history(message, mode=mode, max_tokens=max_tokens, share=share)
         if as_json:
             print_json(result.to_dict())
             return
@@ -140,22 +141,33 @@ def context(
         print_text("\n".join(render_message(m) for m in result.messages))
 
 
-@chat_app.command()
+# A message may start with "-" ("- The last bus leaves at 23:10"): an argument that looks
+# like an unknown option is taken as text, not refused as "No such option: -".
+@chat_app.command(context_settings={"ignore_unknown_options": True})
 def add(
     chat_id: str = ChatIdArg,
     role: str = typer.Argument(..., help="user, assistant, system or tool."),
-    content: str = typer.Argument(..., help="The message text."),
+    content: Optional[str] = typer.Argument(None, help="The message text (may start with '-'); '-' or nothing: read it from stdin."),
     path: Optional[Path] = PathArg,
+    text: Optional[str] = typer.Option(None, "--text", help="The message text, as an option (instead of CONTENT)."),
     message_id: str = typer.Option(None, "--id", help="The message id (default: a new random id)."),
     extract: bool = typer.Option(None, "--extract/--no-extract", help="Extract topics after adding (default: after an assistant message)."),
     as_json: bool = JsonFlag,
 ) -> None:
-    """Append a message to a chat (created on its first message)."""
+    """Append a message to a chat (created on its first message) and bring the chat into the index."""
     with errors():
+        if text is not None and content not in (None, "-") and path is None:
+            path, content = Path(content), None  # `chat add ID ROLE --text T FOLDER`
+        content = _message_text(content, text)
         sc = _chats(path)
         chat = sc.chat(chat_id)
-        msg, events = _with_events(sc, lambda: chat.add_message(role, content, id=message_id, extract=extract,
-                                                                 background=False))
+        msg, events = _with_events(sc, lambda: chat.add_message(role, content, id=message_id, extract=False))
+        # As over HTTP and MCP: the index holds the message before topics are extracted.
+        if chat.workspace.has_index:
+            chat.workspace.update_files([chat.last_written or chat.rel_path], embeddings=False)
+        if chat.extracts_after(role, extract):
+            _, more = _with_events(sc, chat.extract_topics)
+            events += more
         extraction = chat.last_extraction.to_dict() if chat.last_extraction else None
         if as_json:
             print_json({"message": msg.to_dict(), "chat_id": chat_id, "events": events,
@@ -163,6 +175,24 @@ def add(
             return
         _print_events(events)
         out_console.print(f"Added {escape(msg.id)} to {escape(chat_id)}", highlight=False)
+
+
+def _message_text(content: Optional[str], text: Optional[str]) -> str:
+    """The text of ``chat add``: the argument, ``--text``, or stdin (``-`` or neither)."""
+    import sys
+
+    from ..errors import InvalidArgument
+
+    if content is not None and text is not None and content != "-":
+        raise InvalidArgument("give the message text once: as CONTENT or as --text, not both")
+    if text is not None:
+        return text
+    if content is not None and content != "-":
+        return content
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InvalidArgument("no message text: pass it as CONTENT, with --text, or on stdin")
+    text = sys.stdin.read()
+    return text[:-1] if text.endswith("\n") else text  # the newline echo and editors end with
 
 
 @chat_app.command("import")
@@ -173,21 +203,22 @@ def import_(
     fmt: str = typer.Option("auto", "--format", help="auto, openai, chatgpt or smartcontext."),
     as_json: bool = JsonFlag,
 ) -> None:
-    """Import chats into .memory/ (re-importing adds only new messages)."""
+    """Import chats into .memory/ (re-importing adds new messages, updates edited ones, drops none)."""
     with errors():
         result = _chats(path).import_file(source, chat_id, fmt)
         if as_json:
             print_json(result.to_dict())
             return
         for c in result.chats:
-            out_console.print(f"{escape(c['chat_id'])}: {c['added']} added, {c['skipped']} already there, "
+            out_console.print(f"{escape(c['chat_id'])}: {c['added']} added, {c['updated']} updated, "
+                              f"{c['skipped']} already there, "
                               f"{c['total']} messages", highlight=False)
 
 
 @chat_app.command()
 def events(
     path: Optional[Path] = PathArg,
-    since: float = typer.Option(0.0, "--since", help="Only events after this time (an earlier event's 'time')."),
+    since: float = typer.Option(0.0, "--since", help="Only events after this time (an earlier event's 'time' in --json)."),
     limit: int = typer.Option(50, "--limit", "-n", help="Number of events."),
     as_json: bool = JsonFlag,
 ) -> None:
@@ -198,4 +229,25 @@ def events(
             print_json({"events": found, "count": len(found)})
             return
         for ev in found:
-            out_console.print(f"{ev['time']:.3f} {ev['event']} {escape(str(ev['data']))}", highlight=False)
+            out_console.print(event_line(ev), highlight=False, markup=False)
+
+
+def event_line(ev: dict) -> str:
+    """One readable line per event: local time, event, what it says."""
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(ev.get("time", 0))))
+    return f"{when}  {ev.get('event', '?')}  {describe_event(ev.get('event', ''), ev.get('data') or {})}"
+
+
+def describe_event(name: str, data: dict) -> str:
+    chat = f"chat {data['chat_id']}: " if data.get("chat_id") else ""
+    if name.endswith("filter_changed"):
+        topics = data.get("active_topics") or []
+        return chat + (f"filter on {', '.join(topics)}" if topics else "filter cleared")
+    if name.endswith("topics_updated"):
+        labels = [t.get("label", "?") for t in data.get("topics", []) if isinstance(t, dict)]
+        return chat + f"{len(labels)} topics ({', '.join(labels)}), {data.get('total_messages', 0)} messages"
+    if name.endswith("highlight_applied"):
+        return chat + f"{len(data.get('message_ids', []))} messages highlighted"
+    return chat + ", ".join(f"{k}={v}" for k, v in data.items() if k != "chat_id")

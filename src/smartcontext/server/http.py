@@ -219,9 +219,13 @@ class WebApi:
 
     async def read_chat(self, request: Request) -> JSON:
         chat_id = request.path_params["chat_id"]
+        # ?new=1 (the page opening a chat to write): a chat without a file yet is empty.
+        new_ok = request.query_params.get("new") in ("1", "true")
 
         def run() -> dict[str, Any]:
             # The file only: reading a chat does not make it the current one.
+            if not new_ok:
+                self.chats.require(chat_id)
             data = ChatFile(self.chats.memory_dir, chat_id).load()
             return {"success": True, "chat_id": chat_id, "messages": [m.to_dict() for m in data.messages],
                     "topics": data.topics, "total_messages": len(data.messages)}

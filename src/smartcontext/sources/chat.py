@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
 
+from ..errors import ChatFileError
 from ..model import Item, ItemKind, ParsedFile
 from .base import BaseSource, decode
 
@@ -29,30 +33,150 @@ def message_embed_text(role: str, content: str) -> str:
     return text[:MAX_EMBED_CHARS] or " "
 
 
+# -- the chat file format (``chat.files`` reads and writes it under its lock) ---------
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of an OpenAI-style content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+@dataclass
+class Message:
+    """One message. ``extra`` keeps the keys of the file this class does not name."""
+
+    id: str
+    role: str
+    content: str
+    timestamp: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "role": self.role, "content": self.content}
+        if self.timestamp is not None:
+            d["timestamp"] = self.timestamp
+        return {**self.extra, **d}
+
+
+@dataclass
+class ChatData:
+    """The parsed content of a chat file."""
+
+    messages: list[Message] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.extra, "messages": [m.to_dict() for m in self.messages], "topics": self.topics}
+
+    def sticky_ids(self) -> list[str]:
+        """Message ids of the sticky topic (instructions kept in every history)."""
+        ids: list[str] = []
+        for t in self.topics:
+            if t.get("sticky"):
+                ids.extend(str(i) for i in t.get("message_ids", []))
+        return ids
+
+    def message_ids(self) -> set[str]:
+        return {m.id for m in self.messages}
+
+
+def parse_chat(raw: Any, where: str) -> ChatData:
+    """Check and convert the JSON of a chat file; ``where`` names it in errors."""
+    if not isinstance(raw, dict):
+        raise ChatFileError(f"{where}: a chat file is a JSON object with 'messages' and 'topics'")
+    messages_raw = raw.get("messages", [])
+    topics_raw = raw.get("topics", [])
+    if not isinstance(messages_raw, list):
+        raise ChatFileError(f"{where}: 'messages' must be a list")
+    if not isinstance(topics_raw, list) or not all(isinstance(t, dict) for t in topics_raw):
+        raise ChatFileError(f"{where}: 'topics' must be a list of objects")
+    messages: list[Message] = []
+    seen: set[str] = set()
+    for n, m in enumerate(messages_raw):
+        if not isinstance(m, dict):
+            raise ChatFileError(f"{where}: message {n + 1} is not an object")
+        mid = m.get("id")
+        if isinstance(mid, int) and not isinstance(mid, bool):
+            mid = str(mid)
+        if not isinstance(mid, str) or not mid:
+            raise ChatFileError(
+                f"{where}: message {n + 1} has no 'id' (every message needs a unique string id; "
+                "import other formats with `smartcontext chat import`)"
+            )
+        if mid in seen:
+            raise ChatFileError(f"{where}: message id {mid!r} appears twice")
+        seen.add(mid)
+        role = m.get("role", "user")
+        if not isinstance(role, str):
+            raise ChatFileError(f"{where}: message {mid!r} has a 'role' that is not a string")
+        ts = m.get("timestamp")
+        extra = {k: v for k, v in m.items() if k not in ("id", "role", "content", "timestamp")}
+        messages.append(Message(mid, role, content_text(m.get("content")),
+                                None if ts is None else str(ts), extra))
+    extra = {k: v for k, v in raw.items() if k not in ("messages", "topics")}
+    return ChatData(messages, list(topics_raw), extra)
+
+
+_SEGMENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}\.\d{5,}\.jsonl$")
+
+
 def is_chat_path(path: str) -> bool:
-    """``.memory/{chat_id}.json`` (at any depth), but not the embedding sidecar."""
+    """``.memory/{chat_id}.json`` (at any depth), but not the embedding sidecar; or a long
+    chat's log segment, ``.memory/{chat_id}.00001.jsonl``."""
     parts = path.split("/")
-    return (
-        len(parts) >= 2 and parts[-2] == ".memory" and parts[-1].endswith(".json")
-        and not parts[-1].endswith(".embeddings.json")
-    )
+    if len(parts) < 2 or parts[-2] != ".memory":
+        return False
+    name = parts[-1]
+    return (name.endswith(".json") and not name.endswith(".embeddings.json")) or bool(_SEGMENT_NAME.match(name))
+
+
+def _segment_messages(path: str, text: str) -> tuple[ChatData, list[str]]:
+    """The messages of a log segment (one JSON object a line; topics records skipped; a
+    torn last line, left by an append cut short, ignored)."""
+    records, warnings = [], []
+    lines = text.split("\n")
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if n < len(lines):
+                warnings.append(f"{path}: line {n} is not valid JSON ({exc.msg}); line not indexed")
+            continue
+        if isinstance(rec, dict) and not ("topics" in rec and "id" not in rec):
+            records.append(rec)
+    return parse_chat({"messages": records}, path), warnings
 
 
 def parse_chat_file(path: str, text: str) -> ParsedFile:
     """Items for the messages of one chat file; an invalid file gives a warning, no items."""
-    from ..chat.files import parse_chat  # the one definition of a valid chat file
-    from ..errors import ChatFileError
-
     parsed = ParsedFile(path=path, language=CHAT_LANGUAGE)
+    text = text[1:] if text.startswith("\ufeff") else text  # a byte-order mark is not JSON
     try:
-        data = parse_chat(json.loads(text), path)
+        if path.endswith(".jsonl"):
+            data, warnings = _segment_messages(path, text)
+            parsed.warnings.extend(warnings)
+        else:
+            data = parse_chat(json.loads(text), path)
     except json.JSONDecodeError as exc:
         parsed.warnings.append(f"{path}: not valid JSON ({exc.msg}); chat not indexed")
         return parsed
     except ChatFileError as exc:
         parsed.warnings.append(f"{exc}; chat not indexed")
         return parsed
-    chat_id = os.path.basename(path)[: -len(".json")]
+    chat_id = os.path.basename(path).split(".")[0]
     sticky = set(data.sticky_ids())
     for n, m in enumerate(data.messages, start=1):
         meta = {"chat_id": chat_id, "message_id": m.id, "role": m.role, "ordinal": n}

@@ -7,10 +7,10 @@ the ``events`` the call emitted, so clients that cannot subscribe still see them
 
 Locking: the tools that change the chat state (filter, mode, topics, messages) run one at
 a time under the server's chat lock, so each answer lists only its own events. The index
-is shared as the other tools share it: ``chat_history`` brings the chat file into the
-index under the index write lock (only when the file changed), then reads under the
-shared read lock; ``chat_add_message`` appends and re-indexes the chat file under the
-write lock, and extracts topics after releasing it (an LLM call never holds up readers).
+is shared as the other tools share it: ``chat_history`` ranks the chat's own messages
+(``chat.keywords``) and reads under the shared read lock; ``chat_add_message`` appends and
+re-indexes the file it wrote (a long chat's last log segment) under the write lock, and
+extracts topics after releasing it (an LLM call never holds up readers).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import SmartContextError
 from .spec import ToolContext, ToolSpec
 
 CHAT_ID = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$",
@@ -48,30 +49,31 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
         return with_events(lambda: chats().set_similarity_mode(args["enabled"]))
 
     def history(args: dict[str, Any]) -> dict[str, Any]:
-        chat = chats().chat(args.get("chat_id"))
+        chat = chats().chat(args.get("chat_id"), must_exist=True)
         pending = args.get("message")
-        if chat.history_mode(pending, args.get("mode")) == "auto":  # the only mode that reads the index
-            ctx.ready_workspace()
-            if chat.index_stale():
-                with ctx.index_lock.writer:
-                    chat.sync_index()
+        # The history ranks the chat's own messages (chat.keywords): no index to sync first.
         with ctx.reading():
             result = chat.history(pending, mode=args.get("mode"), max_tokens=args.get("max_tokens"),
                                   share=args.get("share"), sync=False)
         return result.to_dict(include_messages=args.get("include_messages", True))
 
     def extract(args: dict[str, Any]) -> dict[str, Any]:
-        return with_events(lambda: chats().chat(args.get("chat_id")).extract_topics(args.get("method", "auto")).to_dict())
+        return with_events(lambda: chats().chat(args.get("chat_id"), must_exist=True).extract_topics(args.get("method", "auto")).to_dict())
 
     def add_message(args: dict[str, Any]) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             chat = chats().chat(args["chat_id"])
             with ctx.index_lock.writer:  # the chat file is indexed: no reader sees it half-updated
                 msg = chat.add_message(args["role"], args["content"], id=args.get("id"), extract=False)
-                ctx.files_changed([chat.rel_path])
+                ctx.files_changed([chat.last_written or chat.rel_path])  # a long chat: its last segment only
             out: dict[str, Any] = {"message": msg.to_dict(), "chat_id": chat.chat_id}
             if chat.extracts_after(args["role"], args.get("extract")):
-                out["extraction"] = chat.extract_topics().to_dict()
+                try:
+                    out["extraction"] = chat.extract_topics().to_dict()
+                except SmartContextError as exc:
+                    # The message is stored: say so, and why the topics were not redone
+                    # (a failure here made clients retry, and store the message twice).
+                    out["extraction"] = {"error": str(exc), "topics": chat.load().topics}
             return out
 
         return with_events(run)

@@ -215,3 +215,38 @@ def write_lock(lock_file: Path) -> Iterator[None]:
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the lock
+
+
+def resolve_unlinked(root: Path, rel: str) -> Path:
+    """``root/rel`` for a file of our own inside the folder (chat and agent-session files).
+
+    The checks of ``resolve_in_vault`` (no ``..`` out, no absolute path elsewhere, no NUL;
+    hidden folders such as ``.memory`` allowed), and stricter: no component from the root
+    down (the ``.memory`` folder, the file itself) may be a symbolic link, even one that
+    points inside. These files are read, rewritten and renamed over: through a link, a
+    read would hand out an outside file and a write would copy it in, or land outside.
+    Raises PathOutsideWorkspace naming the link.
+    """
+    real = resolve_in_vault(root, rel, allow_hidden=True)
+    root_real = Path(root).resolve()
+    text = rel.strip().replace("\\", "/")
+    lexical = Path(os.path.normpath(Path(text) if os.path.isabs(text) else root_real / text))
+    if real != lexical:
+        raise PathOutsideWorkspace(f"{rel} goes through a symbolic link; chat and session files are never "
+                                   "read or written through links (replace the link with the file itself)")
+    check_no_links(root_real, lexical)
+    return lexical
+
+
+def check_no_links(root_real: Path, path: Path) -> None:
+    """PathOutsideWorkspace when a component of ``path`` below ``root_real`` is a symbolic
+    link now (``resolve_unlinked`` checks once; callers that create folders later check
+    again right before they open)."""
+    current = root_real
+    for part in path.relative_to(root_real).parts:
+        current = current / part
+        if current.is_symlink():
+            raise PathOutsideWorkspace(
+                f"{current.relative_to(root_real).as_posix()} is a symbolic link; chat and session files "
+                "are never read or written through links (replace the link with the file or folder itself)"
+            )

@@ -96,7 +96,9 @@
     var url = new URL(location.href);
     url.searchParams.set('chat', id);
     history.replaceState(null, '', url);
-    return window.scGet('/api/chats/' + encodeURIComponent(id)).then(function (data) {
+    // ?new=1: a chat not written yet opens empty (it is created by its first message);
+    // without it, an unknown id is an error naming the closest chats.
+    return window.scGet('/api/chats/' + encodeURIComponent(id) + '?new=1').then(function (data) {
       render(data.messages);
       showError(null);
       window.dispatchEvent(new CustomEvent('smartcontext.chat_opened', {detail: data}));

@@ -1,0 +1,110 @@
+"""Long chats: past ``APPEND_FROM`` messages a chat grows by JSON Lines segments beside
+its JSON file, so adding a message writes (and re-indexes) one small segment whatever
+the chat's length; reading puts the pieces back in order; a rewrite folds them in; a
+line torn by a crash is ignored. The automatic history ranks the chat's own messages.
+Small chats built in temp folders, with the thresholds lowered."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smartcontext.chat import files
+from smartcontext.chat.files import ChatFile, Message
+from smartcontext.chat.keywords import ChatKeywords
+from smartcontext.tools import ToolRegistry
+from smartcontext.workspace import Workspace
+
+
+@pytest.fixture
+def long_chat(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "APPEND_FROM", 6)
+    monkeypatch.setattr(files, "SEGMENT_LINES", 3)
+    monkeypatch.setenv("SMARTCONTEXT_EMBEDDING_MODEL", "none")
+    memory = tmp_path / ".memory"
+    memory.mkdir()
+    msgs = [{"id": f"m{n}", "role": "user", "content": f"old message {n} about gardening"} for n in range(6)]
+    (memory / "long.json").write_text(json.dumps({"messages": msgs, "topics": []}))
+    return tmp_path
+
+
+def test_appends_go_to_segments_and_read_back_in_order(long_chat):
+    base = long_chat / ".memory" / "long.json"
+    before = base.read_bytes()
+    chat = Workspace.open(long_chat).chat("long")
+    for n in range(7):
+        chat.add_message("user", f"new message {n}", id=f"n{n}")
+    assert base.read_bytes() == before  # the JSON file is never rewritten by an add
+    segments = sorted(p.name for p in (long_chat / ".memory").glob("*.jsonl"))
+    assert segments == ["long.00001.jsonl", "long.00002.jsonl", "long.00003.jsonl"]
+    assert [json.loads(line)["id"] for line in (long_chat / ".memory" / segments[0]).read_text().splitlines()] == \
+        ["n0", "n1", "n2"]
+    ids = [m.id for m in ChatFile(long_chat / ".memory", "long").load().messages]
+    assert ids == [f"m{n}" for n in range(6)] + [f"n{n}" for n in range(7)]
+    with pytest.raises(Exception, match="already has a message"):
+        chat.add_message("user", "again", id="n3")
+    # Another process reads the same chat.
+    assert [m.id for m in Workspace.open(long_chat).chat("long").messages()] == ids
+
+
+def test_topics_are_a_log_line_and_a_rewrite_folds_the_segments(long_chat):
+    ws = Workspace.open(long_chat)
+    chat = ws.chat("long")
+    chat.add_message("user", "be concise", id="s1")
+    chat.add_message("user", "tomatoes need staking in the garden", id="g1")
+    topics = chat.extract_topics("local").topics
+    assert ChatFile(long_chat / ".memory", "long").load().topics == topics
+    seg = (long_chat / ".memory" / "long.00001.jsonl").read_text().splitlines()
+    assert json.loads(seg[-1]) == {"topics": topics}
+    # A rewrite (here an import's merge) puts everything back in the JSON file.
+    src = long_chat / "more.json"
+    src.write_text(json.dumps([{"role": "user", "content": "imported later"}]))
+    ws.chats().import_file(src, chat_id="long")
+    assert not list((long_chat / ".memory").glob("*.jsonl"))
+    data = json.loads((long_chat / ".memory" / "long.json").read_text())
+    assert [m["id"] for m in data["messages"]][6:8] == ["s1", "g1"] and data["topics"] == topics
+    assert data["messages"][-1]["content"] == "imported later"
+
+
+def test_a_line_torn_by_a_crash_is_ignored_and_the_next_add_starts_afresh(long_chat):
+    chat = Workspace.open(long_chat).chat("long")
+    chat.add_message("user", "first appended", id="a1")
+    seg = long_chat / ".memory" / "long.00001.jsonl"
+    with seg.open("a") as handle:
+        handle.write('{"id": "torn", "role": "user", "cont')
+    assert [m.id for m in chat.messages()][-1] == "a1"
+    chat.add_message("user", "after the crash", id="a2")
+    assert [m.id for m in chat.messages()][-2:] == ["a1", "a2"]
+
+
+def test_segments_are_indexed_and_the_history_finds_their_messages(long_chat):
+    registry = ToolRegistry.open(long_chat)
+    try:
+        registry.context.ready_workspace()
+        for n, text in enumerate(["the ferry to Naxos leaves at seven", "sourdough needs flour",
+                                  "bring the ferry tickets"]):
+            assert registry.call("chat_add_message", {"chat_id": "long", "role": "user", "content": text,
+                                                      "id": f"x{n}"})["success"]
+        ws = registry.context.workspace
+        cat = ws.catalogue()
+        indexed = {cat.entries[r].qualname for r in cat.by_path.get(".memory/long.00001.jsonl", [])}
+        assert indexed == {"x0", "x1", "x2"}
+        hits = ws.search("Naxos ferry", mode="keyword")
+        assert any(h.path == ".memory/long.00001.jsonl" for h in hits)
+        hist = registry.call("chat_history", {"chat_id": "long", "message": "when does the ferry leave?",
+                                              "max_tokens": 40})
+        assert hist["success"] and "x0" in hist["message_ids"] and hist["total_messages"] == 9
+    finally:
+        registry.close()
+
+
+def test_keyword_ranking_is_bm25_over_the_chat_and_follows_appends():
+    kw = ChatKeywords()
+    msgs = [Message("a", "user", "The ferry to Naxos"), Message("b", "user", "Sourdough starter"),
+            Message("c", "Caroline", "ferries and ferry tickets, ferry times")]
+    assert kw.rank(msgs, "ferry", 10) == [2, 0]
+    assert kw.rank(msgs, "what did Caroline say", 10) == [2]  # the speaker is a term
+    more = [*msgs, Message("d", "user", "getNetrcAuth fails in get_netrc_auth")]
+    assert kw.rank(more, "netrc auth", 10) == [3]
+    assert kw.rank([msgs[1]], "ferry", 10) == []  # another chat: built again
