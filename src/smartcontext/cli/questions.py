@@ -64,6 +64,8 @@ def run_context(
         ws = open_workspace(path)
         with progress(True) as report:
             refreshed = ws.refresh(report)
+            if refreshed.stale:
+                warn(refreshed.stale)
             result = ws.context(
                 question, max_tokens=max_tokens, format=format, progress=report,
                 include_imports=not no_imports, include_scores=scores,
@@ -154,7 +156,9 @@ def run_search(
     """``smartcontext search``: refresh what changed, search, print; exits 1 on no match."""
     with errors():
         ws = open_workspace(path)
-        ws.refresh()
+        stale = ws.refresh().stale
+        if stale:
+            warn(stale)
         hits, info = ws.search_with_info(
             query, limit=limit, mode=mode, paths=in_path or None, tags=tag or None,
             kinds=kind or None, min_score=min_score,

@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import IndexDamaged, IndexUnwritable
+from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
+from ..space import disk_full, is_disk_full, is_disk_full_at
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
 from .base import (
@@ -128,11 +129,10 @@ class SQLiteStore:
         self._readers_lock = threading.Lock()
         self._writer: int | None = None
         self._local = threading.local()  # the reader a read method runs on
+        # Why this index can only be read (a read-only folder, a full disk), or None.
+        self.unwritable: Exception | None = None
         try:
-            self._wdb = sqlite3.connect(
-                str(self.path), isolation_level=None, check_same_thread=False, timeout=30
-            )
-            self._wdb.execute("PRAGMA busy_timeout=30000")
+            self._wdb = self._connect()
             _enable_wal(self._wdb)
             self._wdb.execute("PRAGMA synchronous=NORMAL")
             self._wdb.execute("PRAGMA foreign_keys=ON")
@@ -142,7 +142,10 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             if hasattr(self, "_wdb"):
                 self._wdb.close()
-            raise translate_error(exc, self.path) from exc
+            typed = translate_error(exc, self.path)
+            if not self._open_read_only(exc, typed):
+                raise typed from exc
+            legacy = False
         if legacy:
             notice = (
                 f"the index {self.path} was written in an older format; it was reset and is "
@@ -150,6 +153,42 @@ class SQLiteStore:
             )
             self.notices.append(notice)
             log.warning(notice)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.unwritable is not None:
+            # Immutable: no lock and no shared-memory file, which cannot be created in a
+            # read-only folder or on a full disk. Only used when the write-ahead log is
+            # empty, so the file alone is the whole index.
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    def _open_read_only(self, exc: sqlite3.DatabaseError, typed: Exception) -> bool:
+        """Open an existing index for reading when it cannot be opened for writing: a
+        question is answered, an index run says why it cannot write. False when that is
+        not the failure, or the file alone is not the whole index."""
+        if not isinstance(typed, (IndexUnwritable, DiskFull)) and not (
+            isinstance(exc, sqlite3.OperationalError) and "disk i/o error" in str(exc).lower()
+            and is_disk_full_at(self.path)
+        ):
+            return False
+        if not self.path.is_file() or _size_of(self.path.with_name(self.path.name + "-wal")) > 0:
+            return False
+        if not isinstance(typed, (IndexUnwritable, DiskFull)):  # an I/O error of a full disk
+            typed = disk_full(self.path.parent, index=self.path)
+        self.unwritable = typed
+        try:
+            self._wdb = self._connect()
+            migrate(self._wdb)  # an older format needs rewriting: that fails here
+            self._probe_damage()
+        except (sqlite3.DatabaseError, SmartContextError):
+            self._wdb.close()
+            self.unwritable = None
+            return False
+        return True
 
     def _probe_damage(self) -> None:
         """``PRAGMA quick_check(1)``: damaged pages fail here, as one sentence, rather than
@@ -200,8 +239,7 @@ class SQLiteStore:
         with self._readers_lock:
             conn = self._idle_readers.pop() if self._idle_readers else None
         if conn is None:
-            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
-            conn.execute("PRAGMA busy_timeout=30000")
+            conn = self._connect()
             with self._readers_lock:
                 self._all_readers.append(conn)
         self._local.conn = conn
@@ -1105,6 +1143,8 @@ _UNWRITABLE = ("readonly", "read-only", "unable to open", "permission denied")
 def translate_error(exc: sqlite3.Error, path: Path) -> Exception:
     """The typed error a user can act on for an SQLite failure, or ``exc`` itself."""
     text = str(exc)
+    if is_disk_full(exc):  # not damage: the failed write was rolled back
+        return disk_full(path.parent, index=path)
     if isinstance(exc, sqlite3.OperationalError):
         if any(word in text.lower() for word in _UNWRITABLE):
             return IndexUnwritable(
@@ -1138,6 +1178,13 @@ def _file_stamp(path: Path) -> str | None:
     return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
 
 
+def _size_of(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _damage_marker(path: Path) -> Path:
     return path.with_name(path.name + ".damaged")
 
@@ -1152,6 +1199,8 @@ def _guarded(method, reads: bool = False):
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
             typed = translate_error(exc, self.path)
+            if self.unwritable is not None and isinstance(typed, IndexUnwritable):
+                raise self.unwritable from exc  # the reason it was opened for reading only
             if typed is exc:
                 raise
             if isinstance(typed, IndexDamaged):
