@@ -30,7 +30,7 @@ from ..model import Edge, Item, kind_traits
 from ..words import fts_text
 from .base import (
     CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
-    StoredItem, exact_nearest,
+    StoredItem, exact_nearest, like_pattern,
 )
 from .schema import LEGACY_VERSION, migrate
 from .text import JSON, FileData, pack_file
@@ -830,6 +830,20 @@ class SQLiteStore:
     def all_edges(self) -> list[EdgeRow]:
         return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
 
+    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        pattern = like_pattern(name)  # SQLite's LIKE ignores the case of ASCII letters
+        paths = [r[0] for r in self.db.execute(
+            "SELECT path FROM files WHERE path LIKE ?1 ESCAPE '\\' OR path LIKE ?1 || '.md' ESCAPE '\\' "
+            "OR path LIKE '%/' || ?1 ESCAPE '\\' OR path LIKE '%/' || ?1 || '.md' ESCAPE '\\'", (pattern,))]
+        # A LIKE with a leading % reads every target; reading them from the index on
+        # dst_name (targets only) takes half the time of reading the table's rows.
+        links = self.db.execute(
+            "SELECT f.path, e.dst_name FROM edges e INDEXED BY edges_dst_name JOIN files f ON f.id = e.file_id "
+            "WHERE e.dst_name IS NOT NULL AND (e.dst_name LIKE ?1 ESCAPE '\\' OR e.dst_name LIKE '%/' || ?1 ESCAPE '\\') "
+            "AND e.kind = 'links_to'", (pattern,)
+        ).fetchall()
+        return paths, links
+
     # -- vectors: an item's vector is the cache row for (model, its content hash) ---
 
     def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
@@ -1220,7 +1234,7 @@ _READS = {
     "generation", "get_meta", "file_states", "changed_paths", "items_by_rowids", "items_by_ids",
     "items_in_paths", "item_light_rows", "item_count", "counts", "kind_counts", "file_warnings",
     "tag_rows", "keyword_search", "keyword_search_with_files", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
-    "all_edges", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
+    "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
 }
 for _name, _method in list(vars(SQLiteStore).items()):
     if (callable(_method) and not _name.startswith("_")
