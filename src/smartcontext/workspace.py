@@ -30,6 +30,7 @@ from .background import BackgroundEmbedding
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
+from .sealed import remove_stale_temps
 from .space import disk_full, is_disk_full
 from .sources.discover import DiscoveryOptions
 from .store import Store, open_store
@@ -74,6 +75,7 @@ def find_root(start: str | os.PathLike[str] = ".") -> Path:
 
 def _make_index_dir(index_dir: Path) -> None:
     index_dir.mkdir(exist_ok=True)
+    remove_stale_temps(index_dir)  # left by a process killed while saving
     ignore = index_dir / ".gitignore"
     if not ignore.exists():
         ignore.write_text(INDEX_GITIGNORE, encoding="utf-8")
