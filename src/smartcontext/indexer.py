@@ -260,13 +260,22 @@ _RACY_NS = 2_000_000_000
 
 
 def _same_stamp(state, f: DiscoveredFile, racy_after: int) -> bool:
-    return state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
+    return (state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
+            and _untouched_since_run(f, racy_after))
+
+
+def _untouched_since_run(f: DiscoveredFile, racy_after: int) -> bool:
+    """Whether the file's inode is as it was when the last run started. An edit that puts
+    size and mtime back (``touch -r``, a copy keeping times) still moves its ctime, which
+    no program can set; a chmod or a rename does too, and then the hash tells. (ctime has
+    the file system's own granularity: nanoseconds on ext4, xfs, btrfs, tmpfs, APFS.)"""
+    return f.ctime_ns < racy_after + _RACY_NS
 
 
 def _same_skip(skip: list, f: DiscoveredFile, racy_after: int) -> bool:
     """A remembered content skip ([mtime_ns, size, reason]) still stands for ``f``."""
     return (isinstance(skip, list) and len(skip) == 3 and skip[0] == f.mtime_ns and skip[1] == f.size
-            and f.mtime_ns < racy_after)
+            and f.mtime_ns < racy_after and _untouched_since_run(f, racy_after))
 
 
 class Indexer:
@@ -384,7 +393,7 @@ class Indexer:
                     gone.append(rel)
                 continue
             st = abs_path.stat()
-            f = DiscoveredFile(rel, abs_path, kind[0], kind[1], st.st_mtime_ns, st.st_size)
+            f = DiscoveredFile(rel, abs_path, kind[0], kind[1], st.st_mtime_ns, st.st_size, st.st_ctime_ns)
             state = known.get(rel)
             todo.append((f, state.hash if state else None))
         self._apply(todo, known, stats, skipped, None, 1)
