@@ -32,7 +32,7 @@ from .base import (
     CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
     StoredItem, exact_nearest, like_pattern,
 )
-from .schema import LEGACY_VERSION, migrate
+from .schema import FILE_NAME_KEY, LEGACY_VERSION, LINK_NAME_KEY, migrate
 from .text import JSON, FileData, pack_file
 
 if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
@@ -831,16 +831,21 @@ class SQLiteStore:
         return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
 
     def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
-        pattern = like_pattern(name)  # SQLite's LIKE ignores the case of ASCII letters
+        if name.isascii():  # SQLite's lower() folds ASCII letters only
+            paths = [r[0] for r in self.db.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = ?", (name,))]
+            links = self.db.execute(
+                "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+                f"WHERE e.kind = 'links_to' AND e.dst_name IS NOT NULL AND {LINK_NAME_KEY} = ?", (name,)
+            ).fetchall()
+            return paths, links
+        pattern = like_pattern(name)  # LIKE ignores the case of ASCII letters too
         paths = [r[0] for r in self.db.execute(
             "SELECT path FROM files WHERE path LIKE ?1 ESCAPE '\\' OR path LIKE ?1 || '.md' ESCAPE '\\' "
             "OR path LIKE '%/' || ?1 ESCAPE '\\' OR path LIKE '%/' || ?1 || '.md' ESCAPE '\\'", (pattern,))]
-        # A LIKE with a leading % reads every target; reading them from the index on
-        # dst_name (targets only) takes half the time of reading the table's rows.
         links = self.db.execute(
-            "SELECT f.path, e.dst_name FROM edges e INDEXED BY edges_dst_name JOIN files f ON f.id = e.file_id "
-            "WHERE e.dst_name IS NOT NULL AND (e.dst_name LIKE ?1 ESCAPE '\\' OR e.dst_name LIKE '%/' || ?1 ESCAPE '\\') "
-            "AND e.kind = 'links_to'", (pattern,)
+            "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+            "WHERE e.kind = 'links_to' AND (e.dst_name LIKE ?1 ESCAPE '\\' OR e.dst_name LIKE '%/' || ?1 ESCAPE '\\')",
+            (pattern,),
         ).fetchall()
         return paths, links
 
