@@ -187,3 +187,22 @@ def test_a_file_left_out_for_its_content_is_not_read_again_until_it_changes(samp
         assert ws.pending_changes()
         assert ws.refresh().files_indexed == 1
         assert ws.search("generated_marker_fn", mode="keyword")[0].path == "shop/schema_pb.py"
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen(sample_repo):
+    """Size and mtime restored after an edit (``touch -r``, a copy keeping times): the
+    inode's ctime still moved, so the file is hashed again and its new text is found."""
+    path = sample_repo / "shop" / "auth.py"
+    old = os.stat(path)
+    os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns - 3600 * 10**9))  # an hour old
+    run("index", str(sample_repo))
+    before = os.stat(path)
+    text = path.read_text()
+    assert "login" in text
+    path.write_text(text.replace("login", "logon", 1))  # the same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    found = run("search", "logon", str(sample_repo), "--json", check=False)
+    assert found.returncode == 0, found.stderr
+    assert any(r["path"] == "shop/auth.py" for r in json.loads(found.stdout)["results"])

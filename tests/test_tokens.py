@@ -148,6 +148,7 @@ def test_parsed_ranks_are_cached_and_a_damaged_cache_is_parsed_again(tmp_path):
              "enc = get_encoding()\n"
              "print(count_tokens('Hello, world! Smart Context counts tokens exactly.'), enc.n_vocab)")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("SMARTCONTEXT_CACHE_DIR", None)  # it would win over XDG_CACHE_HOME
 
     def run() -> str:
         out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
@@ -162,3 +163,21 @@ def test_parsed_ranks_are_cached_and_a_damaged_cache_is_parsed_again(tmp_path):
     cached[0].write_bytes(good[:-100] + b"\x00" * 100)
     assert run() == first
     assert cached[0].read_bytes() == good  # parsed again and rewritten
+
+
+def test_parsed_ranks_are_cached_where_smartcontext_cache_dir_says(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    home = tmp_path / "home"
+    env = {**os.environ, "SMARTCONTEXT_CACHE_DIR": str(tmp_path / "caches"), "HOME": str(home),
+           "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("XDG_CACHE_HOME", None)
+    code = "from smartcontext.tokens import count_tokens; print(count_tokens('hello world'))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "2", out.stderr
+    assert list((tmp_path / "caches" / "tokens").glob("cl100k_base*.marshal"))
+    assert not home.exists()  # nothing written under ~/.cache

@@ -97,3 +97,8 @@ def did_you_mean(value: str, choices: Iterable[str], n: int = 1) -> str:
         close = difflib.get_close_matches(value.casefold(), list(folded), n=n, cutoff=0.6)
         close = [folded[c] for c in close]
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+class DiskFull(SmartContextError):
+    """No space is left where the index (or a file) is written. Reading still works;
+    nothing that writes more (a rebuild) helps."""

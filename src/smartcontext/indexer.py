@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Interrupted
+from .parse_pool import ParsePool
 from .safeio import is_regular, read_regular
 from .model import Item, ParsedFile
 from .words import fts_text
@@ -63,6 +64,9 @@ class IndexStats:
     embed_cache_hits: int = 0
     embedding_model: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    # Why the index could not be brought up to date (a full disk, a read-only folder),
+    # when a refresh before a question went on with the index as it was.
+    stale: str | None = None
 
     @property
     def skipped_total(self) -> int:
@@ -245,23 +249,6 @@ def _worker_init(parent: int) -> None:
     threading.Thread(target=watch, name="smartcontext-parent-watch", daemon=True).start()
 
 
-def _stop_pool(pool: Any) -> None:
-    """Stop a pool now: queued files are dropped and running workers are killed (a
-    stopped run is resumed by the next one; each stored file is whole)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        try:
-            proc.kill()
-        except Exception:
-            pass
-    for proc in processes:
-        try:
-            proc.join(timeout=5)
-        except Exception:
-            pass
-
-
 # Meta key: when the last run started (ns). An edit that keeps size and mtime (within the
 # file system's timestamp granularity, or a restored mtime) is only visible in the content:
 # files modified less than _RACY_NS before that run are hashed again (as git does for
@@ -273,13 +260,22 @@ _RACY_NS = 2_000_000_000
 
 
 def _same_stamp(state, f: DiscoveredFile, racy_after: int) -> bool:
-    return state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
+    return (state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
+            and _untouched_since_run(f, racy_after))
+
+
+def _untouched_since_run(f: DiscoveredFile, racy_after: int) -> bool:
+    """Whether the file's inode is as it was when the last run started. An edit that puts
+    size and mtime back (``touch -r``, a copy keeping times) still moves its ctime, which
+    no program can set; a chmod or a rename does too, and then the hash tells. (ctime has
+    the file system's own granularity: nanoseconds on ext4, xfs, btrfs, tmpfs, APFS.)"""
+    return f.ctime_ns < racy_after + _RACY_NS
 
 
 def _same_skip(skip: list, f: DiscoveredFile, racy_after: int) -> bool:
     """A remembered content skip ([mtime_ns, size, reason]) still stands for ``f``."""
     return (isinstance(skip, list) and len(skip) == 3 and skip[0] == f.mtime_ns and skip[1] == f.size
-            and f.mtime_ns < racy_after)
+            and f.mtime_ns < racy_after and _untouched_since_run(f, racy_after))
 
 
 class Indexer:
@@ -397,7 +393,7 @@ class Indexer:
                     gone.append(rel)
                 continue
             st = abs_path.stat()
-            f = DiscoveredFile(rel, abs_path, kind[0], kind[1], st.st_mtime_ns, st.st_size)
+            f = DiscoveredFile(rel, abs_path, kind[0], kind[1], st.st_mtime_ns, st.st_size, st.st_ctime_ns)
             state = known.get(rel)
             todo.append((f, state.hash if state else None))
         self._apply(todo, known, stats, skipped, None, 1)
@@ -413,36 +409,21 @@ class Indexer:
         workers = workers or min(2, os.cpu_count() or 1)
         if total >= _PARALLEL_THRESHOLD and workers > 1:
             _warm_up_for_workers(todo)
-            from concurrent.futures import ProcessPoolExecutor  # here: a refresh seldom needs a pool
-
-            pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
-            try:
-                results = self._pool_results(pool, todo)
-                self._store_results(results, known, stats, skipped, progress, total)
-            except BaseException:
-                _stop_pool(pool)  # Ctrl-C, SIGTERM or a failure: no worker outlives the run
-                raise
-            pool.shutdown(wait=True)
+            # Leaving the pool by an error (Ctrl-C, SIGTERM, a full disk) kills its workers:
+            # no worker outlives the run, and nothing is left for the exit to wait on.
+            with ParsePool(workers, _process_chunk, _worker_init, (os.getpid(),)) as pool:
+                self._store_results(self._pool_results(pool, todo), known, stats, skipped, progress, total)
         else:
             self._store_results(
                 (_process(f, h) for f, h in todo), known, stats, skipped, progress, total
             )
 
-    def _pool_results(self, pool: Any, todo, chunk: int = 16):
+    def _pool_results(self, pool: ParsePool, todo, chunk: int = 16):
         """Results in order, from chunks parsed by the pool; a set ``stop`` is noticed within
         a tenth of a second even while a chunk is still being parsed."""
-        from concurrent.futures import TimeoutError as FutureTimeout
-
         prepare = self.store.prepare_file
-        futures = [pool.submit(_process_chunk, todo[i : i + chunk], prepare) for i in range(0, len(todo), chunk)]
-        for future in futures:
-            while True:
-                self._check_stop()
-                try:
-                    part = future.result(timeout=0.1)
-                    break
-                except FutureTimeout:
-                    continue
+        tasks = [(todo[i : i + chunk], prepare) for i in range(0, len(todo), chunk)]
+        for part in pool.map(tasks, check=self._check_stop):
             yield from part
 
     def _check_stop(self) -> None:

@@ -13,6 +13,10 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+# A temporary file is named ``<file>.<pid>~<random>.tmp``: the process that wrote it is
+# known, so one left by a killed process is told from one being written now.
+_PID_END = "~"
+
 
 def read_sealed(path: Path, magic: bytes) -> memoryview | None:
     """The payload saved at ``path`` under ``magic``, or None when it is missing, of
@@ -47,8 +51,9 @@ def save_sealed(path: Path, magic: bytes, value: Any) -> None:
 
 
 def write_sealed(path: Path, magic: bytes, payload: bytes) -> None:
-    """Save ``payload`` at ``path`` atomically; raises OSError (nothing is left behind)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    """Save ``payload`` at ``path`` atomically; raises OSError (nothing is left behind,
+    unless the process is killed: ``remove_stale_temps`` takes those away)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}{_PID_END}", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(magic + zlib.crc32(payload).to_bytes(4, "big") + payload)
@@ -59,3 +64,35 @@ def write_sealed(path: Path, magic: bytes, payload: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def remove_stale_temps(folder: Path) -> int:
+    """Remove the temporary files of ``write_sealed`` in ``folder`` whose process is gone
+    (killed mid-write); returns how many. Files being written now are left alone."""
+    removed = 0
+    try:
+        names = [p for p in folder.iterdir() if p.name.endswith(".tmp") and _PID_END in p.name]
+    except OSError:
+        return 0
+    for tmp in names:
+        pid = tmp.name[: tmp.name.rindex(_PID_END)].rpartition(".")[2]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            tmp.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True

@@ -21,6 +21,7 @@ from pathlib import Path
 import tiktoken
 from tiktoken.load import check_hash
 
+from .cachedir import cache_dir
 from .errors import InvalidArgument, SmartContextError
 from .sealed import load_sealed, save_sealed
 
@@ -138,9 +139,8 @@ def _rank_cache_file(path: Path, expected_hash: str | None) -> Path | None:
         st = path.stat()
     except OSError:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     name = f"{path.name}-{st.st_size}-{st.st_mtime_ns}-{(expected_hash or 'unchecked')[:16]}.marshal"
-    return Path(base) / "smartcontext" / "tokens" / name
+    return cache_dir() / "tokens" / name
 
 
 def _read_rank_cache(cache: Path) -> dict[bytes, int] | None:

@@ -18,6 +18,7 @@ from .config import Config
 from .context.models import ContextResult, ExtractionConfig
 from .context.pipeline import SmartContextExtractor
 from .errors import (
+    DiskFull,
     EmptyWorkspace,
     IndexDamaged,
     IndexUnwritable,
@@ -30,6 +31,8 @@ from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .query import Query
 from .retrieval.catalogue import Catalogue
 from .retrieval.search import SearchHit, search
+from .sealed import remove_stale_temps
+from .space import disk_full, is_disk_full
 from .sources.discover import DiscoveryOptions
 from .store import Store, open_store
 
@@ -75,6 +78,7 @@ def find_root(start: str | os.PathLike[str] = ".") -> Path:
 
 def _make_index_dir(index_dir: Path) -> None:
     index_dir.mkdir(exist_ok=True)
+    remove_stale_temps(index_dir)  # left by a process killed while saving
     ignore = index_dir / ".gitignore"
     if not ignore.exists():
         ignore.write_text(INDEX_GITIGNORE, encoding="utf-8")
@@ -220,6 +224,21 @@ class Workspace:
                     refresh before a question) damage raises ``IndexDamaged``, whose
                     message sends the user to ``smartcontext index``.
         """
+        try:
+            return self._index_repairing(embeddings, progress, rebuild, workers, stop, repair)
+        except Exception as exc:
+            if is_disk_full(exc) and not isinstance(exc, DiskFull):
+                raise self._disk_full() from exc
+            raise
+
+    def _disk_full(self) -> DiskFull:
+        if self.store_url:
+            from .store.postgres import redact
+
+            return disk_full(None, server=redact(self.store_url))
+        return disk_full(self.index_dir, index=self.index_path)
+
+    def _index_repairing(self, embeddings, progress, rebuild, workers, stop, repair) -> IndexStats:
         repaired = None
         if repair and not rebuild and self._index_exists():
             try:
@@ -305,7 +324,12 @@ class Workspace:
         built = self.ensure_index(progress)
         if built is not None:
             return built
-        return self.index(embeddings=self.keeps_vectors, progress=progress, repair=False)
+        try:
+            return self.index(embeddings=self.keeps_vectors, progress=progress, repair=False)
+        except (DiskFull, IndexUnwritable) as exc:
+            # The index there is whole (a failed write is rolled back): a question is
+            # answered from it, and the user is told it may miss the latest edits.
+            return IndexStats(stale=f"the index was not updated ({exc}); answering from the index as it is")
 
     def update_files(self, paths: list[str], embeddings: bool | None = None) -> IndexStats:
         """Re-index just these files (relative paths) after a write, move or delete.

@@ -63,11 +63,19 @@ def main() -> None:
         except SystemExit as exc:
             _exit_now(exc.code)
     except OSError as exc:  # a read-only folder, a full disk, a vanished file
+        from ..space import disk_full, is_disk_full
+
+        if is_disk_full(exc):
+            plain.fail(str(disk_full(exc.filename or ".")))
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         plain.fail(f"{exc.strerror or exc}{where}")
     except Exception as exc:  # last resort: one sentence, never a traceback
         import sqlite3
 
+        from ..space import disk_full, is_disk_full
+
+        if is_disk_full(exc):  # never "rebuild": that would write more
+            plain.fail(str(disk_full(".")))
         if isinstance(exc, sqlite3.DatabaseError):
             plain.fail(f"the index cannot be read ({exc}); run `smartcontext index --rebuild` on the folder")
         plain.fail(f"unexpected {type(exc).__name__}: {exc} (please report it)")

@@ -62,6 +62,8 @@ def run_context(
         query = Query.build("code-context", question, defaults=ws.config.context, **typed(given))
         with progress(True) as report:
             refreshed = ws.refresh(report)
+            if refreshed.stale:
+                warn(refreshed.stale)
             result = ws.answer_context(query, report)
         if refreshed.files_indexed or refreshed.files_deleted:
             result.stats["refreshed"] = refreshed.to_dict()
@@ -139,7 +141,9 @@ def run_search(query: str, path: Path | None = None, as_json: bool = False, **gi
     with errors():
         checked = Query.build("search", query, **typed(given))
         ws = open_workspace(path)
-        ws.refresh()
+        stale = ws.refresh().stale
+        if stale:
+            warn(stale)
         hits, info = ws.answer_search(checked)
         if as_json:
             from ..tools.workspace import search_answer

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cachedir import cache_dir
 from ..errors import EmbeddingError
 from .base import EmbedderBase, l2_normalise
 
@@ -49,20 +50,6 @@ RECIPE_VERSION = 1
 # model has no window, so it reads all of them (about 500 tokens).
 DEFAULT_MAX_TOKENS = 1024
 _DISTIL_BATCH = 1024
-_CACHE_ENV = "SMARTCONTEXT_CACHE_DIR"
-
-
-def cache_dir() -> Path:
-    """Where built models are kept: ``$SMARTCONTEXT_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/smartcontext``, else ``~/.cache/smartcontext``."""
-    explicit = os.environ.get(_CACHE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "smartcontext"
-
-
 # -- distillation -----------------------------------------------------------------------
 
 

@@ -87,8 +87,20 @@ async def json_body(request: Request) -> dict[str, Any]:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"the request body is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BadRequest("the request body is nested too deeply: send arguments a few levels deep") from None
     if not isinstance(data, dict):
         raise BadRequest(f"the request body must be a JSON object, not {type(data).__name__}")
+    try:
+        # JSON's \uXXXX escapes can spell half of a UTF-16 pair, which is no character:
+        # refused here, before it reaches a tokenizer, the index or the answer's encoder.
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end].encode("unicode_escape").decode("ascii")
+        raise BadRequest(f"the request body has a lone surrogate ({bad}) in a string: "
+                         "send text as valid Unicode") from None
+    except RecursionError:
+        raise BadRequest("the request body is nested too deeply: send arguments a few levels deep") from None
     return data
 
 
@@ -384,6 +396,7 @@ def serve(
     """Serve the folder's web page and HTTP API until the process is stopped."""
     import uvicorn
 
+    from .limits import guarded_protocol
     from .mcp import bind
 
     sock = bind(host, port)  # a taken port fails before any index work starts
@@ -400,7 +413,8 @@ def serve(
         if open_browser:
             _open_browser(url)
         config = uvicorn.Config(build_app(registry, host, warm=warm), log_level=log_level,
-                                lifespan="on", access_log=False, ws="websockets-sansio")
+                                lifespan="on", access_log=False, ws="websockets-sansio",
+                                http=guarded_protocol())
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         registry.close()

@@ -138,9 +138,11 @@ def run_http(
 ) -> None:
     import uvicorn
 
+    from .limits import guarded_protocol
+
     sock = sock or bind(host, port)
     config = uvicorn.Config(http_app(server, host), host=host, port=port, log_level=log_level,
-                            lifespan="on", access_log=False)
+                            lifespan="on", access_log=False, http=guarded_protocol())
     uvicorn.Server(config).run(sockets=[sock])
 
 

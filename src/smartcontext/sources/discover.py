@@ -40,6 +40,9 @@ class DiscoveredFile:
     language: str
     mtime_ns: int
     size: int
+    # When the file's inode last changed (content, mode or name): unlike mtime, no program
+    # can set it back, so an edit that restores size and mtime still moves it.
+    ctime_ns: int = 0
 
 
 @dataclass
@@ -280,7 +283,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
                     record.stat_skipped[rel] = why
                 continue
             result.files.append(
-                DiscoveredFile(rel, abs_path, source, language, st.st_mtime_ns, st.st_size)
+                DiscoveredFile(rel, abs_path, source, language, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
             )
     return result
 

@@ -148,7 +148,8 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
             return None
         if stat_skip_reason(st, options) is not None:
             return None
-        result.files.append(DiscoveredFile(rel, path, source, language, st.st_mtime_ns, st.st_size))
+        result.files.append(DiscoveredFile(rel, path, source, language, st.st_mtime_ns, st.st_size,
+                                           st.st_ctime_ns))
     return result
 
 

@@ -256,6 +256,13 @@ class Store(Protocol):
 
     def all_edges(self) -> list[EdgeRow]: ...
 
+    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """The indexed file paths whose last part is ``name`` or ``name.md``, and the
+        (linking file, target) of the ``links_to`` edges whose target's last part is
+        ``name`` (targets as ``notes.links.Link.target``), ignoring case: a superset (a
+        letter outside ASCII matches any text), for the caller to narrow."""
+        ...
+
     # -- vectors (an item's vector is the cached embedding of its content hash) ---
     def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
         """(rowid, content_hash) of the items with no vector for ``model``."""
@@ -310,3 +317,19 @@ def exact_nearest(
     sims = (matrix @ q) / np.where(norms == 0, 1.0, norms)
     top = np.argsort(-sims, kind="stable")[:limit]
     return [(int(rowids[i]), float(sims[i])) for i in top]
+
+
+def like_pattern(name: str) -> str:
+    """A LIKE pattern (escape ``\\``) for ``name``: ASCII letters match either case in
+    both stores (ILIKE on PostgreSQL); any other character may be cased differently, so
+    it matches any run of characters."""
+    out: list[str] = []
+    for ch in name:
+        if not ch.isascii():
+            if out[-1:] != ["%"]:
+                out.append("%")
+        elif ch in "%_\\":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -44,9 +44,9 @@ from ..model import Edge, Item, kind_traits
 from ..words import fts_text
 from .base import (
     CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
-    StoredItem, exact_nearest,
+    StoredItem, exact_nearest, like_pattern,
 )
-from .pg_schema import CORE, EMBEDDINGS, SHARED_SCHEMA
+from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
 from .text import JSON, FileData, pack_file
 
 try:  # the optional ``postgres`` extra
@@ -677,6 +677,25 @@ class PostgresStore:
         with self._conn() as conn:
             rows = conn.execute("SELECT src, kind, dst, dst_name FROM edges ORDER BY id").fetchall()
         return [EdgeRow(*r) for r in rows]
+
+    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        with self._conn() as conn:
+            if name.isascii():  # lower() folds ASCII the same way in every database locale
+                paths = [r[0] for r in conn.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = %s", (name,))]
+                links = [(r[0], r[1]) for r in conn.execute(
+                    "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+                    f"WHERE e.kind = 'links_to' AND {LINK_NAME_KEY.replace('dst_name', 'e.dst_name')} = %s",
+                    (name,),
+                )]
+                return paths, links
+            pattern = like_pattern(name)
+            suffixes = [pattern, pattern + ".md", "%/" + pattern, "%/" + pattern + ".md"]
+            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE path ILIKE ANY(%s)", (suffixes,))]
+            links = [(r[0], r[1]) for r in conn.execute(
+                "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+                "WHERE e.kind = 'links_to' AND e.dst_name ILIKE ANY(%s)", (suffixes[::2],)
+            )]
+        return paths, links
 
     # -- vectors: an item's vector is the cache row for (model, its content hash) --------
 

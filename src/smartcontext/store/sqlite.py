@@ -24,14 +24,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import IndexDamaged, IndexUnwritable
+from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
+from ..space import disk_full, is_disk_full, is_disk_full_at
 from ..model import Edge, Item, kind_traits
 from ..words import fts_text
 from .base import (
     CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
-    StoredItem, exact_nearest,
+    StoredItem, exact_nearest, like_pattern,
 )
-from .schema import LEGACY_VERSION, migrate
+from .schema import FILE_NAME_KEY, LEGACY_VERSION, LINK_NAME_KEY, migrate
 from .text import JSON, FileData, pack_file
 
 if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
@@ -128,11 +129,10 @@ class SQLiteStore:
         self._readers_lock = threading.Lock()
         self._writer: int | None = None
         self._local = threading.local()  # the reader a read method runs on
+        # Why this index can only be read (a read-only folder, a full disk), or None.
+        self.unwritable: Exception | None = None
         try:
-            self._wdb = sqlite3.connect(
-                str(self.path), isolation_level=None, check_same_thread=False, timeout=30
-            )
-            self._wdb.execute("PRAGMA busy_timeout=30000")
+            self._wdb = self._connect()
             _enable_wal(self._wdb)
             self._wdb.execute("PRAGMA synchronous=NORMAL")
             self._wdb.execute("PRAGMA foreign_keys=ON")
@@ -142,7 +142,10 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             if hasattr(self, "_wdb"):
                 self._wdb.close()
-            raise translate_error(exc, self.path) from exc
+            typed = translate_error(exc, self.path)
+            if not self._open_read_only(exc, typed):
+                raise typed from exc
+            legacy = False
         if legacy:
             notice = (
                 f"the index {self.path} was written in an older format; it was reset and is "
@@ -150,6 +153,42 @@ class SQLiteStore:
             )
             self.notices.append(notice)
             log.warning(notice)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.unwritable is not None:
+            # Immutable: no lock and no shared-memory file, which cannot be created in a
+            # read-only folder or on a full disk. Only used when the write-ahead log is
+            # empty, so the file alone is the whole index.
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    def _open_read_only(self, exc: sqlite3.DatabaseError, typed: Exception) -> bool:
+        """Open an existing index for reading when it cannot be opened for writing: a
+        question is answered, an index run says why it cannot write. False when that is
+        not the failure, or the file alone is not the whole index."""
+        if not isinstance(typed, (IndexUnwritable, DiskFull)) and not (
+            isinstance(exc, sqlite3.OperationalError) and "disk i/o error" in str(exc).lower()
+            and is_disk_full_at(self.path)
+        ):
+            return False
+        if not self.path.is_file() or _size_of(self.path.with_name(self.path.name + "-wal")) > 0:
+            return False
+        if not isinstance(typed, (IndexUnwritable, DiskFull)):  # an I/O error of a full disk
+            typed = disk_full(self.path.parent, index=self.path)
+        self.unwritable = typed
+        try:
+            self._wdb = self._connect()
+            migrate(self._wdb)  # an older format needs rewriting: that fails here
+            self._probe_damage()
+        except (sqlite3.DatabaseError, SmartContextError):
+            self._wdb.close()
+            self.unwritable = None
+            return False
+        return True
 
     def _probe_damage(self) -> None:
         """``PRAGMA quick_check(1)``: damaged pages fail here, as one sentence, rather than
@@ -200,8 +239,7 @@ class SQLiteStore:
         with self._readers_lock:
             conn = self._idle_readers.pop() if self._idle_readers else None
         if conn is None:
-            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30)
-            conn.execute("PRAGMA busy_timeout=30000")
+            conn = self._connect()
             with self._readers_lock:
                 self._all_readers.append(conn)
         self._local.conn = conn
@@ -807,6 +845,25 @@ class SQLiteStore:
     def all_edges(self) -> list[EdgeRow]:
         return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
 
+    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        if name.isascii():  # SQLite's lower() folds ASCII letters only
+            paths = [r[0] for r in self.db.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = ?", (name,))]
+            links = self.db.execute(
+                "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+                f"WHERE e.kind = 'links_to' AND e.dst_name IS NOT NULL AND {LINK_NAME_KEY} = ?", (name,)
+            ).fetchall()
+            return paths, links
+        pattern = like_pattern(name)  # LIKE ignores the case of ASCII letters too
+        paths = [r[0] for r in self.db.execute(
+            "SELECT path FROM files WHERE path LIKE ?1 ESCAPE '\\' OR path LIKE ?1 || '.md' ESCAPE '\\' "
+            "OR path LIKE '%/' || ?1 ESCAPE '\\' OR path LIKE '%/' || ?1 || '.md' ESCAPE '\\'", (pattern,))]
+        links = self.db.execute(
+            "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+            "WHERE e.kind = 'links_to' AND (e.dst_name LIKE ?1 ESCAPE '\\' OR e.dst_name LIKE '%/' || ?1 ESCAPE '\\')",
+            (pattern,),
+        ).fetchall()
+        return paths, links
+
     # -- vectors: an item's vector is the cache row for (model, its content hash) ---
 
     def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
@@ -1120,6 +1177,8 @@ _UNWRITABLE = ("readonly", "read-only", "unable to open", "permission denied")
 def translate_error(exc: sqlite3.Error, path: Path) -> Exception:
     """The typed error a user can act on for an SQLite failure, or ``exc`` itself."""
     text = str(exc)
+    if is_disk_full(exc):  # not damage: the failed write was rolled back
+        return disk_full(path.parent, index=path)
     if isinstance(exc, sqlite3.OperationalError):
         if any(word in text.lower() for word in _UNWRITABLE):
             return IndexUnwritable(
@@ -1153,6 +1212,13 @@ def _file_stamp(path: Path) -> str | None:
     return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
 
 
+def _size_of(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _damage_marker(path: Path) -> Path:
     return path.with_name(path.name + ".damaged")
 
@@ -1167,6 +1233,8 @@ def _guarded(method, reads: bool = False):
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
             typed = translate_error(exc, self.path)
+            if self.unwritable is not None and isinstance(typed, IndexUnwritable):
+                raise self.unwritable from exc  # the reason it was opened for reading only
             if typed is exc:
                 raise
             if isinstance(typed, IndexDamaged):
@@ -1186,7 +1254,7 @@ _READS = {
     "generation", "get_meta", "file_states", "changed_paths", "items_by_rowids", "items_by_ids",
     "items_in_paths", "item_light_rows", "item_count", "counts", "kind_counts", "file_warnings",
     "tag_rows", "keyword_search", "keyword_search_with_files", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
-    "all_edges", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
+    "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
 }
 for _name, _method in list(vars(SQLiteStore).items()):
     if (callable(_method) and not _name.startswith("_")

@@ -8,6 +8,7 @@ The registry adds ``"success"``, so no handler writes it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,8 +19,11 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 
 from ..config import DEFAULT_REFRESH_INTERVAL
+from ..errors import DiskFull, IndexUnwritable
 from ..validate import compile_schema
 from .rwlock import ReadWriteLock
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -138,9 +142,14 @@ class ToolContext:
             now = time.monotonic()
             if now - self._last_refresh >= self._refresh_wait():
                 if ws.pending_changes():
-                    with self.index_lock.writer:
-                        ws.index(embeddings=False, stop=self.stopping)
-                    self.embed_pending()
+                    try:
+                        with self.index_lock.writer:
+                            ws.index(embeddings=False, stop=self.stopping)
+                    except (DiskFull, IndexUnwritable) as exc:
+                        # The index is whole; answers come from it until there is room again.
+                        log.warning("the index was not updated: %s", exc)
+                    else:
+                        self.embed_pending()
                 self._last_refresh = time.monotonic()
                 self._refresh_seconds = self._last_refresh - now
         finally:

@@ -24,9 +24,27 @@ class _IndexForVault:
 
     def __init__(self, ctx: ToolContext):
         self._ctx = ctx
+        self._indexed = False
 
     def update_files(self, paths: list[str]) -> None:
         self._ctx.files_changed(paths)
+
+    def links_to(self, name: str):
+        """The links that may resolve to the note ``name``, from the index
+        (``notes.link_index.NameLinks``); None while there is no index (it is not built
+        for this: the vault tools read the notes instead)."""
+        from ..notes.link_index import NameLinks, link_key
+
+        # Counting the index's files is a query of its own (25 ms on PostgreSQL): once
+        # there is an index, there stays one.
+        if not self._indexed:
+            if not self._ctx.workspace.has_index:
+                return None
+            self._indexed = True
+        ws = self._ctx.ready_workspace()
+        with self._ctx.reading():
+            paths, links = ws.store.links_ending(link_key(name))
+        return NameLinks(name, paths, links)
 
     def search(self, query: str, **options: Any):
         ws = self._ctx.ready_workspace()

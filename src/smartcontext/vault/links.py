@@ -27,23 +27,27 @@ class LinkTools(VaultBase):
         if name.startswith("[[") and name.endswith("]]"):
             name = name[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
         self._resolve(name.lstrip("/"))  # the same path rules as every tool
-        walk = self._walk()
-        resolver = self._link_resolver(walk)
-        target = resolver.resolve(name)
         wanted = _bare(name)
+        indexed = self._indexed_links(name)
+        if indexed is not None:
+            # Links are edges of the index: only those whose target ends in this name.
+            resolver = indexed.resolver
+            target = resolver.resolve(name)
+            links = indexed.links
+        else:  # no index (or an attachment, which the index does not hold): read the notes
+            walk = self._walk()
+            resolver = self._link_resolver(walk)
+            target = resolver.resolve(name)
+            links = [(rel, link.target) for rel, facts in self._all_facts(walk) for link in facts.links]
         backlinks = set()
-        for rel, facts in self._all_facts(walk):
-            if rel == target:
+        for rel, link_target in links:
+            if rel == target or rel in backlinks or not link_target:
                 continue  # a note's links to itself are not backlinks
-            for link in facts.links:
-                if not link.target:
-                    continue
-                resolved = resolver.resolve(link.target, rel)
-                if (target is not None and resolved == target) or (
-                    target is None and resolved is None and _bare(link.target) == wanted
-                ):
-                    backlinks.add(rel)
-                    break
+            if target is None and _bare(link_target) != wanted:
+                continue  # (cheaper than resolving it)
+            resolved = resolver.resolve(link_target, rel)
+            if resolved == target:  # both None: a link to the same note not written yet
+                backlinks.add(rel)
         results = sorted(backlinks)
         if target is None:
             if not results:
@@ -53,6 +57,15 @@ class LinkTools(VaultBase):
         if not results:
             return ok(f"No backlinks found to [[{name}]]", results=[], path=target)
         return ok(results=results, path=target)
+
+    def _indexed_links(self, name: str):
+        """The index's links when it has them for ``name``: a note (not an attachment,
+        whose file the index does not hold) and a workspace with an index."""
+        extension = posixpath.splitext(name)[1].lower()
+        if extension and extension not in MARKDOWN_SUFFIXES:
+            return None
+        links_to = getattr(self.workspace, "links_to", None)
+        return links_to(name) if links_to is not None else None
 
     @tool
     def find_outlinks(self, path: str, limit: int = 100) -> dict[str, Any]:
