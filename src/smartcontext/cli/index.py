@@ -103,6 +103,8 @@ def status(path: Optional[Path] = PathArg, as_json: bool = JsonOpt) -> None:
         if as_json:
             print_json(st.to_dict())
             return
+        for problem in st.problems:
+            warn(problem)
         if not st.indexed:
             out_console.print(f"{st.root} has no index yet; run `smartcontext index {path}`.")
             return

@@ -415,6 +415,16 @@ class SQLiteStore:
                 self._bump_generation(changed)
         return count
 
+    def load_files(self, records: Sequence[FileRecord]) -> None:
+        """Replace these files (``store copy``) in one transaction."""
+        with self.batch():
+            for rec in records:
+                self.replace_file(
+                    path=rec.path, mtime_ns=rec.mtime_ns, size=rec.size, hash=rec.hash,
+                    language=rec.language, source=rec.source, module=rec.module,
+                    warnings=rec.warnings, items=rec.items, edges=rec.edges,
+                )
+
     def replace_file(
         self,
         *,
