@@ -631,8 +631,12 @@ class Workspace:
     def _problems(self, indexed: bool) -> list[str]:
         from .store.copy import incomplete_copy
 
-        found = [p for p in [incomplete_copy(self.store) if indexed else None] if p]
-        return found
+        found = [incomplete_copy(self.store) if indexed else None]
+        if self.config.embeddings.active:
+            from .embeddings.registry import spec_problem
+
+            found.append(spec_problem(self.config.embeddings.model))
+        return [p for p in found if p]
 
     def remove_index(self) -> None:
         """Delete the index files only: preferences and logs in the same folder stay. A

@@ -57,7 +57,8 @@ def run_context(
     encoding: str | None = None,
     as_json: bool = False,
 ) -> None:
-    """``smartcontext context``: refresh what changed, answer, print."""
+    """``smartcontext context``: refresh what changed, answer, print; exits 1 when nothing
+    was selected."""
     with errors():
         if question == "-":
             question = sys.stdin.read()
@@ -79,6 +80,8 @@ def run_context(
             _print_stats(result)
         if copy:
             _copy_to_clipboard(result.text)
+        if not result.items:  # nothing matched (or fitted): the warning above says which
+            raise SystemExit(EXIT_NO_MATCH)
 
 
 def _print_context(result) -> None:

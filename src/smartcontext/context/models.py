@@ -120,6 +120,8 @@ class ContextResult:
     stats:            entities, candidates per signal, selected, tokens vs budget, timings.
     warnings:         e.g. the budget was too small, nothing matched.
     counts:           what ``token_count`` counts.
+    json_tokens:      for the json format, exact tokens of ``text`` (the JSON as printed),
+                      which is more than ``token_count`` (the content a model reads).
     """
 
     question: str
@@ -135,6 +137,7 @@ class ContextResult:
     warnings: list[str] = field(default_factory=list)
     nearest: list[dict[str, Any]] = field(default_factory=list)
     counts: str = "the rendered text"
+    json_tokens: int | None = None
 
     @property
     def mu_text(self) -> str:
@@ -165,6 +168,7 @@ class ContextResult:
             "token_count": self.token_count,
             "counts": self.counts,
             "max_tokens": self.max_tokens,
+            **({"json_tokens": self.json_tokens} if self.json_tokens is not None else {}),
             "item_count": len(self.items),
             "files": shown,
             "more_files": len(self.files) - len(shown),
