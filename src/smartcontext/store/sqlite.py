@@ -971,8 +971,11 @@ class SQLiteStore:
             items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, *fts[si.rowid]) for si in stored]
             edges = [
                 Edge(src, kind, dst=dst, dst_name=dst_name)
+                # A file's edges as _delete_file_rows finds them, through indexes: edges has no
+                # index on file_id alone, and a scan per file made copying a vault quadratic.
                 for src, kind, dst, dst_name in self.db.execute(
-                    f"{_EDGE_SELECT} WHERE e.file_id = ? ORDER BY e.rowid", (file_id,)
+                    f"{_EDGE_SELECT} WHERE (e.src IN (SELECT rowid FROM items WHERE file_id = ?) "
+                    "OR (e.src IS NULL AND e.file_id = ?)) ORDER BY e.rowid", (file_id, file_id),
                 )
             ]
             yield FileRecord(path, mtime_ns, size, hash_, language, source, module,
