@@ -123,7 +123,8 @@ def explain(error: ValidationError, props: dict[str, Any]) -> str:
         known = props if not where else error.schema.get("properties", {})
         unknown = [str(k) for k in value if k not in known]
         extra = ", ".join(unknown)
-        hint = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
+        # Argument names are short: at difflib's usual 0.6, "colour" would suggest "loud".
+        hint = did_you_mean(unknown[0], known, cutoff=0.75) if len(unknown) == 1 else ""
         if not where:
             return f"unknown argument(s) {extra}{hint} (expected: {', '.join(props) or 'no arguments'})"
         return f"{where} has unknown field(s) {extra}{hint}"
