@@ -80,15 +80,15 @@ def list_(url: Optional[str] = UrlArg, as_json: bool = typer.Option(False, "--js
     from ..store.postgres import list_workspaces
 
     with errors():
-        found = list_workspaces(_database(url))
+        listed = list_workspaces(_database(url))
     if as_json:
-        print_json([w.to_dict() for w in found])
+        print_json([w.to_dict() for w in listed])
         return
-    if not found:
+    if not listed:
         out_console.print("No workspaces in this database.")
         return
-    width = max(len(w.name) for w in found)
-    for w in found:
+    width = max(len(w.name) for w in listed)
+    for w in listed:
         out_console.print(f"{w.name:<{width}}  {w.files:>8,} files  {w.items:>9,} items  (schema {w.schema})",
                           markup=False, highlight=False)
 
@@ -105,11 +105,11 @@ def drop(
 
     with errors():
         database = _database(url)
-        found = list_workspaces(database)
-        info = next((w for w in found if w.schema == schema_name(name)), None)
+        listed = list_workspaces(database)
+        info = next((w for w in listed if w.schema == schema_name(name)), None)
         if info is None:
-            names = ", ".join(w.name for w in found) or "none"
-            fail(f"no workspace {name!r} in this database{did_you_mean(name, [w.name for w in found])} "
+            names = ", ".join(w.name for w in listed) or "none"
+            fail(f"no workspace {name!r} in this database{did_you_mean(name, [w.name for w in listed])} "
                  f"(workspaces: {names})")
         if not yes:
             if not sys.stdin.isatty():

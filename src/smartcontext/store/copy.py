@@ -52,7 +52,7 @@ class CopyStats:
 
 @dataclass
 class CopyPlan:
-    """What ``store copy`` would do, found without writing or creating anything."""
+    """What ``store copy`` would do, learnt without writing or creating anything."""
 
     source: str
     destination: str
@@ -191,10 +191,10 @@ def _check_source(src: _Place) -> None:
     if src.url is not None:
         from .postgres import list_workspaces, schema_name
 
-        found = list_workspaces(src.url)
-        info = next((w for w in found if w.schema == schema_name(src.workspace or "")), None)
+        listed = list_workspaces(src.url)
+        info = next((w for w in listed if w.schema == schema_name(src.workspace or "")), None)
         if info is None:
-            hint = did_you_mean(src.workspace or "", [w.name for w in found])
+            hint = did_you_mean(src.workspace or "", [w.name for w in listed])
             raise InvalidArgument(f"no workspace {src.workspace!r} in {src.url.split('?')[0]}{hint}"
                                   + _existing(src.url))
         if not info.files:
@@ -336,10 +336,10 @@ def copy_index(
         for model in sorted(src.vector_models()):
             copied = 0
             for start in range(0, len(wanted), VECTOR_BATCH):
-                found = src.cached_vectors(model, wanted[start : start + VECTOR_BATCH])
-                if found:
-                    dst.cache_vectors(model, list(found.items()))
-                copied += len(found)
+                vectors = src.cached_vectors(model, wanted[start : start + VECTOR_BATCH])
+                if vectors:
+                    dst.cache_vectors(model, list(vectors.items()))
+                copied += len(vectors)
                 if progress:
                     progress("vectors", min(start + VECTOR_BATCH, len(wanted)), len(wanted))
             stats.vectors[model] = copied
