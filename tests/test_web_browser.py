@@ -229,6 +229,16 @@ def test_search_page_gives_a_context_with_its_token_count(site, browser):
     assert page.text_content("#sc-context-text") == expected["text"]
     page.click("#sc-copy")
     page.wait_for_function("() => document.getElementById('sc-copied').textContent === 'Copied'")
+    # JSON: the page says that the budget holds the content, and how large the JSON text is
+    page.select_option("#sc-format", "json")
+    page.click("#sc-get-context")
+    page.wait_for_function("() => document.getElementById('sc-token-count').textContent.includes('JSON text')")
+    as_json = httpx.post(f"{url}/api/context", json={"question": question, "max_tokens": 1500, "format": "json"},
+                         timeout=60).json()
+    shown = page.text_content("#sc-token-count")
+    assert as_json["json_tokens"] > as_json["token_count"]
+    assert shown.startswith(f"{as_json['token_count']} tokens of 1500 counted on the content; "
+                            f"the JSON text is {as_json['json_tokens']} tokens")
 
     page.click("#sc-run-search")
     page.wait_for_selector("#sc-hits li")

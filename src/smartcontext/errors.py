@@ -6,7 +6,7 @@ The CLI prints ``str(error)`` without a traceback and exits non-zero; tools answ
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class SmartContextError(Exception):
@@ -84,19 +84,23 @@ class Interrupted(SmartContextError):
     """A long operation (an index run) was asked to stop; what it finished is kept."""
 
 
-def did_you_mean(value: str, choices: Iterable[str], n: int = 1) -> str:
+def did_you_mean(
+    value: str, choices: Iterable[str], n: int = 1, show: Mapping[str, str] | None = None, cutoff: float = 0.6,
+) -> str:
     """``"; did you mean 'function'?"`` for the nearest of ``choices``, or ``""``: the tail
-    of an error message about a misspelt kind, folder or configuration key."""
+    of an error message about a misspelt kind, folder or configuration key. ``show`` maps
+    a choice to the text offered for it (a note's name to its path)."""
     import difflib
 
     choices = [str(c) for c in choices]  # StrEnum members print as their value
-    close = difflib.get_close_matches(value, choices, n=n, cutoff=0.6)
+    close = difflib.get_close_matches(value, choices, n=n, cutoff=cutoff)
     if not close:
         # Case or separators differ more than difflib's ratio forgives ("05 - concepts").
         folded = {c.casefold(): c for c in choices}
-        close = difflib.get_close_matches(value.casefold(), list(folded), n=n, cutoff=0.6)
+        close = difflib.get_close_matches(value.casefold(), list(folded), n=n, cutoff=cutoff)
         close = [folded[c] for c in close]
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    shown = [show.get(c, c) for c in close] if show else close
+    return f"; did you mean {' or '.join(repr(c) for c in shown)}?" if close else ""
 
 
 class DiskFull(SmartContextError):

@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from .errors import SmartContextError
+from .errors import SmartContextError, did_you_mean
 
 # jsonschema quotes the offending value in its messages; a huge string must not echo back.
 MAX_MESSAGE_CHARS = 300
@@ -121,10 +121,13 @@ def explain(error: ValidationError, props: dict[str, Any]) -> str:
     kind, expected, value = error.validator, error.validator_value, error.instance
     if kind == "additionalProperties" and isinstance(value, dict):
         known = props if not where else error.schema.get("properties", {})
-        extra = ", ".join(str(k) for k in value if k not in known)
+        unknown = [str(k) for k in value if k not in known]
+        extra = ", ".join(unknown)
+        # Argument names are short: at difflib's usual 0.6, "colour" would suggest "loud".
+        hint = did_you_mean(unknown[0], known, cutoff=0.75) if len(unknown) == 1 else ""
         if not where:
-            return f"unknown argument(s) {extra} (expected: {', '.join(props) or 'no arguments'})"
-        return f"{where} has unknown field(s) {extra}"
+            return f"unknown argument(s) {extra}{hint} (expected: {', '.join(props) or 'no arguments'})"
+        return f"{where} has unknown field(s) {extra}{hint}"
     if kind == "required" and isinstance(value, dict):
         missing = ", ".join(r for r in expected if r not in value)
         return f"missing required argument(s) {missing}" if not where else f"{where} is missing {missing}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +104,9 @@ class WorkspaceStatus:
     vector_models: dict[str, int]
     last_indexed: str | None
     warnings: int
+    problems: list[str] = field(default_factory=list)
+    """What stops the index from answering as it should (an unfinished copy, an
+    embedding model that cannot be loaded), each a sentence a user can act on."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -301,6 +304,9 @@ class Workspace:
                 # Not on a refresh that found nothing: a question would write the index
                 # every time, and a changed file is checked for damage on the next open.
                 self.store.set_meta("last_indexed", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                from .store.copy import finish_copy_by_index
+
+                finish_copy_by_index(self.store)  # an index run makes an unfinished copy whole
             if stats.files_indexed or stats.files_deleted:
                 self.store.compact()
             stats.seconds["total"] = time.perf_counter() - t0
@@ -654,7 +660,18 @@ class Workspace:
             vector_models=self.store.vector_models() if indexed else {},
             last_indexed=self.store.get_meta("last_indexed") if indexed else None,
             warnings=len(self.store.file_warnings()) if indexed else 0,
+            problems=self._problems(indexed),
         )
+
+    def _problems(self, indexed: bool) -> list[str]:
+        from .store.copy import incomplete_copy
+
+        found = [incomplete_copy(self.store) if indexed else None]
+        if self.config.embeddings.active:
+            from .embeddings.registry import spec_problem
+
+            found.append(spec_problem(self.config.embeddings.model))
+        return [p for p in found if p]
 
     def remove_index(self) -> None:
         """Delete the index files only: preferences and logs in the same folder stay. A

@@ -7,9 +7,12 @@ common forms of ``context`` and ``search`` without building it (``fast``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .plain import EXIT_ERROR, EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from typer._click import exceptions as click_errors
 
 
 def load_app() -> Any:
@@ -49,9 +52,7 @@ def main() -> None:
         if call is not None:
             fast.run(call)
         else:
-            # One name however it is started (`python -m smartcontext` too): usage lines and the
-            # completion variable _SMARTCONTEXT_COMPLETE follow it.
-            load_app()(prog_name="smartcontext")
+            run_app()
     except SystemExit as exc:
         if plain.interrupted:
             _exit_now(exc.code)
@@ -79,6 +80,42 @@ def main() -> None:
         if isinstance(exc, sqlite3.DatabaseError):
             plain.fail(f"the index cannot be read ({exc}); run `smartcontext index --rebuild` on the folder")
         plain.fail(f"unexpected {type(exc).__name__}: {exc} (please report it)")
+
+
+def run_app(args: list[str] | None = None) -> None:
+    """Run the typer application, failing as every command fails: a usage error (an
+    unknown option, a missing or malformed argument) is one line on stderr and exit 2,
+    not typer's usage box."""
+    import sys
+
+    import typer
+    from typer._click import exceptions as click_errors  # typer's own copy of click
+
+    from . import plain
+
+    try:
+        # One name however it is started (`python -m smartcontext` too): usage lines and the
+        # completion variable _SMARTCONTEXT_COMPLETE follow it.
+        code = load_app()(args=args, prog_name="smartcontext", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:  # `smartcontext`, `smartcontext store`
+        # typer's rich help printed itself when the error was made; plain click returns it.
+        plain.print_text(exc.format_message())
+        raise SystemExit(plain.EXIT_USAGE) from None
+    except click_errors.UsageError as exc:
+        plain.fail(usage_message(exc), plain.EXIT_USAGE)
+    except click_errors.ClickException as exc:  # e.g. a file argument that cannot be opened
+        plain.fail(" ".join(exc.format_message().split()), exc.exit_code or EXIT_ERROR)
+    except typer.Abort:  # Ctrl-D at a prompt
+        plain.fail("aborted", EXIT_ERROR)
+    # A command returns None; `typer.Exit(code)` (and --help, --version) come back as the code.
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_message(exc: "click_errors.UsageError") -> str:
+    """A usage error in one line, with where to read the usage."""
+    text = " ".join(exc.format_message().split())
+    where = exc.ctx.command_path if exc.ctx is not None else "smartcontext"
+    return f"{text} (see `{where} --help`)"
 
 
 def _exit_now(code: object) -> None:

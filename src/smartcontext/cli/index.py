@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from .root import JsonOpt, PathArg, app, open_workspace
-from .output import err_console, errors, out_console, print_json, progress, warn
+from .output import err_console, errors, fail, out_console, print_json, progress, warn
 
 MAX_WARNINGS_SHOWN = 10
 
@@ -97,18 +97,20 @@ def index(
 
 @app.command()
 def status(path: Optional[Path] = PathArg, as_json: bool = JsonOpt) -> None:
-    """Show what the index holds."""
+    """Show what the index holds; exits 1 when something stops it from answering as it
+    should (an unfinished copy, an unknown embedding model), said in one line on stderr."""
     with errors():
         st = open_workspace(path).status()
         if as_json:
             print_json(st.to_dict())
-            return
-        if not st.indexed:
+        elif not st.indexed:
             out_console.print(f"{st.root} has no index yet; run `smartcontext index {path}`.")
-            return
-        out_console.print(f"Index: {st.index_path}")
-        out_console.print(f"Files {st.files}, items {st.items}, edges {st.edges}, vectors {st.embedding.vectors}")
-        out_console.print("Kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(st.kinds.items())))
-        stored = ", ".join(f"{m} ({n})" for m, n in sorted(st.vector_models.items())) or "none"
-        out_console.print(f"Embedding model: {st.embedding.model or 'none'}; vectors stored: {stored}")
-        out_console.print(f"Last indexed: {st.last_indexed}; files with warnings: {st.warnings}")
+        else:
+            out_console.print(f"Index: {st.index_path}")
+            out_console.print(f"Files {st.files}, items {st.items}, edges {st.edges}, vectors {st.embedding.vectors}")
+            out_console.print("Kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(st.kinds.items())))
+            stored = ", ".join(f"{m} ({n})" for m, n in sorted(st.vector_models.items())) or "none"
+            out_console.print(f"Embedding model: {st.embedding.model or 'none'}; vectors stored: {stored}")
+            out_console.print(f"Last indexed: {st.last_indexed}; files with warnings: {st.warnings}")
+    if st.problems:
+        fail("; ".join(st.problems))

@@ -11,6 +11,7 @@ from .plain import (  # noqa: F401  (re-exported for the commands)
     EXIT_INTERRUPTED,
     EXIT_NO_MATCH,
     EXIT_OK,
+    EXIT_USAGE,
     PHASE_LABELS,
     console,
     errors,

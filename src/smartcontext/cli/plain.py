@@ -22,6 +22,7 @@ from ..errors import SmartContextError
 EXIT_OK = 0
 EXIT_ERROR = 1  # a typed library error, a failed tool call, an unconfigured plugin
 EXIT_NO_MATCH = 1  # a search that found nothing, as rg and grep report it
+EXIT_USAGE = 2  # the command line itself is wrong (unknown option, missing argument)
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 PHASE_LABELS = {"parse": "Parsing files", "model": "Building the embedding model (once)", "embed": "Embedding items"}

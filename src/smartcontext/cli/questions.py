@@ -53,8 +53,8 @@ def run_context(
     as_json: bool = False,
     **given: Any,
 ) -> None:
-    """``smartcontext context``: refresh what changed, answer, print. ``given``: the
-    code-context options as typed (None or [] = not given)."""
+    """``smartcontext context``: refresh what changed, answer, print; exits 1 when nothing
+    was selected. ``given``: the code-context options as typed (None or [] = not given)."""
     with errors():
         if question == "-":
             question = sys.stdin.read()
@@ -75,6 +75,8 @@ def run_context(
             _print_stats(result)
         if copy:
             _copy_to_clipboard(result.text)
+        if not result.items:  # nothing matched (or fitted): the warning above says which
+            raise SystemExit(EXIT_NO_MATCH)
 
 
 def _print_context(result) -> None:

@@ -14,7 +14,7 @@ import typer
 
 from ..errors import did_you_mean
 from .root import FOUND_ROOT, app, workspace_root
-from .output import EXIT_ERROR, errors, fail, print_json, print_text
+from .output import errors, fail, print_json, print_text
 
 # click's own --help is turned off: `tool NAME --help` describes the tool NAME (from its
 # JSON schema), and `tool --help` this command.
@@ -102,9 +102,9 @@ def tool(
             print_text(tool_help(specs[name]))
             return
         answer = registry.call(name, _arguments(args_json, list(ctx.args)))
-        print_json(answer)
+        print_json(answer)  # the tool's answer as a program receives it, failed or not
         if not answer.get("success"):
-            raise typer.Exit(EXIT_ERROR)
+            fail(" ".join(str(answer.get("error") or f"{name} failed").split()))
     finally:
         registry.close()
 

@@ -261,7 +261,10 @@ def json_document(
     return {"files": files}
 
 
-JSON_COUNTS = "content a model reads: paths, imports, signatures, code and doc lines; not JSON syntax or metadata"
+JSON_COUNTS = (
+    "content a model reads: paths, imports, signatures, code and doc lines; not JSON syntax or "
+    "metadata (json_tokens counts the whole JSON text)"
+)
 
 
 def json_content(document: dict[str, Any]) -> str:
@@ -300,6 +303,24 @@ def render_json(
     """The JSON document, ``header`` fields (question, token_count, ...) first."""
     document = {**(header or {}), **json_document(selection, file_lines, deps, modules, include_scores)}
     return json.dumps(document, ensure_ascii=False, indent=1)
+
+
+def render_counted(render: Callable[..., str], header: dict[str, Any], encoding: str, *args: Any) -> tuple[str, int]:
+    """``render(*args, header=header)`` with ``header["json_tokens"]`` set to the exact
+    token count of the very text returned, and that count. The count is part of the text,
+    so it is found as a fixed point: a number's digits change its tokens only when its
+    length changes, which settles in two or three renders."""
+    from ..tokens import count_tokens
+
+    claimed = 0
+    for _ in range(6):
+        header["json_tokens"] = claimed
+        text = render(*args, header=header)
+        actual = count_tokens(text, encoding)
+        if actual == claimed:
+            break
+        claimed = actual
+    return text, actual
 
 
 @dataclass(frozen=True)

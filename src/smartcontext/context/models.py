@@ -130,6 +130,8 @@ class ContextResult:
     counts:           what ``token_count`` counts.
     embedding:        how far the index's vectors were (``background.EmbeddingStatus``):
                       the semantic signal covered only the embedded items.
+    json_tokens:      for the json format, exact tokens of ``text`` (the JSON as printed),
+                      which is more than ``token_count`` (the content a model reads).
     """
 
     question: str
@@ -146,6 +148,7 @@ class ContextResult:
     nearest: list[dict[str, Any]] = field(default_factory=list)
     counts: str = "the rendered text"
     embedding: EmbeddingStatus | None = None
+    json_tokens: int | None = None
 
     @property
     def mu_text(self) -> str:
@@ -176,6 +179,7 @@ class ContextResult:
             "token_count": self.token_count,
             "counts": self.counts,
             "max_tokens": self.max_tokens,
+            **({"json_tokens": self.json_tokens} if self.json_tokens is not None else {}),
             "item_count": len(self.items),
             "files": shown,
             "more_files": len(self.files) - len(shown),

@@ -18,7 +18,7 @@ from ..retrieval.reports import without_version_lines
 from ..store.base import Store
 from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
-from .export import EXPORTERS
+from .export import EXPORTERS, render_counted
 from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
@@ -256,13 +256,16 @@ class SmartContextExtractor:
         elif not ranked:
             nearest = _nearest_names(question, cat)
         relevance = {s.item.id: round(s.score, 4) for s in selection if not s.context_only}
+        json_tokens = None
         if exporter.render is not None:
             header = {
                 "question": question, "format": format, "max_tokens": cfg.max_tokens,
-                "token_count": tokens, "counts": exporter.counts, "encoding": cfg.encoding,
+                "token_count": tokens, "json_tokens": 0, "counts": exporter.counts, "encoding": cfg.encoding,
                 "warnings": warnings,
             }
-            text = exporter.render(selection, file_lines, deps, modules, cfg.include_scores, header)
+            text, json_tokens = render_counted(
+                exporter.render, header, cfg.encoding, selection, file_lines, deps, modules, cfg.include_scores
+            )
         return ContextResult(
             question=question,
             text=text,
@@ -277,6 +280,7 @@ class SmartContextExtractor:
             warnings=warnings,
             nearest=nearest,
             counts=exporter.counts,
+            json_tokens=json_tokens,
         )
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, did_you_mean
 from ..plugins import HookOnce
 from .base import Embedder
 
@@ -93,9 +93,26 @@ def get_embedder(spec: str | None = None, **options: Any) -> Embedder:
         return _call(_schemes[scheme], spec, (arg.strip(),), options)
     if "/" in spec and not spec.startswith(("/", ".", "~")) and "litellm" in _schemes:
         return _call(_schemes["litellm"], spec, (spec,), options)
-    raise EmbeddingError(
-        f"unknown embedding model {spec!r}; use one of: {', '.join(known_specs())}"
-    )
+    raise EmbeddingError(_unknown(spec))
+
+
+def spec_problem(spec: str | None) -> str | None:
+    """Why ``spec`` names no embedder (an unknown name, a scheme with no model), or None
+    when :func:`get_embedder` would know it; loads no model (``status`` asks this)."""
+    _load_plugins()
+    spec = (spec or "").strip() or "default"
+    if spec in _named:
+        return None
+    scheme, sep, arg = spec.partition(":")
+    if sep and scheme in _schemes:
+        return None if arg.strip() else f"embedding model spec {spec!r} names no model after '{scheme}:'"
+    if "/" in spec and not spec.startswith(("/", ".", "~")) and "litellm" in _schemes:
+        return None
+    return _unknown(spec)
+
+
+def _unknown(spec: str) -> str:
+    return f"unknown embedding model {spec!r}{did_you_mean(spec, _named)} (known: {', '.join(known_specs())})"
 
 
 def _call(factory: Callable[..., Embedder], spec: str, args: tuple, options: dict[str, Any]) -> Embedder:

@@ -190,6 +190,11 @@ class Store(Protocol):
         ``prepared`` is ``prepare_file`` of the same items when the caller ran it."""
         ...
 
+    def load_files(self, records: Sequence[FileRecord]) -> None:
+        """Replace each of these files as :meth:`replace_file` would, in one atomic write
+        and as few statements as the backend allows (``store copy``)."""
+        ...
+
     # -- items ---------------------------------------------------------------------
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]: ...
 

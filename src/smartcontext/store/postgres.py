@@ -35,6 +35,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
@@ -79,6 +80,9 @@ _HNSW_MAX_DIM = 2000
 # vectors and ranks them exactly: cheaper than an HNSW scan that skips everything else.
 EXACT_AMONG = 5000
 _SCHEMA_PREFIX = "sc_"
+# Writes of at least this many vectors go through COPY (one round trip) rather than
+# executemany.
+_COPY_ROWS = 200
 
 
 def is_postgres_url(location: str) -> bool:
@@ -214,7 +218,13 @@ class PostgresStore:
             try:
                 self._create_extension(conn)
                 EMBEDDINGS.apply(conn, SHARED_SCHEMA)
-                CORE.apply(conn, self.schema)
+                if "m001_tables" in CORE.apply(conn, self.schema):
+                    # The name as given: `store list` shows it (a schema name may be hashed).
+                    conn.execute(
+                        sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('workspace', %s) "
+                                "ON CONFLICT (key) DO NOTHING").format(sql.Identifier(self.schema)),
+                        (self.workspace,),
+                    )
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_BOOTSTRAP_LOCK,))
 
@@ -451,6 +461,74 @@ class PostgresStore:
                         [(file_id, e.src, str(e.kind), e.dst, e.dst_name) for e in edges],
                     )
             self._bump_generation(conn, changed)
+
+    def load_files(self, records: Sequence[FileRecord]) -> None:
+        """Replace these files as :meth:`replace_file` would, in one transaction and a few
+        statements (for ``store copy``): the file rows in one INSERT, the items through
+        COPY into a staging table (their ``tsvector`` computed by the server, exactly as
+        ``replace_file`` does), the edges through COPY."""
+        if not records:
+            return
+        packed = [pack_file([row[0] for row in rec.items]) for rec in records]
+        paths = [rec.path for rec in records]
+        with self._write() as conn:
+            changed = self._item_paths(conn, paths) | {row[0].path for rec in records for row in rec.items}
+            conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+            ids = dict(conn.execute(
+                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
+                "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], "
+                "%s::text[], %s::text[], %s::jsonb[], %s::bytea[]) RETURNING path, id",
+                (paths, [r.mtime_ns for r in records], [r.size for r in records], [r.hash for r in records],
+                 [r.language for r in records], [r.source for r in records], [r.module for r in records],
+                 [json.dumps(list(r.warnings)) for r in records], [p[0] for p in packed]),
+            ).fetchall())
+            conn.execute(
+                "CREATE TEMP TABLE _sc_load_items (id text, file_id bigint, path text, kind text, "
+                "name text, qualname text, fqname text, start_line integer, end_line integer, "
+                "parent_id text, language text, tokens integer, sig_tokens integer, content_hash text, "
+                "tags jsonb, text_at integer, text_len integer, details_at integer, details_len integer, "
+                "file_row boolean, tsv_name text, tsv_path text, tsv_body text) ON COMMIT DROP"
+            )
+            with conn.cursor() as cur:
+                with cur.copy("COPY _sc_load_items FROM STDIN") as copy:
+                    for rec, (_blob, spans, detail_spans) in zip(records, packed):
+                        file_id = ids[rec.path]
+                        for n, row in enumerate(rec.items):
+                            copy.write_row(self._item_values(row, file_id, spans[n], detail_spans[n]))
+                cur.execute(
+                    "INSERT INTO items(id, file_id, path, kind, name, qualname, fqname, start_line, "
+                    "end_line, parent_id, language, tokens, sig_tokens, content_hash, tags, text_at, "
+                    "text_len, details_at, details_len, file_row, tsv) SELECT id, file_id, path, kind, "
+                    "name, qualname, fqname, start_line, end_line, parent_id, language, tokens, "
+                    "sig_tokens, content_hash, tags, text_at, text_len, details_at, details_len, "
+                    "file_row, setweight(to_tsvector('simple', tsv_name), 'A') || "
+                    "setweight(to_tsvector('simple', tsv_path), 'B') || "
+                    "setweight(to_tsvector('simple', tsv_body), 'C') FROM _sc_load_items"
+                )
+                cur.execute("DROP TABLE _sc_load_items")  # a second load in the same batch makes it again
+                with cur.copy("COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN") as copy:
+                    for rec in records:
+                        file_id = ids[rec.path]
+                        for e in rec.edges:
+                            copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
+            self._bump_generation(conn, changed)
+
+    @staticmethod
+    def _item_values(row: ItemRow, file_id: int, span: tuple[int, int], detail_span: tuple[int, int]) -> tuple:
+        """One item's column values as ``replace_file`` writes them, with the texts its
+        ``tsvector`` is made of in place of the ``tsvector``."""
+        item, fqname, sig_tokens, content_hash = row[:4]
+        body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
+        fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
+        return (
+            item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
+            item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
+            sig_tokens, content_hash,
+            JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
+            *span, *detail_span,
+            kind_traits(item.kind).file_row and item.start_line == 1,
+            _tsv_text(fts_name), _tsv_text(item.path), _tsv_text(body),
+        )
 
     @staticmethod
     def _item_paths(conn: "psycopg.Connection", files: list[str]) -> set[str]:
@@ -839,12 +917,33 @@ class PostgresStore:
                 self._deferred_dims.add(dim)  # built once, over all rows, at the end of the load
             else:
                 self._ensure_hnsw(conn, dim)
+        # A row that is already there with the same vector is left alone: copying an index
+        # into a database that shares its cache rewrites nothing (nor its HNSW graph).
+        upsert = (
+            "ON CONFLICT (model, hash) DO UPDATE SET dim = excluded.dim, vec = excluded.vec "
+            "WHERE embedding_cache.dim <> excluded.dim OR embedding_cache.vec <> excluded.vec"
+        )
         with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO embedding_cache(model, hash, dim, vec) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (model, hash) DO UPDATE SET dim = excluded.dim, vec = excluded.vec",
-                [(model, h, int(unique[h].shape[0]), unique[h]) for h in sorted(unique)],
+            if len(unique) < _COPY_ROWS:
+                cur.executemany(
+                    f"INSERT INTO embedding_cache(model, hash, dim, vec) VALUES (%s, %s, %s, %s) {upsert}",
+                    [(model, h, int(unique[h].shape[0]), unique[h]) for h in sorted(unique)],
+                )
+                return
+            cur.execute(
+                "CREATE TEMP TABLE _sc_load_vectors (hash text, dim integer, vec vector) ON COMMIT DROP"
             )
+            # Binary: pgvector's text form is built float by float in Python, 15x slower.
+            with cur.copy("COPY _sc_load_vectors FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["text", "int4", "vector"])
+                for h in sorted(unique):
+                    copy.write_row((h, int(unique[h].shape[0]), unique[h]))
+            cur.execute(
+                "INSERT INTO embedding_cache(model, hash, dim, vec) SELECT %s, hash, dim, vec "
+                f"FROM _sc_load_vectors ORDER BY hash {upsert}",
+                (model,),
+            )
+            cur.execute("DROP TABLE _sc_load_vectors")
 
     @contextmanager
     def deferred_vector_index(self, maintenance_work_mem: str = "2GB") -> Iterator[None]:
@@ -943,6 +1042,64 @@ class PostgresStore:
         self.close()
 
 
+@dataclass
+class WorkspaceInfo:
+    """One workspace of a database, as ``smartcontext store list`` shows it."""
+
+    name: str
+    schema: str
+    files: int
+    items: int
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _connect(conninfo: str) -> "psycopg.Connection":
+    if _IMPORT_ERROR is not None:
+        raise StoreUnavailable("pip install 'smartcontext[postgres]' for PostgreSQL stores")
+    try:
+        return psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        raise _connect_error(conninfo, exc) from exc
+
+
+def _info(conn: "psycopg.Connection", schema: str) -> WorkspaceInfo | None:
+    s = sql.Identifier(schema)
+    tables = conn.execute(
+        "SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename IN ('meta', 'files', 'items')",
+        (schema,),
+    ).fetchone()[0]
+    if tables < 3:  # not a workspace of ours (or one whose creation failed half-way)
+        return None
+    name = conn.execute(sql.SQL("SELECT value FROM {}.meta WHERE key = 'workspace'").format(s)).fetchone()
+    files, items = conn.execute(
+        sql.SQL("SELECT (SELECT count(*) FROM {}.files), (SELECT count(*) FROM {}.items)").format(s, s)
+    ).fetchone()
+    return WorkspaceInfo(name[0] if name else schema[len(_SCHEMA_PREFIX):], schema, files, items)
+
+
+def list_workspaces(url: str) -> list[WorkspaceInfo]:
+    """The workspaces of the database at ``url`` with their sizes, by name; reads only
+    (creates no schema, extension or table)."""
+    conninfo, _ = split_url(url)
+    with _connect(conninfo) as conn:
+        schemas = [r[0] for r in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s) ORDER BY nspname",
+            (_SCHEMA_PREFIX,),
+        )]
+        found = [_info(conn, schema) for schema in schemas]
+    return sorted((w for w in found if w is not None), key=lambda w: w.name)
+
+
+def workspace_info(url: str, workspace: str) -> WorkspaceInfo | None:
+    """``workspace`` of the database at ``url`` with its size, or None when the database
+    has no such workspace; reads only."""
+    conninfo, _ = split_url(url)
+    with _connect(conninfo) as conn:
+        return _info(conn, schema_name(workspace))
+
+
 def drop_workspace(url: str, workspace: str | None = None, *, clear_cache: bool = False) -> None:
     """Delete a workspace's tables from a database (``smartcontext index --rebuild`` and
     tests); the shared embedding cache is kept unless ``clear_cache`` (which empties it
@@ -963,4 +1120,7 @@ def drop_workspace(url: str, workspace: str | None = None, *, clear_cache: bool 
         raise _connect_error(conninfo, exc) from exc
 
 
-__all__ = ["PostgresStore", "drop_workspace", "is_postgres_url", "schema_name", "split_url"]
+__all__ = [
+    "PostgresStore", "WorkspaceInfo", "drop_workspace", "is_postgres_url", "list_workspaces", "schema_name",
+    "split_url", "workspace_info",
+]

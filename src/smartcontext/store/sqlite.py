@@ -453,6 +453,16 @@ class SQLiteStore:
                 self._bump_generation(changed)
         return count
 
+    def load_files(self, records: Sequence[FileRecord]) -> None:
+        """Replace these files (``store copy``) in one transaction."""
+        with self.batch():
+            for rec in records:
+                self.replace_file(
+                    path=rec.path, mtime_ns=rec.mtime_ns, size=rec.size, hash=rec.hash,
+                    language=rec.language, source=rec.source, module=rec.module,
+                    warnings=rec.warnings, items=rec.items, edges=rec.edges,
+                )
+
     def replace_file(
         self,
         *,
@@ -1033,8 +1043,11 @@ class SQLiteStore:
             items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, *fts[si.rowid]) for si in stored]
             edges = [
                 Edge(src, kind, dst=dst, dst_name=dst_name)
+                # A file's edges as _delete_file_rows finds them, through indexes: edges has no
+                # index on file_id alone, and a scan per file made copying a vault quadratic.
                 for src, kind, dst, dst_name in self.db.execute(
-                    f"{_EDGE_SELECT} WHERE e.file_id = ? ORDER BY e.rowid", (file_id,)
+                    f"{_EDGE_SELECT} WHERE (e.src IN (SELECT rowid FROM items WHERE file_id = ?) "
+                    "OR (e.src IS NULL AND e.file_id = ?)) ORDER BY e.rowid", (file_id, file_id),
                 )
             ]
             yield FileRecord(path, mtime_ns, size, hash_, language, source, module,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import SmartContextError
+from ..errors import SmartContextError, did_you_mean
 from ..plugins import HookOnce
 from .spec import DEFAULT_REFRESH_INTERVAL, ToolContext, ToolSpec
 from ..validate import ToolError, check_arguments
@@ -112,7 +112,8 @@ class ToolRegistry:
         spec = self.get(name)
         if spec is None:
             shown = name if isinstance(name, str) and len(name) <= 100 else f"{str(name)[:100]}…"
-            return _err(f"Unknown tool: {shown}. Available tools: {', '.join(self._tools)}")
+            hint = did_you_mean(name, self._tools) if isinstance(name, str) else ""
+            return _err(f"Unknown tool: {shown}{hint}. Available tools: {', '.join(self._tools)}")
         try:
             size = len(arguments) if isinstance(arguments, str) else len(json.dumps(arguments, default=str))
         except Exception as exc:  # not JSON-encodable, or nested deeper than the recursion limit

@@ -6,12 +6,13 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import inspect
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import SmartContextError, WorkspaceNotFound
+from ..errors import SmartContextError, WorkspaceNotFound, did_you_mean
 from ..notes import LinkResolver, NoteFacts, read_note
 from ..safeio import read_regular
 from .paths import VaultFile, rel_path, resolve_in_vault, walk_vault, write_lock
@@ -156,7 +157,19 @@ class VaultBase:
                 found = self._resolve(hit)
                 if found.is_file():
                     return found
-        raise FileNotFoundError(f"File not found: {rel}")
+        raise FileNotFoundError(f"File not found: {rel}{self._closest(rel)}")
+
+    def _closest(self, rel: str) -> str:
+        """``"; did you mean 'folder/Note'?"`` for the file nearest a name that matched
+        none: by note name when no folder was given, else by path."""
+        paths = self._link_resolver().paths
+        text = rel.strip().replace("\\", "/")
+        if "/" in text:
+            return did_you_mean(text, paths)
+        names: dict[str, str] = {}
+        for p in sorted(paths, key=len):  # shortest first, as links resolve ambiguous names
+            names.setdefault(posixpath.splitext(posixpath.basename(p))[0], posixpath.splitext(p)[0])
+        return did_you_mean(posixpath.splitext(text)[0], names, show=names)
 
     def _write_lock(self):
         """The vault's write lock (all processes): hold it around every read-modify-write."""

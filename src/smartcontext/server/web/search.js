@@ -18,7 +18,10 @@
   function showContext(r) {
     $('sc-search-result').hidden = true;
     $('sc-context-result').hidden = false;
+    // For JSON the budget holds the content a model reads; the JSON text around it is
+    // larger, and the page says both rather than one number that looks like the whole.
     $('sc-token-count').textContent = r.token_count + ' tokens of ' + r.max_tokens +
+      (r.json_tokens != null ? ' counted on the content; the JSON text is ' + r.json_tokens + ' tokens' : '') +
       ' (' + r.item_count + ' items, ' + r.format + ')';
     $('sc-token-count').dataset.tokens = r.token_count;
     $('sc-context-text').textContent = r.text;
