@@ -59,11 +59,13 @@ def semantic_search_tool(
     tags: list[str] | None = None,
     paths: list[str] | None = None,
     scope: str = "notes",
+    reader: SmartConnections | None = None,
     **options: Any,
 ) -> str:
-    """``semantic_search`` over the vault's Smart Connections vectors, as tool JSON."""
+    """``semantic_search`` over the vault's Smart Connections vectors, as tool JSON;
+    ``reader``: the caller's own (a server's), else the shared one of ``vault``."""
     try:
-        result = get_reader(vault, **options).semantic_search(
+        result = (reader or get_reader(vault, **options)).semantic_search(
             query, limit=limit, min_score=minScore, tags=tags, paths=paths, scope=scope
         )
     except (SmartContextError, OSError) as exc:
@@ -77,11 +79,12 @@ def similar_notes_tool(
     limit: int = 10,
     minScore: float = 0.3,
     scope: str = "notes",
+    reader: SmartConnections | None = None,
     **options: Any,
 ) -> str:
-    """``similar_notes`` from the stored vectors alone, as tool JSON."""
+    """``similar_notes`` from the stored vectors alone, as tool JSON (``reader`` as above)."""
     try:
-        result = get_reader(vault, **options).similar_notes(path, limit=limit, min_score=minScore, scope=scope)
+        result = (reader or get_reader(vault, **options)).similar_notes(path, limit=limit, min_score=minScore, scope=scope)
     except (SmartContextError, OSError) as exc:
         return err(str(exc))
     return ok(f"{result.count} note(s) similar to {result.path}", **result.to_dict())
