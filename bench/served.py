@@ -130,8 +130,9 @@ def bench_registry(vault: Path, args: dict[str, list[dict[str, Any]]]) -> dict[s
         registry.close()
 
 
-def server_env() -> dict[str, str]:
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SMARTCONTEXT_")}
+    env.update(extra or {})
     env["PYTHONUNBUFFERED"] = "1"
     # The server runs the same source tree as the in-process figures.
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent / "src"), *filter(None, [env.get("PYTHONPATH")])])
@@ -145,18 +146,18 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def mcp_session(vault: Path, transport: str) -> AsyncIterator[ClientSession]:
+async def mcp_session(vault: Path, transport: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     command = [sys.executable, "-m", "smartcontext", "serve", "mcp", str(vault)]
     if transport == "stdio":
         params = StdioServerParameters(command=command[0], args=command[1:] + ["--transport", "stdio"],
-                                       env=server_env(), cwd=str(vault))
+                                       env=server_env(env), cwd=str(vault))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 yield session
         return
     port = free_port()
-    proc = subprocess.Popen(command + ["--transport", "http", "--port", str(port)], env=server_env(),
+    proc = subprocess.Popen(command + ["--transport", "http", "--port", str(port)], env=server_env(env),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
@@ -181,7 +182,10 @@ async def mcp_session(vault: Path, transport: str) -> AsyncIterator[ClientSessio
             proc.wait()
 
 
-def bench_mcp(vault: Path, args: dict[str, list[dict[str, Any]]], transport: str) -> dict[str, list[float]]:
+def bench_mcp(
+    vault: Path, args: dict[str, list[dict[str, Any]]], transport: str, env: dict[str, str] | None = None
+) -> dict[str, list[float]]:
+    """Milliseconds per ``call_tool`` for each tool of ``args``, in one server."""
     out: dict[str, list[float]] = {}
 
     async def call(session: ClientSession, name: str, a: dict[str, Any]) -> None:
@@ -190,11 +194,11 @@ def bench_mcp(vault: Path, args: dict[str, list[dict[str, Any]]], transport: str
             raise SystemExit(f"error: {name} failed over MCP: {result.content[-1].text[:500]}")
 
     async def main() -> None:
-        async with mcp_session(vault, transport) as session:
-            for name in TOOLS:
-                await call(session, name, args[name][-1])  # untimed, as in process
+        async with mcp_session(vault, transport, env) as session:
+            for name, calls in args.items():
+                await call(session, name, calls[-1])  # untimed, as in process
                 times = []
-                for a in args[name]:
+                for a in calls:
                     s = time.perf_counter()
                     await call(session, name, a)
                     times.append((time.perf_counter() - s) * 1000)

@@ -39,7 +39,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +92,7 @@ class LoadStats:
     watching: bool = False
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(vars(self))  # every field a scalar: asdict's deep copies buy nothing
 
     def add(self, parse: FileParse, restored: bool = False) -> None:
         if restored:

@@ -34,7 +34,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,10 @@ class SemanticHit:
     signals: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # What asdict gives, without its deep copies (a tenth of a served call's time).
+        return {"path": self.path, "score": self.score, "kind": self.kind, "heading": self.heading,
+                "key": self.key, "lines": None if self.lines is None else list(self.lines),
+                "snippet": self.snippet, "signals": dict(self.signals)}
 
 
 @dataclass
@@ -130,8 +133,9 @@ class _Answer:
         return len(self.results)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["count"] = self.count
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d.update(results=[hit.to_dict() for hit in self.results], warnings=list(self.warnings),
+                 load=dict(self.load), count=self.count)
         return d
 
 
