@@ -21,7 +21,9 @@ Three figures per tool, wall-clock p50 / p95 in milliseconds:
   ``streamable_http_client`` against ``--transport http``) timing ``call_tool`` from
   request to parsed answer.
 The difference between MCP and registry is the transport (JSON-RPC encoding, a pipe or
-a socket, the SDK's task hops); between registry and library, what the tool adds.
+a socket, the SDK's task hops); between registry and library, what the tool adds. The
+last column is the server's CPU time per call (from /proc), which, unlike wall time, does
+not grow when other work takes the machine's cores.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ from smartcontext.tools import ToolRegistry  # noqa: E402
 CHAT_ID = "bench"
 CHAT_MESSAGES = 300
 CONTEXT_TOKENS = 2000
-TOOLS = ("similar_notes", "semantic_search", "search", "context", "chat_history")
+# get_current_date does next to nothing: its row is the floor of a served call.
+TOOLS = ("get_current_date", "similar_notes", "semantic_search", "search", "context", "chat_history")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -78,6 +81,7 @@ def arguments(notes: list[str], calls: int) -> dict[str, list[dict[str, Any]]]:
     step = max(1, len(notes) // calls)
     q = lambda i: QUERIES[i % len(QUERIES)]  # noqa: E731
     return {
+        "get_current_date": [{} for _ in range(calls)],
         "similar_notes": [{"path": notes[(i * step) % len(notes)], "limit": 10} for i in range(calls)],
         "semantic_search": [{"query": q(i), "limit": 10} for i in range(calls)],
         "search": [{"query": q(i), "limit": 10, "mode": "hybrid"} for i in range(calls)],
@@ -108,7 +112,7 @@ def bench_library(vault: Path, args: dict[str, list[dict[str, Any]]]) -> dict[st
         "chat_history": lambda a: chat.history(a["message"]),
     }
     try:
-        return {name: time_calls(calls[name], args[name]) for name in TOOLS}
+        return {name: time_calls(calls[name], args[name]) for name in TOOLS if name in calls}
     finally:
         sc.close()
         ws.close()
@@ -182,11 +186,33 @@ async def mcp_session(vault: Path, transport: str, env: dict[str, str] | None = 
             proc.wait()
 
 
+def children_cpu() -> float | None:
+    """CPU seconds (user + system) used so far by this process's children (the server),
+    from /proc; None where there is no /proc. Unlike wall time, it does not grow when
+    other work on a shared machine takes the cores."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
 def bench_mcp(
-    vault: Path, args: dict[str, list[dict[str, Any]]], transport: str, env: dict[str, str] | None = None
+    vault: Path, args: dict[str, list[dict[str, Any]]], transport: str, env: dict[str, str] | None = None,
+    server_cpu: dict[str, float] | None = None,
 ) -> dict[str, list[float]]:
-    """Milliseconds per ``call_tool`` for each tool of ``args``, in one server."""
+    """Milliseconds per ``call_tool`` for each tool of ``args``, in one server; the
+    server's mean CPU milliseconds per call go to ``server_cpu`` (by tool)."""
     out: dict[str, list[float]] = {}
+    server_cpu = {} if server_cpu is None else server_cpu
 
     async def call(session: ClientSession, name: str, a: dict[str, Any]) -> None:
         result = await session.call_tool(name, a)
@@ -198,11 +224,14 @@ def bench_mcp(
             for name, calls in args.items():
                 await call(session, name, calls[-1])  # untimed, as in process
                 times = []
+                cpu = children_cpu()
                 for a in calls:
                     s = time.perf_counter()
                     await call(session, name, a)
                     times.append((time.perf_counter() - s) * 1000)
                 out[name] = times
+                if cpu is not None:
+                    server_cpu[name] = (children_cpu() - cpu) * 1000 / len(calls)
 
     anyio.run(main)
     return out
@@ -242,10 +271,11 @@ def main() -> None:
         print(f"prepared {n_notes} notes, {CHAT_MESSAGES} chat messages in {time.perf_counter() - started:.1f} s",
               file=sys.stderr)
         args = arguments(notes, calls)
+        cpu: dict[str, float] = {}
         figures = {
             "library": bench_library(vault, args),
             "registry": bench_registry(vault, args),
-            f"MCP {a.transport}": bench_mcp(vault, args, a.transport),
+            f"MCP {a.transport}": bench_mcp(vault, args, a.transport, server_cpu=cpu),
         }
 
     cols = list(figures)
@@ -255,13 +285,16 @@ def main() -> None:
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}; {n_notes} generated notes with Smart Connections vectors, "
           f"a {CHAT_MESSAGES}-message chat; {calls} calls per tool; p50 / p95 ms\n")
-    print("| tool | " + " | ".join(cols) + " |")
-    print("|---|" + "---|" * len(cols))
+    print("| tool | " + " | ".join(cols) + " | MCP server CPU per call (mean) |")
+    print("|---|" + "---|" * (len(cols) + 1))
     for name in TOOLS:
-        cells = [f"{pct(figures[c][name], 50):.2f} / {pct(figures[c][name], 95):.2f}" for c in cols]
+        cells = [f"{pct(figures[c][name], 50):.2f} / {pct(figures[c][name], 95):.2f}" if name in figures[c] else "-"
+                 for c in cols]
+        cells.append(f"{cpu[name]:.2f}" if name in cpu else "-")
         print(f"| {name} | " + " | ".join(cells) + " |")
     if a.json:
-        a.json.write_text(json.dumps({"notes": n_notes, "calls": calls, "figures": figures}, indent=1))
+        a.json.write_text(json.dumps({"notes": n_notes, "calls": calls, "figures": figures, "server_cpu_ms": cpu},
+                                     indent=1))
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@
   objects (``.to_dict()`` for ``--json``), ``render_*`` turn them into text to print.
   They raise ``SmartContextError`` subclasses, which the CLI prints without a traceback.
 
-Readers are shared per vault and options (``get_reader``), so a long-running server keeps
-its incremental cache between calls.
+Readers are shared per vault and options (``get_reader``), so repeated calls in one process
+keep the incremental cache. A server passes its own reader instead (one per server, see
+``tools.smart_connections``): options holding a function (``workspace=``) are keyed by that
+function's identity, so a new function per call would build a new reader per call.
 """
 
 from __future__ import annotations
