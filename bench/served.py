@@ -293,8 +293,7 @@ def main() -> None:
         cells.append(f"{cpu[name]:.2f}" if name in cpu else "-")
         print(f"| {name} | " + " | ".join(cells) + " |")
     if a.json:
-        a.json.write_text(json.dumps({"notes": n_notes, "calls": calls, "figures": figures, "server_cpu_ms": cpu},
-                                     indent=1))
+        a.json.write_text(json.dumps({"notes": n_notes, "calls": calls, "figures": figures, "server_cpu_ms": cpu}))
 
 
 if __name__ == "__main__":
