@@ -1,4 +1,5 @@
-"""Benchmark the Smart Connections reader: load, change checks, memory, search latency.
+"""Benchmark the Smart Connections reader: load, change checks, memory, search latency,
+and the same searches as MCP tool calls (``--no-served`` leaves those out).
 
     python bench/smart_connections.py            # real vault (if present) + 4,000 generated notes
     python bench/smart_connections.py --quick    # 500 generated notes, fewer repetitions
@@ -17,7 +18,7 @@ Two vaults:
   MiniLM embeds queries and the model mode is measured end to end.
 
 Targets from the issue: cold load of 4,000 notes < 1 s; warm no-change check < 5 ms;
-search < 20 ms. Times are wall-clock medians on this machine; compare ratios across runs.
+search < 20 ms; warm similar_notes and semantic_search over MCP < 5 ms p50. Times are wall-clock medians on this machine; compare ratios across runs.
 """
 
 from __future__ import annotations
@@ -312,6 +313,31 @@ def bench_search(vault: Path, runs: int, **options) -> dict:
     return out
 
 
+def bench_served(vault: Path, runs: int) -> dict:
+    """``similar_notes`` and ``semantic_search`` as an agent gets them: tool calls over MCP
+    (the SDK's stdio client, a ``smartcontext serve mcp`` process on the vault), each tool
+    called once untimed first. The reader figures above say nothing about a server that
+    rebuilds its reader per call; these do."""
+    from served import bench_mcp
+
+    sc = SmartConnections(vault, use_hf_cache=False)
+    sc.refresh()
+    notes = [p for p in sc._cache.note_paths() if sc._cache.has_rows(p)]
+    sc.close()
+    paths = notes[:: max(1, len(notes) // 50)]
+    args = {
+        "similar_notes": [{"path": p, "limit": 10} for p in paths],
+        "semantic_search": [{"query": q, "limit": 10} for q in QUERIES * runs],
+    }
+    # The same settings as bench_search: the vault's own embeddings off (no background
+    # embedding competes with the calls; the real vault answers by keyword-rerank).
+    times = bench_mcp(vault, args, "stdio", {"SMARTCONTEXT_EMBEDDING_MODEL": "none"})
+    return {
+        "mcp_similar_p50": pct(times["similar_notes"], 50) / 1000, "mcp_similar_p95": pct(times["similar_notes"], 95) / 1000,
+        "mcp_search_p50": pct(times["semantic_search"], 50) / 1000, "mcp_search_p95": pct(times["semantic_search"], 95) / 1000,
+    }
+
+
 def bench_shipped(vault: Path) -> dict:
     """Shipped-model mode on a vault whose plugin model is missing: the first query embeds
     every section (once), a new process finds them on disk, then queries cost a query
@@ -361,6 +387,7 @@ def main() -> None:
     ap.add_argument("--dataset", type=Path, default=DATASET, help="the real vault's .tar.gz")
     ap.add_argument("--no-real", action="store_true", help="measure the generated vault only")
     ap.add_argument("--no-shipped", action="store_true", help="leave out shipped-model mode on the real vault")
+    ap.add_argument("--no-served", action="store_true", help="leave out the tool calls over MCP")
     args = ap.parse_args()
     if not args.no_real and not args.dataset.is_file():
         # Loud, not a note: a run without the real vault must be asked for (--no-real).
@@ -382,6 +409,8 @@ def main() -> None:
             os.environ["SMARTCONTEXT_EMBEDDING_MODEL"] = "none"
             results["real"].update(bench_search(real, runs))
             forget_workspaces()
+            if not args.no_served:
+                results["real"].update(bench_served(real, runs))
             os.environ.pop("SMARTCONTEXT_EMBEDDING_MODEL")
             if not args.no_shipped:
                 results["shipped"] = bench_shipped(real)
@@ -394,6 +423,8 @@ def main() -> None:
               file=sys.stderr)
         results["gen"] = {**info, **bench_load(gen / ".smart-env" / "multi", GEN_MODEL, runs)}
         results["gen"].update(bench_search(gen, runs))
+        if not args.no_served:
+            results["gen"].update(bench_served(gen, runs))
 
     r, g = results.get("real", {}), results["gen"]
 
@@ -441,6 +472,10 @@ def main() -> None:
         ("  of which query embedding p50", "-", cell(g, "embed_query_p50", ms)),
         ("similar_notes p50 / p95", cell(r, "similar_p50", lambda _: f"{ms(r['similar_p50'])} / {ms(r['similar_p95'])}"),
          f"{ms(g['similar_p50'])} / {ms(g['similar_p95'])}"),
+        ("similar_notes over MCP stdio p50 / p95", cell(r, "mcp_similar_p50", lambda _: f"{ms(r['mcp_similar_p50'])} / {ms(r['mcp_similar_p95'])}"),
+         cell(g, "mcp_similar_p50", lambda _: f"{ms(g['mcp_similar_p50'])} / {ms(g['mcp_similar_p95'])}")),
+        ("semantic_search over MCP stdio, repeated query p50 / p95", cell(r, "mcp_search_p50", lambda _: f"{ms(r['mcp_search_p50'])} / {ms(r['mcp_search_p95'])}"),
+         cell(g, "mcp_search_p50", lambda _: f"{ms(g['mcp_search_p50'])} / {ms(g['mcp_search_p95'])}")),
     ]
     print(f"## Smart Connections reader ({'quick' if args.quick else 'full'})\n")
     print(f"`python bench/smart_connections.py{' --quick' if args.quick else ''}` - {time.strftime('%Y-%m-%d')}, "

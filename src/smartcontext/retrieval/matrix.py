@@ -150,18 +150,24 @@ class VectorMatrix:
         x 384 on a busy two-core machine). Blocks of ``DOT_BLOCK`` rows stay under its
         threading threshold, without touching the process-wide thread setting.
         """
-        vector = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
-        out = np.empty(self._n, dtype=np.float32)
-        for start in range(0, self._n, DOT_BLOCK):
-            stop = min(start + DOT_BLOCK, self._n)
-            np.dot(self._m[start:stop], vector, out=out[start:stop])
-        return out
+        return blocked_dot(self._m[: self._n], vector)
 
     def top_k(self, vector: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, scores)`` of the ``k`` alive rows most similar to ``vector``, best first;
         ``allowed`` (a bool mask over ``n_rows``) restricts the rows considered."""
         mask = self.alive() if allowed is None else (self.alive() & allowed[: self._n])
         return top_k(self.dot(vector), k, mask)
+
+
+def blocked_dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` in blocks of ``DOT_BLOCK`` rows (see ``VectorMatrix.dot``)."""
+    vector = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
+    n = matrix.shape[0]
+    out = np.empty(n, dtype=np.float32)
+    for start in range(0, n, DOT_BLOCK):
+        stop = min(start + DOT_BLOCK, n)
+        np.dot(matrix[start:stop], vector, out=out[start:stop])
+    return out
 
 
 def top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

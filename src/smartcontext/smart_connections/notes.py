@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ from ..notes.syntax import heading_text
 from ..vault.paths import resolve_in_vault
 
 _WS = re.compile(r"\s+")
+# Snippets kept, each valid while its note's (mtime, size) stand: results repeat across
+# queries, and a stat costs a fraction of reading, splitting and cleaning the note again.
+SNIPPET_CACHE = 4096
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".canvas")
 
 
@@ -45,6 +49,7 @@ class VaultNotes:
         self.resolve_ttl = resolve_ttl
         self._facts: dict[str, tuple[NoteStamp, float]] = {}
         self._resolved: dict[str, tuple[Path, float]] = {}
+        self._snippets: OrderedDict[tuple, tuple[tuple[int, int], tuple[str, tuple[int, int] | None]]] = OrderedDict()
         self.reads = 0
 
     def resolve(self, rel: str) -> Path:
@@ -121,6 +126,24 @@ class VaultNotes:
         its heading) and the note was edited since the plugin stored them, the span moves
         to where that heading is now. For a note: the start of the text after frontmatter.
         """
+        st = self.stat(rel)
+        if st is None:
+            return "", lines
+        key = (rel, lines, anchor, max_chars)
+        stamp = (st.st_mtime_ns, st.st_size)
+        hit = self._snippets.get(key)
+        if hit is not None and hit[0] == stamp:
+            self._snippets.move_to_end(key)
+            return hit[1]
+        answer = self._snippet(rel, lines, anchor, max_chars)
+        self._snippets[key] = (stamp, answer)
+        if len(self._snippets) > SNIPPET_CACHE:
+            self._snippets.popitem(last=False)
+        return answer
+
+    def _snippet(
+        self, rel: str, lines: tuple[int, int] | None, anchor: str | None, max_chars: int
+    ) -> tuple[str, tuple[int, int] | None]:
         text = self.read_text(rel) if rel.lower().endswith(TEXT_SUFFIXES) else None
         if text is None:
             return "", lines

@@ -48,6 +48,7 @@ class ParseStore:
         self.error: str | None = None
         self.restored = 0
         self.saved = 0
+        self.loads = 0  # whole-model reads: one per cold load of a reader, never per search
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -57,6 +58,7 @@ class ParseStore:
         if db is None or model_key is None:
             return {}
         out: dict[str, tuple[int, int, int | None, FileParse]] = {}
+        self.loads += 1
         try:
             with self._lock:
                 rows = db.execute(

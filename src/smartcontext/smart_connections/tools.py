@@ -9,8 +9,10 @@
   objects (``.to_dict()`` for ``--json``), ``render_*`` turn them into text to print.
   They raise ``SmartContextError`` subclasses, which the CLI prints without a traceback.
 
-Readers are shared per vault and options (``get_reader``), so a long-running server keeps
-its incremental cache between calls.
+Readers are shared per vault and options (``get_reader``), so repeated calls in one process
+keep the incremental cache. A server passes its own reader instead (one per server, see
+``tools.smart_connections``): options holding a function (``workspace=``) are keyed by that
+function's identity, so a new function per call would build a new reader per call.
 """
 
 from __future__ import annotations
@@ -60,11 +62,13 @@ def semantic_search_tool(
     tags: list[str] | None = None,
     paths: list[str] | None = None,
     scope: str = "notes",
+    reader: SmartConnections | None = None,
     **options: Any,
 ) -> dict[str, Any]:
-    """``semantic_search`` over the vault's Smart Connections vectors, as tool data."""
+    """``semantic_search`` over the vault's Smart Connections vectors, as tool data;
+    ``reader``: the caller's own (a server's), else the shared one of ``vault``."""
     try:
-        result = get_reader(vault, **options).semantic_search(
+        result = (reader or get_reader(vault, **options)).semantic_search(
             query, limit=limit, min_score=minScore, tags=tags, paths=paths, scope=scope
         )
     except OSError as exc:
@@ -78,11 +82,12 @@ def similar_notes_tool(
     limit: int = 10,
     minScore: float = 0.3,
     scope: str = "notes",
+    reader: SmartConnections | None = None,
     **options: Any,
 ) -> dict[str, Any]:
-    """``similar_notes`` from the stored vectors alone, as tool data."""
+    """``similar_notes`` from the stored vectors alone, as tool data (``reader`` as above)."""
     try:
-        result = get_reader(vault, **options).similar_notes(path, limit=limit, min_score=minScore, scope=scope)
+        result = (reader or get_reader(vault, **options)).similar_notes(path, limit=limit, min_score=minScore, scope=scope)
     except OSError as exc:
         raise ToolError(str(exc)) from exc
     return similar_notes_answer(result)

@@ -112,7 +112,8 @@ class ToolContext:
         self.stopping = threading.Event()
 
     def shared(self, key: str, make: Callable[[], Any]) -> Any:
-        """One instance per key for the server's life (vault tools, readers...)."""
+        """One instance per key for the server's life (vault tools, readers...); ``close``
+        closes those that have a ``close()``."""
         with self._cache_lock:
             if key not in self._cache:
                 self._cache[key] = make()
@@ -203,6 +204,12 @@ class ToolContext:
         # the file it is storing, and stops its workers); closing under it would fail its
         # writes, and the index stays consistent without a close (one transaction per file).
         self.stopping.set()
+        with self._cache_lock:
+            shared = list(self._cache.values())
+        for value in shared:  # e.g. the Smart Connections reader's folder watch and store
+            close = getattr(value, "close", None)
+            if callable(close):
+                close()
         job = self.workspace.background
         if job is not None:
             job.stop()  # no new batch starts; closing the workspace waits for the one in flight
