@@ -123,6 +123,7 @@ class Workspace:
         self._chats = None
         self._background: BackgroundEmbedding | None = None
         self._lock = threading.RLock()
+        self._skipped: tuple[object, dict[str, list[tuple[str, str]]]] | None = None
 
     # -- opening -------------------------------------------------------------------
 
@@ -496,11 +497,40 @@ class Workspace:
 
             raise InvalidArgument("the question is empty")
         built = self.ensure_index(progress)
-        extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors, config)
+        extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors, config,
+                                          skipped=self._skipped_by_name if config.explain else None)
         result = extractor.extract(question, format=format)
         if built is not None:
             result.stats["built_index"] = built.to_dict()
         return result
+
+    def _skipped_by_name(self) -> dict[str, list[tuple[str, str]]]:
+        """The skipped files by name, kept until the index changes (its catalogue's
+        generation) or the list of skipped files does."""
+        from .coverage import skipped_by_name
+        from .indexer import SKIPPED_FILES
+
+        raw = self.store.get_meta(SKIPPED_FILES) or "{}"
+        cached = self._skipped
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        import json
+
+        try:
+            reasons = json.loads(raw)
+        except ValueError:
+            reasons = {}
+        names = skipped_by_name(reasons if isinstance(reasons, dict) else {})
+        self._skipped = (raw, names)
+        return names
+
+    def files(self, path: str | None = None, indexed: bool = True, skipped: bool = True):
+        """What the index covers under ``path`` (folder, file or glob; None: everything):
+        ``coverage.Coverage`` with the indexed files (source, items, tokens, vectors) and
+        the skipped ones with why."""
+        from .coverage import coverage
+
+        return coverage(self, path, indexed=indexed, skipped=skipped)
 
     def search(
         self,

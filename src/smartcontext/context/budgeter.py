@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..retrieval.scoring import ScoredItem
 from ..store.base import StoredItem
-from .models import ExtractionConfig, SelectedItem
+from .models import OMIT_BUDGET, OMIT_DUPLICATE, ExtractionConfig, SelectedItem
 
 PER_ITEM_OVERHEAD = 8  # sigil or fence line, path or line numbers, blank line
 PER_FILE_OVERHEAD = 12
@@ -28,6 +28,9 @@ class Plan:
     used: int = 0
     truncated: bool = False  # a relevant item did not fit at all
     skipped_for_budget: int = 0
+    # Candidates the plan left out, when ``config.explain``: (candidate, reason, tokens it
+    # would have cost, detail). Recorded here, where the decision is made.
+    dropped: list[tuple[ScoredItem, str, int, str]] = field(default_factory=list)
 
 
 def signature_text(item) -> str:
@@ -59,8 +62,10 @@ def plan_budget(
     files: set[str] = set()
     used = full_used = 0
     misses = 0
+    explain = config.explain
+    dropped = plan.dropped
 
-    for cand in ranked:
+    for n, cand in enumerate(ranked):
         si = stored.get(cand.rowid)
         if si is None:
             continue
@@ -72,8 +77,12 @@ def plan_budget(
                 prev.score = cand.score
                 prev.signals = cand.signals()
             continue
-        if any(a in full_ids for a in _ancestors(si, stored, parents)):
-            continue  # already visible inside an ancestor shown in full
+        if full_ids:
+            shown_in = next((a for a in _ancestors(si, stored, parents) if a in full_ids), None)
+            if shown_in is not None:  # already visible inside an ancestor shown in full
+                if explain:
+                    dropped.append((cand, OMIT_DUPLICATE, item.tokens, f"shown inside {shown_in}"))
+                continue
         file_cost = 0 if item.path in files else file_costs.get(item.path, PER_FILE_OVERHEAD)
         parent_cost = 0
         parent_si = None
@@ -103,8 +112,13 @@ def plan_budget(
             if cand.score >= TRUNCATION_WARNING_SCORE:
                 plan.truncated = True
                 plan.skipped_for_budget += 1
+            if explain:
+                cheapest = sig_cost if si.sig_tokens > 0 else full_cost
+                dropped.append((cand, OMIT_BUDGET, cheapest, f"needs {cheapest} tokens, {max(0, room)} free"))
             misses += 1
             if misses >= MAX_CONSECUTIVE_MISSES:
+                if explain:
+                    _budget_spent(ranked[n + 1:], stored, budget - used, dropped)
                 break
             continue
         misses = 0
@@ -127,10 +141,22 @@ def plan_budget(
                 used -= costs.pop(other_id, 0)
                 del chosen[other_id]
         if used >= budget:
+            if explain:
+                _budget_spent(ranked[n + 1:], stored, budget - used, dropped)
             break
     plan.selected = list(chosen.values())
     plan.used = used
     return plan
+
+
+def _budget_spent(rest: list[ScoredItem], stored: dict[int, StoredItem], free: int, dropped: list) -> None:
+    """The candidates the plan never reached: the budget was spent first."""
+    for cand in rest:
+        si = stored.get(cand.rowid)
+        if si is None:
+            continue
+        cheapest = (si.sig_tokens if si.sig_tokens > 0 else si.item.tokens) + PER_ITEM_OVERHEAD
+        dropped.append((cand, OMIT_BUDGET, cheapest, f"needs {cheapest} tokens, {max(0, free)} free"))
 
 
 def _mode(full_ok: bool, full_cost: int, sig_cost: int | None, room: int, full_room: int) -> tuple[str | None, int]:

@@ -9,7 +9,7 @@ from ..errors import InvalidArgument
 from ..model import Item
 from ..retrieval.entities import ExtractedEntity
 
-__all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "SelectedItem"]
+__all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "OmittedItem", "SelectedItem"]
 
 MAX_BUDGET = 2_000_000
 FORMATS = ("mu", "json", "markdown")
@@ -31,7 +31,9 @@ class ExtractionConfig:
                       the rest goes to signatures of further matches.
     encoding:         tokenizer used to count (cl100k_base or o200k_base).
     kinds:            restrict to these item kinds (None = all).
-    paths:            restrict to these folder/file prefixes (None = all).
+    paths:            restrict to these folders, files or globs (None = all).
+    exclude:          leave out these folders, files or globs.
+    explain:          keep the best candidates left out, with why (``ContextResult.omitted``).
     """
 
     max_tokens: int = 8000
@@ -49,6 +51,8 @@ class ExtractionConfig:
     encoding: str = "cl100k_base"
     kinds: list[str] | None = None
     paths: list[str] | None = None
+    exclude: list[str] | None = None
+    explain: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
@@ -106,6 +110,42 @@ class SelectedItem:
         return d
 
 
+# Why a candidate is not in the context (``OmittedItem.reason``).
+OMIT_BUDGET = "over budget"
+OMIT_SCORE_FLOOR = "below score floor"
+OMIT_TEST = "test excluded"
+OMIT_PATHS = "outside --paths"
+OMIT_EXCLUDE = "matched --exclude"
+OMIT_KIND = "kind not asked"
+OMIT_DUPLICATE = "duplicate of a shown item"
+OMIT_TOO_LARGE = "file too large"
+
+
+@dataclass
+class OmittedItem:
+    """A candidate left out of the context, and why.
+
+    score:  its relevance on the scale of the shown items (0..1); for an item filtered
+            out before ranking (tests, --paths, --exclude), the score its signals gave it.
+    tokens: what showing it would have cost (whole, or as a signature when that was all
+            that could have fitted).
+    reason: one of the OMIT_* values; ``detail`` says more (free tokens, the shown item
+            it repeats, the setting that filtered it).
+    """
+
+    path: str
+    name: str
+    kind: str
+    score: float
+    tokens: int
+    reason: str
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "name": self.name, "kind": self.kind, "score": round(self.score, 4),
+                "tokens": self.tokens, "reason": self.reason, "detail": self.detail}
+
+
 @dataclass
 class ContextResult:
     """The context for one question.
@@ -120,6 +160,13 @@ class ContextResult:
     stats:            entities, candidates per signal, selected, tokens vs budget, timings.
     warnings:         e.g. the budget was too small, nothing matched.
     counts:           what ``token_count`` counts.
+    omitted:          the best candidates left out, best first, with why (empty when
+                      ``explain`` was off).
+    omitted_counts:   how many candidates were left out for each reason (all of them,
+                      not only the ones listed).
+    spend:            what the budget was spent on: tokens and items for bodies,
+                      signatures, headers and files (framing: paths, imports lines),
+                      plus ``free``.
     """
 
     question: str
@@ -135,6 +182,9 @@ class ContextResult:
     warnings: list[str] = field(default_factory=list)
     nearest: list[dict[str, Any]] = field(default_factory=list)
     counts: str = "the rendered text"
+    omitted: list[OmittedItem] = field(default_factory=list)
+    omitted_counts: dict[str, int] = field(default_factory=dict)
+    spend: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mu_text(self) -> str:
@@ -170,6 +220,9 @@ class ContextResult:
             "more_files": len(self.files) - len(shown),
             "warnings": self.warnings,
             "nearest": self.nearest,
+            "omitted": [o.to_dict() for o in self.omitted],
+            "omitted_counts": self.omitted_counts,
+            "spend": self.spend,
         }
         if details:
             d["items"] = [s.to_dict(include_text) for s in self.items]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..model import ItemKind, kind_traits
-from ..notes.match import normalise_folder, path_matches
+from ..notes.match import PathFilter
 from ..retrieval import graph, scoring
 from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
@@ -19,7 +19,10 @@ from ..store.base import Store
 from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
 from .export import EXPORTERS
-from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
+from .models import (
+    FORMATS, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_KIND, OMIT_PATHS, OMIT_SCORE_FLOOR, OMIT_TEST, OMIT_TOO_LARGE,
+    ContextResult, ExtractionConfig, OmittedItem, SelectedItem,
+)
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
     from ..retrieval.vector import VectorIndex
@@ -39,6 +42,7 @@ MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 # out other files' matches).
 LEAD_ITEMS = 3
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
+OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
 
 
 class SmartContextExtractor:
@@ -55,8 +59,12 @@ class SmartContextExtractor:
         catalogue: Callable[[], Catalogue],
         vectors: Callable[[], tuple[VectorIndex, Any] | None] | None = None,
         config: ExtractionConfig | None = None,
+        skipped: Callable[[], dict[str, list[tuple[str, str]]]] | None = None,
     ):
+        """skipped: files left out of the index by name (lower-cased file name and stem ->
+        [(path, reason)]), so a question naming one can be told why it is missing."""
         self.store = store
+        self._skipped = skipped
         self._catalogue = catalogue
         self._vectors = vectors
         self.config = config or ExtractionConfig()
@@ -107,7 +115,20 @@ class SmartContextExtractor:
         timings["vector"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        allowed = self._allowed(cat)
+        why_not = self._exclusion(cat)
+
+        def allowed(rowid: int) -> bool:
+            return why_not(rowid) is None
+
+        filtered: dict[int, str] = {}
+        raw_signals = (ent, kw, vec)
+        if cfg.explain:
+            for signal in (ent, kw, vec):
+                for r in signal:
+                    if r not in filtered:
+                        why = why_not(r)
+                        if why is not None:
+                            filtered[r] = why
         ent = {r: s for r, s in ent.items() if allowed(r)}
         kw = {r: s for r, s in kw.items() if allowed(r)}
         vec = {r: s for r, s in vec.items() if allowed(r)}
@@ -122,6 +143,7 @@ class SmartContextExtractor:
         if neighbours:
             signals_used.append("graph")
         scoring.add_graph(scored, neighbours, cat, cfg)
+        top_raw = max((s.score for s in scored.values()), default=0.0)
         scoring.normalise_final(scored)
         ranked_all = sorted(scored.values(), key=lambda s: (-s.score, s.item_id))
         ranked = [s for s in ranked_all if s.score >= cfg.min_relevance]
@@ -130,8 +152,20 @@ class SmartContextExtractor:
         files = _rank_files(ranked_all, cat, file_rank)
 
         t = time.perf_counter()
-        result = self._budget_and_render(question, format, ranked, cat, files, entities)
+        result, dropped = self._budget_and_render(question, format, ranked, cat, files, entities)
         timings["budget_export"] = time.perf_counter() - t
+        if cfg.explain:
+            t = time.perf_counter()
+            # Items cut by a filter never reach fusion: their own signals score them, on
+            # the shown items' scale (before graph and file boosts, which they never got).
+            pre = scoring.fuse(cat, cfg, *(({r: v for r, v in sig.items() if r in filtered})
+                                          for sig in raw_signals))
+            scale = top_raw if top_raw > 0 else 1.0
+            extra = [(r, min(1.0, s.score / scale), reason) for r, (s, reason) in
+                     ((r, (pre[r], filtered[r])) for r in pre)]
+            extra += [(s.rowid, s.score, OMIT_SCORE_FLOOR) for s in ranked_all if s.score < cfg.min_relevance]
+            self._explain(result, cat, dropped, extra, entities)
+            timings["explain"] = time.perf_counter() - t
         result.stats.update(
             {
                 "entities": len(entities),
@@ -154,28 +188,90 @@ class SmartContextExtractor:
             result.stats["note"] = "no embeddings in the index yet: ranked by names, keywords and graph"
         return result
 
-    def _allowed(self, cat: Catalogue) -> Callable[[int], bool]:
+    def _exclusion(self, cat: Catalogue) -> Callable[[int], str | None]:
+        """Row id -> why the options leave it out (an OMIT_* reason), or None."""
         cfg = self.config
         kinds = set(cfg.kinds) if cfg.kinds else None
         skip_plain_text = cat.has_code
-        prefixes = [normalise_folder(p) for p in cfg.paths] if cfg.paths else None
+        where = PathFilter(cfg.paths, cfg.exclude)
+        where_reason = {"paths": OMIT_PATHS, "exclude": OMIT_EXCLUDE}
 
-        def ok(rowid: int) -> bool:
+        def why_not(rowid: int) -> str | None:
             e = cat.entries.get(rowid)
             if e is None:
-                return False
+                return OMIT_KIND  # gone from the index since the catalogue was read
             if cfg.exclude_tests and e.path in cat.test_paths:
-                return False
+                return OMIT_TEST
             if kinds is not None and e.kind not in kinds:
-                return False
+                return OMIT_KIND
             if kinds is None and skip_plain_text and e.kind == ItemKind.TEXT:
                 # reST/.txt windows crowd out code in a repository; ask with kinds=["text"]
-                return False
-            if prefixes is not None and not path_matches(e.path, prefixes):
-                return False
-            return True
+                return OMIT_KIND
+            if where:
+                why = where.reason(e.path)
+                if why is not None:
+                    return where_reason[why]
+            return None
 
-        return ok
+        return why_not
+
+    def _explain(
+        self,
+        result: ContextResult,
+        cat: Catalogue,
+        dropped: list[tuple[ScoredItem, str, int, str]],
+        filtered: list[tuple[int, float, str]],
+        entities,
+    ) -> None:
+        """Fill ``omitted``, ``omitted_counts`` and ``spend`` from what the stages left out."""
+        cfg = self.config
+        shown = {s.item.id for s in result.items}
+        best: dict[int, OmittedItem] = {}
+        counts: dict[str, int] = {}
+
+        def add(rowid: int, score: float, reason: str, tokens: int | None, detail: str) -> None:
+            e = cat.entries.get(rowid)
+            if e is None or e.id in shown or rowid in best:
+                return
+            counts[reason] = counts.get(reason, 0) + 1
+            best[rowid] = OmittedItem(
+                e.path, e.qualname or e.name, e.kind, score,
+                e.tokens + PER_ITEM_OVERHEAD if tokens is None else tokens, reason, detail,
+            )
+
+        for cand, reason, tokens, detail in dropped:
+            add(cand.rowid, cand.score, reason, tokens, detail)
+        details = {OMIT_TEST: "--exclude-tests", OMIT_PATHS: f"--paths {' '.join(cfg.paths or [])}",
+                   OMIT_EXCLUDE: f"--exclude {' '.join(cfg.exclude or [])}",
+                   OMIT_SCORE_FLOOR: f"min_relevance {cfg.min_relevance}",
+                   OMIT_KIND: f"kinds {', '.join(cfg.kinds)}" if cfg.kinds else "plain text in a code repository"}
+        for rowid, score, reason in filtered:
+            add(rowid, score, reason, None, details.get(reason, ""))
+        ranked = sorted(best.values(), key=lambda o: (-o.score, o.path, o.name))
+        result.omitted = self._named_but_skipped(entities) + ranked[:OMITTED_SHOWN]
+        for o in result.omitted:
+            if o.reason == OMIT_TOO_LARGE:
+                counts[o.reason] = counts.get(o.reason, 0) + 1
+        result.omitted_counts = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+        result.spend = _spend(result)
+
+    def _named_but_skipped(self, entities) -> list[OmittedItem]:
+        """Files the question names that the index left out (too large, binary, ...)."""
+        skipped = self._skipped() if self._skipped is not None else None
+        if not skipped:
+            return []
+        out: list[OmittedItem] = []
+        seen: set[str] = set()
+        for ent in entities:
+            name = ent.text.replace("\\", "/").rsplit("/", 1)[-1].lower()
+            for path, why in skipped.get(name, ()):
+                if path in seen:
+                    continue
+                seen.add(path)
+                reason = OMIT_TOO_LARGE if why == "too large" else f"not indexed: {why}"
+                out.append(OmittedItem(path, path.rsplit("/", 1)[-1], "file", 1.0, 0, reason,
+                                       "see `smartcontext files --skipped`"))
+        return out
 
     def _budget_and_render(
         self,
@@ -185,7 +281,9 @@ class SmartContextExtractor:
         cat: Catalogue,
         files: list[str],
         entities,
-    ) -> ContextResult:
+    ) -> tuple[ContextResult, list[tuple[ScoredItem, str, int, str]]]:
+        """The result, and the candidates the budget left out (``Plan.dropped`` plus the
+        items trimmed to fit the exact count)."""
         cfg = self.config
         pool = ranked[:250]
         pinned = self._pin_top_file(pool, cat, files)
@@ -200,6 +298,8 @@ class SmartContextExtractor:
         plan = plan_budget(pool, stored, parents, cfg, reserve=reserve, pinned_full=pinned,
                            file_costs=file_costs)
         selection = plan.selected
+        dropped = plan.dropped
+        by_item = {s.item_id: s for s in pool} if cfg.explain else {}
         self._add_heads(selection, heads, pool)
         # File lines and module names for every file the plan touches; trimming only
         # removes items, so this superset stays valid.
@@ -226,7 +326,12 @@ class SmartContextExtractor:
                     saved += max(1, victim.item.tokens - shown_as_signature)
                 else:
                     selection.remove(victim)
-                    saved += victim.item.tokens + PER_ITEM_OVERHEAD if victim.mode == "full" else shown_as_signature
+                    cost = victim.item.tokens + PER_ITEM_OVERHEAD if victim.mode == "full" else shown_as_signature
+                    saved += cost
+                    cand = by_item.get(victim.item.id)
+                    if cand is not None and not victim.context_only:
+                        dropped.append((cand, OMIT_BUDGET, cost,
+                                        f"trimmed to fit the exact count of {cfg.max_tokens} tokens"))
                     if not any(s.item.path == victim.item.path for s in selection):
                         saved += file_costs.get(victim.item.path, PER_FILE_OVERHEAD)
                     self._drop_orphan_parents(selection)
@@ -263,7 +368,7 @@ class SmartContextExtractor:
                 "warnings": warnings,
             }
             text = exporter.render(selection, file_lines, deps, modules, cfg.include_scores, header)
-        return ContextResult(
+        result = ContextResult(
             question=question,
             text=text,
             format=format,
@@ -278,6 +383,7 @@ class SmartContextExtractor:
             nearest=nearest,
             counts=exporter.counts,
         )
+        return result, dropped
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
@@ -342,12 +448,12 @@ class SmartContextExtractor:
             return
         present = {s.item.path for s in selection}
         rows = self.store.items_by_rowids([m for m, _, _ in heads])
-        for mod, last, _ in heads:
+        for mod, last, tokens in heads:
             si = rows.get(mod)
             if si is None or si.item.path not in present:
                 continue
             item = si.item
-            head = type(item)(**{**item.__dict__, "end_line": last, "text": ""})
+            head = type(item)(**{**item.__dict__, "end_line": last, "text": "", "tokens": tokens})
             existing = next((s for s in selection if s.item.id == item.id), None)
             if existing is not None:
                 if existing.mode == "signature":  # a bare module line says less than its header
@@ -413,6 +519,35 @@ class SmartContextExtractor:
             if not any(dst_name.startswith(d + ".") for d in lst) and dst_name not in lst:
                 lst.append(dst_name)
         return deps
+
+
+def _spend(result: ContextResult) -> dict[str, Any]:
+    """What the budget went to. Bodies, signatures and headers are the index's estimates of
+    what was shown; files (paths, imports lines, framing) is the rest of the exact count."""
+    parts = {"bodies": [0, 0], "signatures": [0, 0], "headers": [0, 0]}
+    for s in result.items:
+        it = s.item
+        if s.mode == "head" or s.context_only:
+            part = parts["headers"]
+            part[1] += it.tokens if s.mode == "head" else (len(signature_text(it)) + 3) // 4
+        elif s.mode == "full":
+            part = parts["bodies"]
+            part[1] += it.tokens
+        else:
+            part = parts["signatures"]
+            part[1] += (len(signature_text(it)) + 3) // 4
+        part[0] += 1
+    total = result.token_count
+    estimated = sum(t for _, t in parts.values())
+    if estimated > total:  # estimates run high on dense code: shares stay, the sum is exact
+        for part in parts.values():
+            part[1] = part[1] * total // max(1, estimated)
+        estimated = sum(t for _, t in parts.values())
+    out: dict[str, Any] = {k: {"items": n, "tokens": t} for k, (n, t) in parts.items()}
+    out["files"] = {"items": len({s.item.path for s in result.items}), "tokens": total - estimated}
+    out["total"] = total
+    out["free"] = max(0, result.max_tokens - total)
+    return out
 
 
 def _imports_tokens(names: list[str]) -> int:
