@@ -483,7 +483,7 @@ class Workspace:
         """The best context for ``question`` within ``max_tokens`` (exact count).
 
         options: any ExtractionConfig field (exclude_tests, expand_depth, min_relevance,
-        include_imports, include_scores, kinds, paths, ...).
+        include_imports, include_scores, kinds, paths, exclude, explain, ...).
         """
         defaults = self.config.context
         options.setdefault("encoding", defaults.encoding)
@@ -541,8 +541,10 @@ class Workspace:
         tags: list[str] | None = None,
         kinds: list[str] | None = None,
         min_score: float = 0.0,
+        exclude: list[str] | None = None,
     ) -> list[SearchHit]:
-        return self.search_with_info(query, limit, mode, paths, tags, kinds, min_score)[0]
+        """paths, exclude: folders, files or globs (``src/auth``, ``*.md``, ``tests/**``)."""
+        return self.search_with_info(query, limit, mode, paths, tags, kinds, min_score, exclude)[0]
 
     def search_with_info(
         self,
@@ -553,6 +555,7 @@ class Workspace:
         tags: list[str] | None = None,
         kinds: list[str] | None = None,
         min_score: float = 0.0,
+        exclude: list[str] | None = None,
     ) -> tuple[list[SearchHit], dict[str, Any]]:
         self.ensure_index()
         vectors = self.vectors() if mode != "keyword" else None
@@ -565,7 +568,7 @@ class Workspace:
             )
         hits, info = search(
             self.store, self.catalogue(), query, limit=limit, mode=mode, vectors=vectors,
-            paths=paths, tags=tags, kinds=kinds, min_score=min_score,
+            paths=paths, tags=tags, kinds=kinds, min_score=min_score, exclude=exclude,
         )
         if mode != "keyword":
             info.update(self.vector_summary())

@@ -43,11 +43,22 @@ def context(
     as_json: bool = typer.Option(
         False, "--json",
         help="Print the whole result as JSON (text, token counts, files, items with their text, "
-             "stats): the shape of the MCP context tool.",
+             "stats, omitted): the shape of the MCP context tool.",
+    ),
+    explain: bool = typer.Option(
+        False, "--explain",
+        help="After the context, list the best candidates left out (path, name, kind, score, tokens, "
+             "reason) and what the budget was spent on; on stderr when the output is piped.",
+    ),
+    paths: list[str] = typer.Option(
+        [], "--paths", "--path", help="Only these folders, files or globs (src/auth, '*.py'); repeatable.",
+    ),
+    exclude: list[str] = typer.Option(
+        [], "--exclude", help="Leave out these folders, files or globs (tests, '**/*_pb2.py'); repeatable.",
     ),
 ) -> None:
     """Print the most relevant code for QUESTION within --max-tokens.
 
     Files changed since the last run are re-indexed first, so the answer is never stale."""
     run_context(question, path, max_tokens, format, verbose, no_imports, depth, exclude_tests, scores, copy,
-                encoding, as_json)
+                encoding, as_json, explain, paths, exclude)

@@ -31,11 +31,15 @@ CONTEXT_OPTIONS: dict[str, tuple[str, Any]] = {
     "--copy": ("copy", True),
     "--encoding": ("encoding", "str"),
     "--json": ("as_json", True),
+    "--explain": ("explain", True),
+    "--paths": ("paths", "list"), "--path": ("paths", "list"),
+    "--exclude": ("exclude", "list"),
 }
 SEARCH_OPTIONS: dict[str, tuple[str, Any]] = {
     "--mode": ("mode", "str"), "-m": ("mode", "str"),
     "--tag": ("tag", "list"),
-    "--path": ("in_path", "list"),
+    "--path": ("in_path", "list"), "--paths": ("in_path", "list"),
+    "--exclude": ("exclude", "list"),
     "--kind": ("kind", "list"),
     "--limit": ("limit", "int"), "-n": ("limit", "int"),
     "--min-score": ("min_score", "float"),

@@ -56,6 +56,9 @@ def run_context(
     copy: bool = False,
     encoding: str | None = None,
     as_json: bool = False,
+    explain: bool = False,
+    paths: list[str] | None = None,
+    exclude: list[str] | None = None,
 ) -> None:
     """``smartcontext context``: refresh what changed, answer, print."""
     with errors():
@@ -67,6 +70,8 @@ def run_context(
             result = ws.context(
                 question, max_tokens=max_tokens, format=format, progress=report,
                 include_imports=not no_imports, include_scores=scores,
+                # JSON always carries what was left out; printed text only on request.
+                explain=explain or as_json, paths=paths or None, exclude=exclude or None,
                 **given(expand_depth=depth, exclude_tests=exclude_tests, encoding=encoding),
             )
         if refreshed.files_indexed or refreshed.files_deleted:
@@ -75,6 +80,8 @@ def run_context(
             print_json(result.to_dict())  # warnings and nearest candidates are in it
         else:
             _print_context(result)
+            if explain:
+                _print_explanation(result)
         if verbose:
             _print_stats(result)
         if copy:
@@ -90,6 +97,14 @@ def _print_context(result) -> None:
         for n in result.nearest:
             text = f"  {n['id']} ({n['kind']}, score {n['score']})"
             line(text, stderr=True, rich=lambda c, t=text: c.print(t, highlight=False, markup=False))
+
+
+def _print_explanation(result) -> None:
+    """After the context: on stdout in a terminal, on stderr when the context goes to a
+    pipe or file (the explanation is for the person, not for the model)."""
+    stream = sys.stdout if sys.stdout.isatty() else sys.stderr
+    stream.write("\n" + result.explanation())
+    stream.flush()
 
 
 def _print_stats(result) -> None:
@@ -150,6 +165,7 @@ def run_search(
     limit: int = 10,
     min_score: float = 0.0,
     as_json: bool = False,
+    exclude: list[str] | None = None,
 ) -> None:
     """``smartcontext search``: refresh what changed, search, print; exits 1 on no match."""
     with errors():
@@ -157,7 +173,7 @@ def run_search(
         ws.refresh()
         hits, info = ws.search_with_info(
             query, limit=limit, mode=mode, paths=in_path or None, tags=tag or None,
-            kinds=kind or None, min_score=min_score,
+            kinds=kind or None, min_score=min_score, exclude=exclude or None,
         )
         if as_json:
             from ..tools.workspace import search_answer

@@ -19,7 +19,8 @@ def search(
     path: Optional[Path] = PathArg,
     mode: str = typer.Option("hybrid", "--mode", "-m", help="hybrid (BM25 and vectors fused by reciprocal rank), keyword or semantic."),
     tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag (# optional; nested tags tag/sub match their parent)."),
-    in_path: list[str] = typer.Option([], "--path", help="Only under this folder or file."),
+    in_path: list[str] = typer.Option([], "--path", "--paths", help="Only under this folder, file or glob ('*.md'); repeatable."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Leave out this folder, file or glob; repeatable."),
     kind: list[str] = typer.Option([], "--kind", help="Only items of this kind: module, class, function, method, section or text."),
     limit: int = LimitOpt,
     min_score: float = typer.Option(0.0, "--min-score", help="Drop results scoring below this."),
@@ -28,7 +29,7 @@ def search(
     """Search the index: keyword (BM25), semantic (vectors) or hybrid.
 
     Changed files are re-indexed first. Exits 1 when nothing is found, as rg and grep do."""
-    run_search(query, path, mode, tag, in_path, kind, limit, min_score, as_json)
+    run_search(query, path, mode, tag, in_path, kind, limit, min_score, as_json, exclude)
 
 
 @app.command()

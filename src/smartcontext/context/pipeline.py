@@ -151,21 +151,24 @@ class SmartContextExtractor:
 
         files = _rank_files(ranked_all, cat, file_rank)
 
-        t = time.perf_counter()
-        result, dropped = self._budget_and_render(question, format, ranked, cat, files, entities)
-        timings["budget_export"] = time.perf_counter() - t
+        filtered_out: list[tuple[int, float, str]] = []
         if cfg.explain:
             t = time.perf_counter()
             # Items cut by a filter never reach fusion: their own signals score them, on
             # the shown items' scale (before graph and file boosts, which they never got).
-            pre = scoring.fuse(cat, cfg, *(({r: v for r, v in sig.items() if r in filtered})
-                                          for sig in raw_signals))
+            pre = scoring.fuse(cat, cfg, *({r: v for r, v in sig.items() if r in filtered} for sig in raw_signals))
             scale = top_raw if top_raw > 0 else 1.0
-            extra = [(r, min(1.0, s.score / scale), reason) for r, (s, reason) in
-                     ((r, (pre[r], filtered[r])) for r in pre)]
-            extra += [(s.rowid, s.score, OMIT_SCORE_FLOOR) for s in ranked_all if s.score < cfg.min_relevance]
-            self._explain(result, cat, dropped, extra, entities)
+            filtered_out = [(r, min(1.0, s.score / scale), filtered[r]) for r, s in pre.items()]
+            filtered_out += [(s.rowid, s.score, OMIT_SCORE_FLOOR) for s in ranked_all if s.score < cfg.min_relevance]
             timings["explain"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out)
+        timings["budget_export"] = time.perf_counter() - t
+        if "explain" in result.stats:  # measured inside the budget stage: moved to its own line
+            spent = result.stats.pop("explain")
+            timings["explain"] += spent
+            timings["budget_export"] -= spent
         result.stats.update(
             {
                 "entities": len(entities),
@@ -281,9 +284,9 @@ class SmartContextExtractor:
         cat: Catalogue,
         files: list[str],
         entities,
-    ) -> tuple[ContextResult, list[tuple[ScoredItem, str, int, str]]]:
-        """The result, and the candidates the budget left out (``Plan.dropped`` plus the
-        items trimmed to fit the exact count)."""
+        filtered_out: list[tuple[int, float, str]],
+    ) -> ContextResult:
+        """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render."""
         cfg = self.config
         pool = ranked[:250]
         pinned = self._pin_top_file(pool, cat, files)
@@ -361,13 +364,6 @@ class SmartContextExtractor:
         elif not ranked:
             nearest = _nearest_names(question, cat)
         relevance = {s.item.id: round(s.score, 4) for s in selection if not s.context_only}
-        if exporter.render is not None:
-            header = {
-                "question": question, "format": format, "max_tokens": cfg.max_tokens,
-                "token_count": tokens, "counts": exporter.counts, "encoding": cfg.encoding,
-                "warnings": warnings,
-            }
-            text = exporter.render(selection, file_lines, deps, modules, cfg.include_scores, header)
         result = ContextResult(
             question=question,
             text=text,
@@ -383,7 +379,21 @@ class SmartContextExtractor:
             nearest=nearest,
             counts=exporter.counts,
         )
-        return result, dropped
+        if cfg.explain:
+            t = time.perf_counter()
+            self._explain(result, cat, dropped, filtered_out, entities)
+            result.stats["explain"] = time.perf_counter() - t
+        if exporter.render is not None:
+            header = {
+                "question": question, "format": format, "max_tokens": cfg.max_tokens,
+                "token_count": tokens, "counts": exporter.counts, "encoding": cfg.encoding,
+                "warnings": warnings,
+            }
+            if cfg.explain:
+                header["omitted"] = [o.to_dict() for o in result.omitted]
+                header["spend"] = result.spend
+            result.text = exporter.render(selection, file_lines, deps, modules, cfg.include_scores, header)
+        return result
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
