@@ -71,7 +71,7 @@ def run_context(
                 question, max_tokens=max_tokens, format=format, progress=report,
                 include_imports=not no_imports, include_scores=scores,
                 # JSON always carries what was left out; printed text only on request.
-                explain=explain or as_json, paths=paths or None, exclude=exclude or None,
+                explain=explain or as_json or format == "json", paths=paths or None, exclude=exclude or None,
                 **given(expand_depth=depth, exclude_tests=exclude_tests, encoding=encoding),
             )
         if refreshed.files_indexed or refreshed.files_deleted:
