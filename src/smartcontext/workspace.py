@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,9 @@ class WorkspaceStatus:
     vector_models: dict[str, int]
     last_indexed: str | None
     warnings: int
+    # Files (and folders) the last index run left out, by reason: ``smartcontext files
+    # --skipped`` lists them.
+    skipped: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -652,7 +655,15 @@ class Workspace:
             vector_models=self.store.vector_models() if indexed else {},
             last_indexed=self.store.get_meta("last_indexed") if indexed else None,
             warnings=len(self.store.file_warnings()) if indexed else 0,
+            skipped=self._skipped_summary() if indexed else {},
         )
+
+    def _skipped_summary(self) -> dict[str, int]:
+        from collections import Counter
+
+        from .indexer import skipped_files
+
+        return dict(Counter(skipped_files(self.store).values()).most_common())
 
     def remove_index(self) -> None:
         """Delete the index files only: preferences and logs in the same folder stay. A

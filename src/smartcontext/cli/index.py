@@ -112,3 +112,6 @@ def status(path: Optional[Path] = PathArg, as_json: bool = JsonOpt) -> None:
         stored = ", ".join(f"{m} ({n})" for m, n in sorted(st.vector_models.items())) or "none"
         out_console.print(f"Embedding model: {st.embedding_model or 'none'}; vectors stored: {stored}")
         out_console.print(f"Last indexed: {st.last_indexed}; files with warnings: {st.warnings}")
+        if st.skipped:
+            reasons = ", ".join(f"{n} {k}" for k, n in st.skipped.items())
+            out_console.print(f"Skipped: {reasons} (smartcontext files --skipped lists them)")
