@@ -333,8 +333,8 @@ class SmartContextExtractor:
                     saved += cost
                     cand = by_item.get(victim.item.id)
                     if cand is not None and not victim.context_only:
-                        dropped.append((cand, OMIT_BUDGET, cost,
-                                        f"trimmed to fit the exact count of {cfg.max_tokens} tokens"))
+                        dropped.append((cand, OMIT_BUDGET, cost, f"needs {cost} tokens, 0 free "
+                                        f"(trimmed when the exact count was {tokens} of {cfg.max_tokens})"))
                     if not any(s.item.path == victim.item.path for s in selection):
                         saved += file_costs.get(victim.item.path, PER_FILE_OVERHEAD)
                     self._drop_orphan_parents(selection)
