@@ -51,10 +51,10 @@ def context(
              "reason) and what the budget was spent on; on stderr when the output is piped.",
     ),
     paths: list[str] = typer.Option(
-        [], "--paths", "--path", help="Only these folders, files or globs (src/auth, '*.py'); repeatable.",
+        [], "--paths", "--path", help="Only these folders, files or globs (src/auth, '*.py').",
     ),
     exclude: list[str] = typer.Option(
-        [], "--exclude", help="Leave out these folders, files or globs (tests, '**/*_pb2.py'); repeatable.",
+        [], "--exclude", help="Leave out these folders, files or globs (tests, '**/*_pb2.py').",
     ),
 ) -> None:
     """Print the most relevant code for QUESTION within --max-tokens.
