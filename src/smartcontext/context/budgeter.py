@@ -28,9 +28,14 @@ class Plan:
     used: int = 0
     truncated: bool = False  # a relevant item did not fit at all
     skipped_for_budget: int = 0
-    # Candidates the plan left out, when ``config.explain``: (candidate, reason, tokens it
-    # would have cost, detail). Recorded here, where the decision is made.
-    dropped: list[tuple[ScoredItem, str, int, str]] = field(default_factory=list)
+    # Candidates the plan left out, when ``config.explain``: (row id, score, reason, tokens it
+    # would have cost, detail: text, or the tokens free when it did not fit). Recorded
+    # here, where the decision is made.
+    dropped: list[tuple[int, float, str, int, str | int]] = field(default_factory=list)
+    # The candidates never reached because the budget was spent first, and the tokens free
+    # then: kept as a slice, costed only when an explanation lists them.
+    unreached: list[ScoredItem] = field(default_factory=list)
+    unreached_free: int = 0
 
 
 def signature_text(item) -> str:
@@ -81,7 +86,7 @@ def plan_budget(
             shown_in = next((a for a in _ancestors(si, stored, parents) if a in full_ids), None)
             if shown_in is not None:  # already visible inside an ancestor shown in full
                 if explain:
-                    dropped.append((cand, OMIT_DUPLICATE, item.tokens, f"shown inside {shown_in}"))
+                    dropped.append((cand.rowid, cand.score, OMIT_DUPLICATE, item.tokens, f"shown inside {shown_in}"))
                 continue
         file_cost = 0 if item.path in files else file_costs.get(item.path, PER_FILE_OVERHEAD)
         parent_cost = 0
@@ -114,11 +119,11 @@ def plan_budget(
                 plan.skipped_for_budget += 1
             if explain:
                 cheapest = sig_cost if si.sig_tokens > 0 else full_cost
-                dropped.append((cand, OMIT_BUDGET, cheapest, f"needs {cheapest} tokens, {max(0, room)} free"))
+                dropped.append((cand.rowid, cand.score, OMIT_BUDGET, cheapest, max(0, room)))
             misses += 1
             if misses >= MAX_CONSECUTIVE_MISSES:
                 if explain:
-                    _budget_spent(ranked[n + 1:], stored, budget - used, dropped)
+                    plan.unreached, plan.unreached_free = ranked[n + 1:], max(0, budget - used)
                 break
             continue
         misses = 0
@@ -142,21 +147,11 @@ def plan_budget(
                 del chosen[other_id]
         if used >= budget:
             if explain:
-                _budget_spent(ranked[n + 1:], stored, budget - used, dropped)
+                plan.unreached, plan.unreached_free = ranked[n + 1:], max(0, budget - used)
             break
     plan.selected = list(chosen.values())
     plan.used = used
     return plan
-
-
-def _budget_spent(rest: list[ScoredItem], stored: dict[int, StoredItem], free: int, dropped: list) -> None:
-    """The candidates the plan never reached: the budget was spent first."""
-    for cand in rest:
-        si = stored.get(cand.rowid)
-        if si is None:
-            continue
-        cheapest = (si.sig_tokens if si.sig_tokens > 0 else si.item.tokens) + PER_ITEM_OVERHEAD
-        dropped.append((cand, OMIT_BUDGET, cheapest, f"needs {cheapest} tokens, {max(0, free)} free"))
 
 
 def _mode(full_ok: bool, full_cost: int, sig_cost: int | None, room: int, full_room: int) -> tuple[str | None, int]:

@@ -3,6 +3,7 @@ budget -> export. Each stage lives in its own module; this one only wires them."
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -122,16 +123,16 @@ class SmartContextExtractor:
 
         filtered: dict[int, str] = {}
         raw_signals = (ent, kw, vec)
-        if cfg.explain:
-            for signal in (ent, kw, vec):
+        if cfg.explain:  # each candidate judged once, and the reason kept
+            for signal in raw_signals:
                 for r in signal:
                     if r not in filtered:
                         why = why_not(r)
                         if why is not None:
                             filtered[r] = why
-        ent = {r: s for r, s in ent.items() if allowed(r)}
-        kw = {r: s for r, s in kw.items() if allowed(r)}
-        vec = {r: s for r, s in vec.items() if allowed(r)}
+            ent, kw, vec = ({r: s for r, s in sig.items() if r not in filtered} for sig in raw_signals)
+        else:
+            ent, kw, vec = ({r: s for r, s in sig.items() if allowed(r)} for sig in raw_signals)
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
         frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
@@ -222,36 +223,47 @@ class SmartContextExtractor:
         self,
         result: ContextResult,
         cat: Catalogue,
-        dropped: list[tuple[ScoredItem, str, int, str]],
+        plan,
         filtered: list[tuple[int, float, str]],
         entities,
     ) -> None:
-        """Fill ``omitted``, ``omitted_counts`` and ``spend`` from what the stages left out."""
+        """Fill ``omitted``, ``omitted_counts`` and ``spend`` from what the stages left out.
+        Every candidate is counted; only the best OMITTED_SHOWN are described."""
         cfg = self.config
-        shown = {s.item.id for s in result.items}
-        best: dict[int, OmittedItem] = {}
+        # row id -> (score, reason, tokens or None (its cheapest showing), detail or tokens
+        # free); the first reason recorded for a row wins, and shown rows are never listed.
+        shown = {cat.by_id.get(s.item.id) for s in result.items}
+        left: dict[int, tuple[float, str, int | None, str | int]] = {}
+        for rowid, score, reason, tokens, detail in plan.dropped:
+            if rowid not in shown:
+                left.setdefault(rowid, (score, reason, tokens, detail))
+        free = plan.unreached_free
+        for cand in plan.unreached:
+            if cand.rowid not in shown:
+                left.setdefault(cand.rowid, (cand.score, OMIT_BUDGET, None, free))
+        for rowid, score, reason in filtered:
+            left.setdefault(rowid, (score, reason, None, ""))
+        items = list(left.items())
         counts: dict[str, int] = {}
-
-        def add(rowid: int, score: float, reason: str, tokens: int | None, detail: str) -> None:
-            e = cat.entries.get(rowid)
-            if e is None or e.id in shown or rowid in best:
-                return
+        for _, (_, reason, _, _) in items:
             counts[reason] = counts.get(reason, 0) + 1
-            best[rowid] = OmittedItem(
-                e.path, e.qualname or e.name, e.kind, score,
-                e.tokens + PER_ITEM_OVERHEAD if tokens is None else tokens, reason, detail,
-            )
-
-        for cand, reason, tokens, detail in dropped:
-            add(cand.rowid, cand.score, reason, tokens, detail)
         details = {OMIT_TEST: "--exclude-tests", OMIT_PATHS: f"--paths {' '.join(cfg.paths or [])}",
                    OMIT_EXCLUDE: f"--exclude {' '.join(cfg.exclude or [])}",
                    OMIT_SCORE_FLOOR: f"min_relevance {cfg.min_relevance}",
                    OMIT_KIND: f"kinds {', '.join(cfg.kinds)}" if cfg.kinds else "plain text in a code repository"}
-        for rowid, score, reason in filtered:
-            add(rowid, score, reason, None, details.get(reason, ""))
-        ranked = sorted(best.values(), key=lambda o: (-o.score, o.path, o.name))
-        result.omitted = self._named_but_skipped(entities) + ranked[:OMITTED_SHOWN]
+        described = []
+        for rowid, (score, reason, tokens, detail) in heapq.nlargest(
+                OMITTED_SHOWN, items, key=lambda kv: kv[1][0]):
+            e = cat.entries.get(rowid)
+            if e is None:
+                continue
+            if tokens is None:
+                tokens = (e.sig_tokens if reason == OMIT_BUDGET and e.sig_tokens > 0 else e.tokens) + PER_ITEM_OVERHEAD
+            if isinstance(detail, int):
+                detail = f"needs {tokens} tokens, {detail} free"
+            described.append(OmittedItem(e.path, e.qualname or e.name, e.kind, score, tokens, reason,
+                                         detail or details.get(reason, "")))
+        result.omitted = self._named_but_skipped(entities) + described
         for o in result.omitted:
             if o.reason == OMIT_TOO_LARGE:
                 counts[o.reason] = counts.get(o.reason, 0) + 1
@@ -260,12 +272,14 @@ class SmartContextExtractor:
 
     def _named_but_skipped(self, entities) -> list[OmittedItem]:
         """Files the question names that the index left out (too large, binary, ...)."""
-        skipped = self._skipped() if self._skipped is not None else None
+        # A file left out of the index is not known to it: only unknown names are looked up.
+        unknown = [e for e in entities if not e.known]
+        skipped = self._skipped() if self._skipped is not None and unknown else None
         if not skipped:
             return []
         out: list[OmittedItem] = []
         seen: set[str] = set()
-        for ent in entities:
+        for ent in unknown:
             name = ent.text.replace("\\", "/").rsplit("/", 1)[-1].lower()
             for path, why in skipped.get(name, ()):
                 if path in seen:
@@ -302,7 +316,6 @@ class SmartContextExtractor:
                            file_costs=file_costs)
         selection = plan.selected
         dropped = plan.dropped
-        by_item = {s.item_id: s for s in pool} if cfg.explain else {}
         self._add_heads(selection, heads, pool)
         # File lines and module names for every file the plan touches; trimming only
         # removes items, so this superset stays valid.
@@ -331,10 +344,11 @@ class SmartContextExtractor:
                     selection.remove(victim)
                     cost = victim.item.tokens + PER_ITEM_OVERHEAD if victim.mode == "full" else shown_as_signature
                     saved += cost
-                    cand = by_item.get(victim.item.id)
-                    if cand is not None and not victim.context_only:
-                        dropped.append((cand, OMIT_BUDGET, cost, f"needs {cost} tokens, 0 free "
-                                        f"(trimmed when the exact count was {tokens} of {cfg.max_tokens})"))
+                    rowid = cat.by_id.get(victim.item.id) if cfg.explain and not victim.context_only else None
+                    if rowid is not None:
+                        dropped.append((rowid, victim.score, OMIT_BUDGET, cost,
+                                        f"needs {cost} tokens, 0 free (trimmed when the exact count was "
+                                        f"{tokens} of {cfg.max_tokens})"))
                     if not any(s.item.path == victim.item.path for s in selection):
                         saved += file_costs.get(victim.item.path, PER_FILE_OVERHEAD)
                     self._drop_orphan_parents(selection)
@@ -381,7 +395,7 @@ class SmartContextExtractor:
         )
         if cfg.explain:
             t = time.perf_counter()
-            self._explain(result, cat, dropped, filtered_out, entities)
+            self._explain(result, cat, plan, filtered_out, entities)
             result.stats["explain"] = time.perf_counter() - t
         if exporter.render is not None:
             header = {
