@@ -134,6 +134,8 @@ def test_paths_and_exclude_take_folders_and_globs(ws):
     paths = {s.item.path for s in globbed.items}
     assert paths and "shop/auth.py" not in paths and not any(p.endswith(".js") for p in paths)
     assert any(o.reason == "matched --exclude" and o.path == "shop/auth.py" for o in globbed.omitted)
+    nowhere = ws.context("AuthService login", max_tokens=3000, paths=["shpo"])
+    assert not nowhere.items and "--paths" in nowhere.warnings[0]
     hits = ws.search("login", mode="keyword", exclude=["tests"])
     assert hits and not any(h.path.startswith("tests/") for h in hits)
     hits = ws.search("login", mode="keyword", paths=["*.py"], exclude=["shop/auth.py"])

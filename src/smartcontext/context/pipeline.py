@@ -170,6 +170,11 @@ class SmartContextExtractor:
             spent = result.stats.pop("explain")
             timings["explain"] += spent
             timings["budget_export"] -= spent
+        if (cfg.paths or cfg.exclude) and not result.items:
+            where = PathFilter(cfg.paths, cfg.exclude)
+            if not any(where.allows(p) for p in cat.paths):
+                result.warnings.insert(0, "no indexed file is left by --paths/--exclude; "
+                                          "`smartcontext files` lists the indexed files")
         result.stats.update(
             {
                 "entities": len(entities),
