@@ -119,6 +119,8 @@ OMIT_EXCLUDE = "matched --exclude"
 OMIT_KIND = "kind not asked"
 OMIT_DUPLICATE = "duplicate of a shown item"
 OMIT_TOO_LARGE = "file too large"
+OMIT_RANK = "ranked below the candidates considered"  # counted, never listed
+OMIT_GONE = "no longer indexed"  # removed by an index run during the question
 
 
 @dataclass

@@ -21,7 +21,8 @@ from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
 from .export import EXPORTERS
 from .models import (
-    FORMATS, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_KIND, OMIT_PATHS, OMIT_SCORE_FLOOR, OMIT_TEST, OMIT_TOO_LARGE,
+    FORMATS, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_GONE, OMIT_KIND, OMIT_PATHS, OMIT_RANK, OMIT_SCORE_FLOOR, OMIT_TEST,
+    OMIT_TOO_LARGE,
     ContextResult, ExtractionConfig, OmittedItem, SelectedItem,
 )
 
@@ -44,6 +45,7 @@ MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 LEAD_ITEMS = 3
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
 OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
+POOL = 250  # the best-ranked candidates the budgeter considers
 
 
 class SmartContextExtractor:
@@ -208,7 +210,7 @@ class SmartContextExtractor:
         def why_not(rowid: int) -> str | None:
             e = cat.entries.get(rowid)
             if e is None:
-                return OMIT_KIND  # gone from the index since the catalogue was read
+                return OMIT_GONE
             if cfg.exclude_tests and e.path in cat.test_paths:
                 return OMIT_TEST
             if kinds is not None and e.kind not in kinds:
@@ -231,9 +233,12 @@ class SmartContextExtractor:
         plan,
         filtered: list[tuple[int, float, str]],
         entities,
+        beyond_pool: int,
     ) -> None:
         """Fill ``omitted``, ``omitted_counts`` and ``spend`` from what the stages left out.
-        Every candidate is counted; only the best OMITTED_SHOWN are described."""
+        Every candidate is counted; only the best OMITTED_SHOWN are described.
+
+        beyond_pool: candidates above the score floor ranked below the POOL considered."""
         cfg = self.config
         # row id -> (score, reason, tokens or None (its cheapest showing), detail or tokens
         # free); the first reason recorded for a row wins, and shown rows are never listed.
@@ -272,6 +277,8 @@ class SmartContextExtractor:
         for o in result.omitted:
             if o.reason == OMIT_TOO_LARGE:
                 counts[o.reason] = counts.get(o.reason, 0) + 1
+        if beyond_pool > 0:
+            counts[OMIT_RANK] = beyond_pool
         result.omitted_counts = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
         result.spend = _spend(result)
 
@@ -307,7 +314,7 @@ class SmartContextExtractor:
     ) -> ContextResult:
         """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render."""
         cfg = self.config
-        pool = ranked[:250]
+        pool = ranked[:POOL]
         pinned = self._pin_top_file(pool, cat, files)
         stored = self.store.items_by_rowids([s.rowid for s in pool])
         parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
@@ -400,7 +407,7 @@ class SmartContextExtractor:
         )
         if cfg.explain:
             t = time.perf_counter()
-            self._explain(result, cat, plan, filtered_out, entities)
+            self._explain(result, cat, plan, filtered_out, entities, len(ranked) - len(pool))
             result.stats["explain"] = time.perf_counter() - t
         if exporter.render is not None:
             header = {
