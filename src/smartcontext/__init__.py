@@ -15,7 +15,9 @@ __version__ = "0.1.0"
 # Public name -> the module that defines it.
 _EXPORTS = {
     "ContextResult": ".context.models",
+    "Coverage": ".coverage",
     "ExtractionConfig": ".context.models",
+    "OmittedItem": ".context.models",
     "ScoredItem": ".retrieval.scoring",
     "SelectedItem": ".context.models",
     "SmartContextError": ".errors",
@@ -24,6 +26,7 @@ _EXPORTS = {
     "Item": ".model",
     "ExtractedEntity": ".retrieval.entities",
     "SearchHit": ".retrieval.search",
+    "Setting": ".config",
     "Workspace": ".workspace",
     "WorkspaceStatus": ".workspace",
 }
@@ -45,7 +48,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as plain imports
-    from .context.models import ContextResult, ExtractionConfig, SelectedItem
+    from .config import Setting
+    from .context.models import ContextResult, ExtractionConfig, OmittedItem, SelectedItem
+    from .coverage import Coverage
     from .errors import SmartContextError
     from .indexer import IndexStats
     from .model import Edge, Item

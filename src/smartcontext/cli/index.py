@@ -83,7 +83,7 @@ def index(
         )
         if stats.skipped:
             reasons = ", ".join(f"{n} {k}" for k, n in sorted(stats.skipped.items()))
-            out_console.print(f"Skipped {stats.skipped_total}: {reasons}.")
+            out_console.print(f"Skipped {stats.skipped_total}: {reasons} (`smartcontext files --skipped` lists them).")
         if stats.embedding_model:
             out_console.print(
                 f"Embeddings ({stats.embedding_model}): {stats.embedded} item(s) embedded, "
