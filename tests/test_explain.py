@@ -273,3 +273,21 @@ def test_mcp_context_carries_omitted_and_files_lists_skipped(repo):
             assert [f["path"] for f in under["files"]] == ["billing/pay.py"]
 
     run_async(scenario)
+
+
+def test_smartcontextignore_is_read_without_gitignore_and_takes_negations(repo):
+    (repo / "smartcontext.toml").write_text("[index]\nrespect_gitignore = false\n[embeddings]\nenabled = false\n",
+                                            encoding="utf-8")
+    (repo / ".smartcontextignore").write_text("shop/*.py\n!shop/auth.py\n", encoding="utf-8")
+    ws = Workspace.open(repo)
+    try:
+        ws.index()
+        found = ws.files()
+        indexed = {f.path for f in found.files}
+        assert "shop/auth.py" in indexed and "shop/cart.py" not in indexed
+        assert "build/generated_shop.py" in indexed  # .gitignore is not read
+        skipped = {s.path: s.reason for s in found.skipped}
+        assert skipped["shop/cart.py"] == "ignored" and found.summary["ignored"] >= 3
+        assert ws.status().skipped == found.summary
+    finally:
+        ws.close()
