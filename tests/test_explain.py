@@ -291,3 +291,16 @@ def test_smartcontextignore_is_read_without_gitignore_and_takes_negations(repo):
         assert ws.status().skipped == found.summary
     finally:
         ws.close()
+
+
+def test_a_minified_file_is_listed_as_indexed_as_text(repo):
+    (repo / "web" / "bundle.js").write_text("var a=1;" * 3000 + "\n", encoding="utf-8")
+    ws = Workspace.open(repo)
+    ws.config.embeddings.enabled = False
+    try:
+        ws.index()
+        found = ws.files("web")
+        assert {s.path: s.reason for s in found.skipped} == {"web/bundle.js": "minified (indexed as text)"}
+        assert "web/bundle.js" in {f.path for f in found.files}  # still indexed, as text windows
+    finally:
+        ws.close()

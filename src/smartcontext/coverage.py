@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 # A parse that failed still indexes the file, as text windows: listed with the skipped
 # files under this reason, since its symbols are missing.
 PARSE_ERROR = "parse error (indexed as text)"
+MINIFIED = "minified (indexed as text)"
 _PARSE_FAILED = ("could not parse", "failed (")
+_MINIFIED = "(minified?)"
 
 
 @dataclass
@@ -37,7 +39,8 @@ class SkippedFile:
     """A file or folder (ending in "/") the index left out, and why: ignored (.gitignore,
     .smartcontextignore, [index] exclude), not included ([index] include), vendored,
     symlink, generated, too large, not a regular file, binary, unreadable; or a file
-    whose parse failed (``PARSE_ERROR``: indexed, but as text)."""
+    whose parse failed or whose lines are minified (``PARSE_ERROR``, ``MINIFIED``:
+    indexed, but as text windows without symbols)."""
 
     path: str
     reason: str
@@ -76,6 +79,8 @@ def skipped_reasons(ws: Workspace) -> dict[str, str]:
         for path, warnings in ws.store.file_warnings().items():
             if any(m in w for w in warnings for m in _PARSE_FAILED):
                 out[path] = PARSE_ERROR
+            elif any(_MINIFIED in w for w in warnings):
+                out[path] = MINIFIED
     return out
 
 
