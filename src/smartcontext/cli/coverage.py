@@ -29,8 +29,8 @@ def files(
     """List the indexed files (source, items, tokens, vectors) and the skipped ones with
     their reason (ignored, binary, generated, too large, unreadable, parse error)."""
     with errors():
-        root, where = _workspace_and_filter(path)
-        ws = open_workspace(root)
+        folder, where = _listing_scope(path)
+        ws = open_workspace(folder)
         found = ws.files(where, indexed=not skipped)
         if as_json:
             from ..tools.workspace import files_answer
@@ -53,19 +53,18 @@ def files(
             out_console.print("Nothing was left out.")
 
 
-def _workspace_and_filter(path: str | None) -> tuple[Path, str | None]:
-    """(workspace root, filter within it) for ``files PATH``."""
+def _listing_scope(path: str | None) -> tuple[Path | None, str | None]:
+    """(folder to open, what to list in it) for ``files PATH``: a PATH on disk is listed
+    inside the repository or vault that holds it; any other PATH is a glob."""
     from ..workspace import find_root
 
-    if path is None:
-        return workspace_root(None), None
-    given = Path(path).expanduser()
-    if given.exists():
-        target = given.resolve()
-        root = find_root(target if target.is_dir() else target.parent)
-        rel = target.relative_to(root).as_posix()
-        return root, None if rel == "." else rel
-    return workspace_root(None), path
+    given = Path(path).expanduser() if path else None
+    if given is None or not given.exists():
+        return None, path
+    target = given.resolve()
+    top = find_root(target if target.is_dir() else target.parent)
+    rel = target.relative_to(top).as_posix()
+    return top, None if rel == "." else rel
 
 
 @config_app.command("show")

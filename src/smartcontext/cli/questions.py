@@ -103,7 +103,9 @@ def _print_explanation(result) -> None:
     """After the context: on stdout in a terminal, on stderr when the context goes to a
     pipe or file (the explanation is for the person, not for the model)."""
     stream = sys.stdout if sys.stdout.isatty() else sys.stderr
-    stream.write("\n" + result.explanation())
+    from ..context.explain import explanation
+
+    stream.write("\n" + explanation(result))
     stream.flush()
 
 

@@ -28,14 +28,7 @@ class Plan:
     used: int = 0
     truncated: bool = False  # a relevant item did not fit at all
     skipped_for_budget: int = 0
-    # Candidates the plan left out, when ``config.explain``: (row id, score, reason, tokens it
-    # would have cost, detail: text, or the tokens free when it did not fit). Recorded
-    # here, where the decision is made.
-    dropped: list[tuple[int, float, str, int, str | int]] = field(default_factory=list)
-    # The candidates never reached because the budget was spent first, and the tokens free
-    # then: kept as a slice, costed only when an explanation lists them.
-    unreached: list[ScoredItem] = field(default_factory=list)
-    unreached_free: int = 0
+    dropped: list[tuple] | None = None  # when explaining: see _drop
 
 
 def signature_text(item) -> str:
@@ -60,17 +53,15 @@ def plan_budget(
     pinned_full = pinned_full or set()
     budget = max(0, config.max_tokens - reserve)
     full_budget = int(budget * config.full_code_share)
-    plan = Plan()
+    plan = Plan(dropped=[] if config.explain else None)
     chosen: dict[str, SelectedItem] = {}
     costs: dict[str, int] = {}
     full_ids: set[str] = set()
     files: set[str] = set()
     used = full_used = 0
     misses = 0
-    explain = config.explain
-    dropped = plan.dropped
 
-    for n, cand in enumerate(ranked):
+    for cand in ranked:
         si = stored.get(cand.rowid)
         if si is None:
             continue
@@ -82,12 +73,8 @@ def plan_budget(
                 prev.score = cand.score
                 prev.signals = cand.signals()
             continue
-        if full_ids:
-            shown_in = next((a for a in _ancestors(si, stored, parents) if a in full_ids), None)
-            if shown_in is not None:  # already visible inside an ancestor shown in full
-                if explain:
-                    dropped.append((cand.rowid, cand.score, OMIT_DUPLICATE, item.tokens, f"shown inside {shown_in}"))
-                continue
+        if _shown_in(si, stored, parents, full_ids, plan, cand):
+            continue  # already visible inside an ancestor shown in full
         file_cost = 0 if item.path in files else file_costs.get(item.path, PER_FILE_OVERHEAD)
         parent_cost = 0
         parent_si = None
@@ -117,13 +104,9 @@ def plan_budget(
             if cand.score >= TRUNCATION_WARNING_SCORE:
                 plan.truncated = True
                 plan.skipped_for_budget += 1
-            if explain:
-                cheapest = sig_cost if si.sig_tokens > 0 else full_cost
-                dropped.append((cand.rowid, cand.score, OMIT_BUDGET, cheapest, max(0, room)))
+            _drop(plan, cand, OMIT_BUDGET, sig_cost if si.sig_tokens > 0 else full_cost, room)
             misses += 1
             if misses >= MAX_CONSECUTIVE_MISSES:
-                if explain:
-                    plan.unreached, plan.unreached_free = ranked[n + 1:], max(0, budget - used)
                 break
             continue
         misses = 0
@@ -146,8 +129,6 @@ def plan_budget(
                 used -= costs.pop(other_id, 0)
                 del chosen[other_id]
         if used >= budget:
-            if explain:
-                plan.unreached, plan.unreached_free = ranked[n + 1:], max(0, budget - used)
             break
     plan.selected = list(chosen.values())
     plan.used = used
@@ -165,6 +146,25 @@ def _mode(full_ok: bool, full_cost: int, sig_cost: int | None, room: int, full_r
     if full_ok and full_cost <= room:
         return "full", full_cost
     return None, 0
+
+
+def _shown_in(si: StoredItem, stored: dict[int, StoredItem], parents: dict[str, StoredItem],
+              full_ids: set[str], plan: Plan, cand: ScoredItem) -> bool:
+    """Whether an ancestor of ``si`` is shown in full (and so shows it); kept as a drop."""
+    if not full_ids:
+        return False
+    shown_in = next((a for a in _ancestors(si, stored, parents) if a in full_ids), None)
+    if shown_in is not None:
+        _drop(plan, cand, OMIT_DUPLICATE, si.item.tokens, f"shown inside {shown_in}")
+    return shown_in is not None
+
+
+def _drop(plan: Plan, cand: ScoredItem, reason: str, tokens: int, detail: str | int) -> None:
+    """Keep a candidate left out when the plan explains (``Plan.dropped`` is a list), as
+    (row id, score, reason, tokens it would have cost, detail); an int ``detail`` is the
+    tokens that were free."""
+    if plan.dropped is not None:
+        plan.dropped.append((cand.rowid, cand.score, reason, tokens, max(0, detail) if isinstance(detail, int) else detail))
 
 
 def _ancestors(si: StoredItem, stored: dict[int, StoredItem], parents: dict[str, StoredItem]) -> list[str]:

@@ -197,29 +197,6 @@ class ContextResult:
     def nodes(self) -> list[Item]:
         return [s.item for s in self.items]
 
-    def explanation(self, limit: int = 10) -> str:
-        """What was left out and what the budget went to, as plain text for people
-        (``context --explain``)."""
-        lines: list[str] = []
-        total_left = sum(self.omitted_counts.values())
-        if self.omitted:
-            shown = self.omitted[:limit]
-            lines.append(f"Left out: the best {len(shown)} of {total_left} candidate(s)")
-            width = max(len(f"{o.path} {o.name}") for o in shown)
-            for o in shown:
-                where = f"{o.path} {o.name}".ljust(width)
-                why = f"{o.reason}: {o.detail}" if o.detail else o.reason
-                lines.append(f"  {o.score:5.3f}  {where}  {o.kind:<8} {o.tokens:>6} tok  {why}")
-            lines.append("  by reason: " + ", ".join(f"{r} {n}" for r, n in self.omitted_counts.items()))
-        else:
-            lines.append("Left out: nothing (every candidate found is in the context)")
-        sp = self.spend
-        if sp:
-            parts = ", ".join(f"{k} {sp[k]['tokens']} ({sp[k]['items']})"
-                              for k in ("bodies", "signatures", "headers", "files"))
-            lines.append(f"Budget: {sp['total']} of {self.max_tokens} tokens: {parts}; {sp['free']} free")
-        return "\n".join(lines) + "\n"
-
     def to_dict(
         self, include_text: bool = True, details: bool = True, max_files: int | None = None
     ) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from ..retrieval.reports import without_version_lines
 from ..store.base import Store
 from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
+from .explain import spend_of
 from .export import EXPORTERS
 from .models import (
     FORMATS, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_GONE, OMIT_KIND, OMIT_PATHS, OMIT_RANK, OMIT_SCORE_FLOOR, OMIT_TEST,
@@ -230,7 +231,8 @@ class SmartContextExtractor:
         self,
         result: ContextResult,
         cat: Catalogue,
-        plan,
+        dropped: list[tuple],
+        unreached: tuple[list[ScoredItem], int],
         filtered: list[tuple[int, float, str]],
         entities,
         beyond_pool: int,
@@ -238,17 +240,20 @@ class SmartContextExtractor:
         """Fill ``omitted``, ``omitted_counts`` and ``spend`` from what the stages left out.
         Every candidate is counted; only the best OMITTED_SHOWN are described.
 
+        dropped:     what the budgeter and the trimming left out (``budgeter._drop``).
+        unreached:   the candidates the budgeter considered, with the tokens free when it
+                     stopped: those neither shown nor dropped were never reached.
         beyond_pool: candidates above the score floor ranked below the POOL considered."""
         cfg = self.config
         # row id -> (score, reason, tokens or None (its cheapest showing), detail or tokens
         # free); the first reason recorded for a row wins, and shown rows are never listed.
         shown = {cat.by_id.get(s.item.id) for s in result.items}
         left: dict[int, tuple[float, str, int | None, str | int]] = {}
-        for rowid, score, reason, tokens, detail in plan.dropped:
+        for rowid, score, reason, tokens, detail in dropped:
             if rowid not in shown:
                 left.setdefault(rowid, (score, reason, tokens, detail))
-        free = plan.unreached_free
-        for cand in plan.unreached:
+        pool, free = unreached
+        for cand in pool:
             if cand.rowid not in shown:
                 left.setdefault(cand.rowid, (cand.score, OMIT_BUDGET, None, free))
         for rowid, score, reason in filtered:
@@ -280,7 +285,7 @@ class SmartContextExtractor:
         if beyond_pool > 0:
             counts[OMIT_RANK] = beyond_pool
         result.omitted_counts = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
-        result.spend = _spend(result)
+        result.spend = spend_of(result)
 
     def _named_but_skipped(self, entities) -> list[OmittedItem]:
         """Files the question names that the index left out (too large, binary, ...)."""
@@ -327,7 +332,7 @@ class SmartContextExtractor:
         plan = plan_budget(pool, stored, parents, cfg, reserve=reserve, pinned_full=pinned,
                            file_costs=file_costs)
         selection = plan.selected
-        dropped = plan.dropped
+        dropped = plan.dropped if plan.dropped is not None else []
         self._add_heads(selection, heads, pool)
         # File lines and module names for every file the plan touches; trimming only
         # removes items, so this superset stays valid.
@@ -356,7 +361,7 @@ class SmartContextExtractor:
                     selection.remove(victim)
                     cost = victim.item.tokens + PER_ITEM_OVERHEAD if victim.mode == "full" else shown_as_signature
                     saved += cost
-                    rowid = cat.by_id.get(victim.item.id) if cfg.explain and not victim.context_only else None
+                    rowid = cat.by_id.get(victim.item.id) if plan.dropped is not None and not victim.context_only else None
                     if rowid is not None:
                         dropped.append((rowid, victim.score, OMIT_BUDGET, cost,
                                         f"needs {cost} tokens, 0 free (trimmed when the exact count was "
@@ -407,7 +412,9 @@ class SmartContextExtractor:
         )
         if cfg.explain:
             t = time.perf_counter()
-            self._explain(result, cat, plan, filtered_out, entities, len(ranked) - len(pool))
+            # What the plan never reached was left out for the budget: it was spent first.
+            unreached = (pool, max(0, cfg.max_tokens - reserve - plan.used))
+            self._explain(result, cat, dropped, unreached, filtered_out, entities, len(ranked) - len(pool))
             result.stats["explain"] = time.perf_counter() - t
         if exporter.render is not None:
             header = {
@@ -555,35 +562,6 @@ class SmartContextExtractor:
             if not any(dst_name.startswith(d + ".") for d in lst) and dst_name not in lst:
                 lst.append(dst_name)
         return deps
-
-
-def _spend(result: ContextResult) -> dict[str, Any]:
-    """What the budget went to. Bodies, signatures and headers are the index's estimates of
-    what was shown; files (paths, imports lines, framing) is the rest of the exact count."""
-    parts = {"bodies": [0, 0], "signatures": [0, 0], "headers": [0, 0]}
-    for s in result.items:
-        it = s.item
-        if s.mode == "head" or s.context_only:
-            part = parts["headers"]
-            part[1] += it.tokens if s.mode == "head" else (len(signature_text(it)) + 3) // 4
-        elif s.mode == "full":
-            part = parts["bodies"]
-            part[1] += it.tokens
-        else:
-            part = parts["signatures"]
-            part[1] += (len(signature_text(it)) + 3) // 4
-        part[0] += 1
-    total = result.token_count
-    estimated = sum(t for _, t in parts.values())
-    if estimated > total:  # estimates run high on dense code: shares stay, the sum is exact
-        for part in parts.values():
-            part[1] = part[1] * total // max(1, estimated)
-        estimated = sum(t for _, t in parts.values())
-    out: dict[str, Any] = {k: {"items": n, "tokens": t} for k, (n, t) in parts.items()}
-    out["files"] = {"items": len({s.item.path for s in result.items}), "tokens": total - estimated}
-    out["total"] = total
-    out["free"] = max(0, result.max_tokens - total)
-    return out
 
 
 def _imports_tokens(names: list[str]) -> int:
