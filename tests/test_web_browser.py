@@ -227,6 +227,12 @@ def test_search_page_gives_a_context_with_its_token_count(site, browser):
     files = page.eval_on_selector_all("#sc-files li", "els => els.map(e => e.textContent)")
     assert files == expected["files"] and "shop/pricing.py" in files
     assert page.text_content("#sc-context-text") == expected["text"]
+    # What was left out, and what the budget went to.
+    rows = page.eval_on_selector_all("#sc-omitted tbody tr", "els => els.map(e => e.cells[1].textContent + ' ' + e.cells[2].textContent)")
+    assert rows == [f"{o['path']} {o['name']}" for o in expected["omitted"]]
+    left = sum(expected["omitted_counts"].values())
+    assert page.text_content("#sc-omitted-summary").startswith(f"Left out: {left} candidate" if left else "Left out: nothing")
+    assert page.text_content("#sc-spend").endswith(f"; {expected['spend']['free']} free")
     page.click("#sc-copy")
     page.wait_for_function("() => document.getElementById('sc-copied').textContent === 'Copied'")
     # JSON: the page says that the budget holds the content, and how large the JSON text is

@@ -16,7 +16,9 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "ContextResult": ".context.models",
     "EmbeddingStatus": ".background",
+    "Coverage": ".coverage",
     "ExtractionConfig": ".context.models",
+    "OmittedItem": ".context.models",
     "ScoredItem": ".retrieval.scoring",
     "SelectedItem": ".context.models",
     "SmartContextError": ".errors",
@@ -25,6 +27,7 @@ _EXPORTS = {
     "Item": ".model",
     "ExtractedEntity": ".retrieval.entities",
     "SearchHit": ".retrieval.search",
+    "Setting": ".config",
     "Workspace": ".workspace",
     "WorkspaceStatus": ".workspace",
 }
@@ -47,7 +50,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as plain imports
     from .background import EmbeddingStatus
-    from .context.models import ContextResult, ExtractionConfig, SelectedItem
+    from .config import Setting
+    from .context.models import ContextResult, ExtractionConfig, OmittedItem, SelectedItem
+    from .coverage import Coverage
     from .errors import SmartContextError
     from .indexer import IndexStats
     from .model import Edge, Item

@@ -138,16 +138,7 @@ class Config:
 
     @classmethod
     def load(cls, root: Path) -> "Config":
-        path = root / CONFIG_FILE
-        table: dict[str, Any] | None = None
-        prefix = ""
-        if path.is_file():
-            table = _read_toml(path)
-        else:
-            vault = root / VAULT_CONFIG_FILE
-            if vault.is_file():
-                table = _read_toml(vault).get("plugins", {}).get("smart_context")
-                path, prefix = vault, "plugins.smart_context."
+        table, path, prefix = _config_table(root)
         cfg = cls()
         if table:
             try:
@@ -156,12 +147,10 @@ class Config:
                 # Which file: a vault may have both smartcontext.toml and .vault.toml.
                 raise ConfigError(f"{path}: {exc}") from None
             cfg.source = str(path)
-        env_model = os.environ.get("SMARTCONTEXT_EMBEDDING_MODEL")
-        if env_model:
-            cfg.embeddings.model = env_model
-        env_store = os.environ.get("SMARTCONTEXT_STORE_URL")
-        if env_store:
-            cfg.store.url = env_store
+        for (section, key), var in ENV_OVERRIDES.items():
+            value = os.environ.get(var)
+            if value:
+                setattr(getattr(cfg, section), key, value)
         return cfg
 
     @classmethod
@@ -197,6 +186,84 @@ class Config:
             store=_build(StoreConfig, table.get("store", {}), prefix + "store"),
             chat=_build(ChatConfig, chat_table, prefix + "chat"),
         )
+
+
+# Settings an environment variable overrides (after the file): (section, key) -> variable.
+ENV_OVERRIDES = {
+    ("embeddings", "model"): "SMARTCONTEXT_EMBEDDING_MODEL",
+    ("store", "url"): "SMARTCONTEXT_STORE_URL",
+}
+
+
+def _config_table(root: Path) -> tuple[dict[str, Any] | None, Path, str]:
+    """(the settings table, the file it is in, where the table sits in that file):
+    smartcontext.toml, else the [plugins.smart_context] table of .vault.toml."""
+    path = root / CONFIG_FILE
+    if path.is_file():
+        return _read_toml(path), path, ""
+    vault = root / VAULT_CONFIG_FILE
+    if vault.is_file():
+        return _read_toml(vault).get("plugins", {}).get("smart_context"), vault, "plugins.smart_context."
+    return None, path, ""
+
+
+@dataclass
+class Setting:
+    """One effective setting: ``key`` as written in the file (``context.max_tokens``),
+    its value, and where it came from: default, smartcontext.toml, .vault.toml,
+    environment (the variable named in ``detail``) or flag."""
+
+    key: str
+    value: Any
+    source: str
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "source": self.source, "detail": self.detail}
+
+
+def config_sources(root: Path, flags: dict[str, Any] | None = None) -> list[Setting]:
+    """Every setting of the workspace at ``root`` with its effective value and source.
+
+    flags: settings a command line gave, by key (``{"store.url": url}``): they win.
+    A store URL's password is never shown.
+    """
+    cfg = Config.load(root)
+    table, path, _prefix = _config_table(root)
+    table = table or {}
+    chat_table = {**{k: table[k] for k in CHAT_TOP_LEVEL_KEYS if k in table},
+                  **(table.get("chat") if isinstance(table.get("chat"), dict) else {})}
+    flags = flags or {}
+    out: list[Setting] = []
+    for section in ("index", "embeddings", "context", "chat", "store"):
+        obj = getattr(cfg, section)
+        written = chat_table if section == "chat" else table.get(section) or {}
+        for key in obj.__dataclass_fields__:
+            name = f"{section}.{key}"
+            value = getattr(obj, key)
+            source, detail = "default", ""
+            if key in written:
+                source = path.name
+                if section == "chat" and key in table:
+                    detail = "top level of the table"
+            var = ENV_OVERRIDES.get((section, key))
+            if var and os.environ.get(var):
+                source, detail = "environment", var
+            if flags.get(name) is not None:
+                value, source, detail = flags[name], "flag", ""
+            if section == "store" and key == "url":
+                value = _hide_password(value)
+            out.append(Setting(name, value, source, detail))
+    for category in sorted(cfg.llm):
+        out.append(Setting(f"llm.{category}", cfg.llm[category], path.name))
+    return out
+
+
+def _hide_password(url: str) -> str:
+    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
+    import re
+
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -256,6 +256,9 @@ def _worker_init(parent: int) -> None:
 _RUN_STARTED = "run_started_ns"
 # Meta key: the files left out for their content (``Indexer._content_skips``).
 _CONTENT_SKIPPED = "content_skipped"
+# Meta key: every file (and folder, ending in "/") the last run left out -> why, for
+# ``smartcontext files --skipped`` (``Indexer.skipped_files``).
+SKIPPED_FILES = "skipped_files"
 _RACY_NS = 2_000_000_000
 
 
@@ -278,6 +281,15 @@ def _same_skip(skip: list, f: DiscoveredFile, racy_after: int) -> bool:
             and f.mtime_ns < racy_after and _untouched_since_run(f, racy_after))
 
 
+def skipped_files(store: Store) -> dict[str, str]:
+    """What the last index run left out: path (a folder ends with "/") -> reason."""
+    try:
+        data = json.loads(store.get_meta(SKIPPED_FILES) or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class Indexer:
     def __init__(self, root: Path, store: Store, options: DiscoveryOptions | None = None,
                  walk_cache: Path | None = None):
@@ -290,6 +302,7 @@ class Indexer:
         self._stop: threading.Event | None = None
         self._wrote = False  # whether this run stored or removed a file's rows or stamp
         self._skips_now: dict[str, list] = {}  # the content skips this run confirmed or found
+        self._unreadable: dict[str, str] = {}  # files this run could not read
 
     def run(self, progress: Progress | None = None, workers: int | None = None,
             stop: threading.Event | None = None) -> IndexStats:
@@ -308,6 +321,7 @@ class Indexer:
 
         remembered = self._content_skips()
         self._skips_now = {}
+        self._unreadable = {}
         todo: list[tuple[DiscoveredFile, str | None]] = []
         for f in found.files:
             state = known.get(f.path)
@@ -330,6 +344,7 @@ class Indexer:
             stats.files_deleted = self.store.delete_files(gone)
         if self._skips_now != remembered:
             self.store.set_meta(_CONTENT_SKIPPED, json.dumps(self._skips_now, sort_keys=True))
+        self._record_skipped(found.skipped_files)
         stats.seconds["parse_and_store"] = time.perf_counter() - t1
         stats.skipped = skipped
         if self._wrote or gone:
@@ -341,6 +356,17 @@ class Indexer:
         counts = self.store.counts()
         stats.items, stats.edges = counts["items"], counts["edges"]
         return stats
+
+    def _record_skipped(self, walked: dict[str, str]) -> None:
+        """Keep why each file was left out: the walk's reasons (ignored, too large, ...)
+        and the content's (binary, generated, unreadable). Written only when it changed,
+        so a refresh that finds nothing new leaves the index untouched."""
+        skipped = dict(walked)
+        skipped.update({p: s[2] for p, s in self._skips_now.items()})
+        skipped.update(self._unreadable)
+        text = json.dumps(skipped, sort_keys=True, separators=(",", ":"))
+        if text != (self.store.get_meta(SKIPPED_FILES) or "{}"):
+            self.store.set_meta(SKIPPED_FILES, text)
 
     def has_changes(self) -> bool:
         """Whether a run would parse or delete anything (reads only)."""
@@ -478,6 +504,8 @@ class Indexer:
             skipped[res.status] = skipped.get(res.status, 0) + 1
             if res.status in ("binary", "generated"):  # an unreadable file may be readable next time
                 self._skips_now[f.path] = [f.mtime_ns, f.size, res.status]
+            else:
+                self._unreadable[f.path] = res.status
             if f.path in known:
                 self.store.delete_files([f.path])
                 self._wrote = True

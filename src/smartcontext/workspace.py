@@ -107,6 +107,9 @@ class WorkspaceStatus:
     problems: list[str] = field(default_factory=list)
     """What stops the index from answering as it should (an unfinished copy, an
     embedding model that cannot be loaded), each a sentence a user can act on."""
+    # Files (and folders) the last index run left out, by reason: ``smartcontext files
+    # --skipped`` lists them.
+    skipped: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,6 +130,7 @@ class Workspace:
         self._chats = None
         self._background: BackgroundEmbedding | None = None
         self._lock = threading.RLock()
+        self._skipped: tuple[object, dict[str, list[tuple[str, str]]]] | None = None
 
     # -- opening -------------------------------------------------------------------
 
@@ -546,13 +550,42 @@ class Workspace:
         """Answer a checked code-context Query (the CLI, the tools and ``context`` all
         come here)."""
         built = self.ensure_index(progress)
-        extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors,
-                                          ExtractionConfig.from_query(query))
+        config = ExtractionConfig.from_query(query)
+        extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors, config,
+                                          skipped=self._skipped_by_name if config.explain else None)
         result = extractor.extract(query.text, format=query.format)
         result.embedding = self.embedding_status()
         if built is not None:
             result.stats["built_index"] = built.to_dict()
         return result
+
+    def _skipped_by_name(self) -> dict[str, list[tuple[str, str]]]:
+        """The skipped files by name, kept until the index changes (its catalogue's
+        generation) or the list of skipped files does."""
+        from .coverage import skipped_by_name
+        from .indexer import SKIPPED_FILES
+
+        raw = self.store.get_meta(SKIPPED_FILES) or "{}"
+        cached = self._skipped
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        import json
+
+        try:
+            reasons = json.loads(raw)
+        except ValueError:
+            reasons = {}
+        names = skipped_by_name(reasons if isinstance(reasons, dict) else {})
+        self._skipped = (raw, names)
+        return names
+
+    def files(self, path: str | None = None, indexed: bool = True, skipped: bool = True):
+        """What the index covers under ``path`` (folder, file or glob; None: everything):
+        ``coverage.Coverage`` with the indexed files (source, items, tokens, vectors) and
+        the skipped ones with why."""
+        from .coverage import coverage
+
+        return coverage(self, path, indexed=indexed, skipped=skipped)
 
     def search(self, query: str, limit: int = 10, mode: str = "hybrid", **options: Any) -> list[SearchHit]:
         """Ranked hits for ``query``; options as ``search_with_info``."""
@@ -583,7 +616,7 @@ class Workspace:
         hits, info = search(
             self.store, self.catalogue(), query.text, limit=query.options["limit"], mode=mode, vectors=vectors,
             paths=list(scope.paths) or None, tags=list(scope.tags) or None, kinds=list(scope.kinds) or None,
-            min_score=query.options["min_score"],
+            min_score=query.options["min_score"], exclude=list(scope.exclude) or None,
         )
         info["embedding"] = self.embedding_status().to_dict()
         return hits, info
@@ -661,6 +694,7 @@ class Workspace:
             last_indexed=self.store.get_meta("last_indexed") if indexed else None,
             warnings=len(self.store.file_warnings()) if indexed else 0,
             problems=self._problems(indexed),
+            skipped=self._skipped_summary() if indexed else {},
         )
 
     def _problems(self, indexed: bool) -> list[str]:
@@ -672,6 +706,13 @@ class Workspace:
 
             found.append(spec_problem(self.config.embeddings.model))
         return [p for p in found if p]
+
+    def _skipped_summary(self) -> dict[str, int]:
+        from collections import Counter
+
+        from .indexer import skipped_files
+
+        return dict(Counter(skipped_files(self.store).values()).most_common())
 
     def remove_index(self) -> None:
         """Delete the index files only: preferences and logs in the same folder stay. A

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def load_app() -> Any:
     """The typer application with every command registered."""
     # Each module registers its commands on import, in the order help lists them.
-    from . import index, context, search, tool, serve, sc, store, chat, agent  # noqa: F401,I001
+    from . import index, context, search, coverage, tool, serve, sc, store, chat, agent  # noqa: F401,I001
     from .root import app
 
     return app

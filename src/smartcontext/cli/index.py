@@ -83,7 +83,7 @@ def index(
         )
         if stats.skipped:
             reasons = ", ".join(f"{n} {k}" for k, n in sorted(stats.skipped.items()))
-            out_console.print(f"Skipped {stats.skipped_total}: {reasons}.")
+            out_console.print(f"Skipped {stats.skipped_total}: {reasons} (`smartcontext files --skipped` lists them).")
         if stats.embedding_model:
             out_console.print(
                 f"Embeddings ({stats.embedding_model}): {stats.embedded} item(s) embedded, "
@@ -112,5 +112,8 @@ def status(path: Optional[Path] = PathArg, as_json: bool = JsonOpt) -> None:
             stored = ", ".join(f"{m} ({n})" for m, n in sorted(st.vector_models.items())) or "none"
             out_console.print(f"Embedding model: {st.embedding.model or 'none'}; vectors stored: {stored}")
             out_console.print(f"Last indexed: {st.last_indexed}; files with warnings: {st.warnings}")
+            if st.skipped:
+                reasons = ", ".join(f"{n} {k}" for k, n in st.skipped.items())
+                out_console.print(f"Skipped: {reasons} (smartcontext files --skipped lists them)")
     if st.problems:
         fail("; ".join(st.problems))

@@ -51,6 +51,7 @@ def run_context(
     verbose: bool = False,
     copy: bool = False,
     as_json: bool = False,
+    show_explanation: bool = False,
     **given: Any,
 ) -> None:
     """``smartcontext context``: refresh what changed, answer, print; exits 1 when nothing
@@ -71,6 +72,8 @@ def run_context(
             print_json(result.to_dict())  # warnings and nearest candidates are in it
         else:
             _print_context(result)
+            if show_explanation:
+                _print_explanation(result)
         if verbose:
             _print_stats(result)
         if copy:
@@ -88,6 +91,16 @@ def _print_context(result) -> None:
         for n in result.nearest:
             text = f"  {n['id']} ({n['kind']}, score {n['score']})"
             line(text, stderr=True, rich=lambda c, t=text: c.print(t, highlight=False, markup=False))
+
+
+def _print_explanation(result) -> None:
+    """After the context: on stdout in a terminal, on stderr when the context goes to a
+    pipe or file (the explanation is for the person, not for the model)."""
+    stream = sys.stdout if sys.stdout.isatty() else sys.stderr
+    from ..context.explain import explanation
+
+    stream.write("\n" + explanation(result))
+    stream.flush()
 
 
 def _print_stats(result) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..retrieval.scoring import ScoredItem
 from ..store.base import StoredItem
-from .models import ExtractionConfig, SelectedItem
+from .models import OMIT_BUDGET, OMIT_DUPLICATE, ExtractionConfig, SelectedItem
 
 PER_ITEM_OVERHEAD = 8  # sigil or fence line, path or line numbers, blank line
 PER_FILE_OVERHEAD = 12
@@ -28,6 +28,7 @@ class Plan:
     used: int = 0
     truncated: bool = False  # a relevant item did not fit at all
     skipped_for_budget: int = 0
+    dropped: list[tuple] | None = None  # when explaining: see _drop
 
 
 def signature_text(item) -> str:
@@ -52,7 +53,7 @@ def plan_budget(
     pinned_full = pinned_full or set()
     budget = max(0, config.max_tokens - reserve)
     full_budget = int(budget * config.full_code_share)
-    plan = Plan()
+    plan = Plan(dropped=[] if config.explain else None)
     chosen: dict[str, SelectedItem] = {}
     costs: dict[str, int] = {}
     full_ids: set[str] = set()
@@ -72,7 +73,7 @@ def plan_budget(
                 prev.score = cand.score
                 prev.signals = cand.signals()
             continue
-        if any(a in full_ids for a in _ancestors(si, stored, parents)):
+        if _shown_in(si, stored, parents, full_ids, plan, cand):
             continue  # already visible inside an ancestor shown in full
         file_cost = 0 if item.path in files else file_costs.get(item.path, PER_FILE_OVERHEAD)
         parent_cost = 0
@@ -103,6 +104,7 @@ def plan_budget(
             if cand.score >= TRUNCATION_WARNING_SCORE:
                 plan.truncated = True
                 plan.skipped_for_budget += 1
+            _drop(plan, cand, OMIT_BUDGET, sig_cost if si.sig_tokens > 0 else full_cost, room)
             misses += 1
             if misses >= MAX_CONSECUTIVE_MISSES:
                 break
@@ -144,6 +146,25 @@ def _mode(full_ok: bool, full_cost: int, sig_cost: int | None, room: int, full_r
     if full_ok and full_cost <= room:
         return "full", full_cost
     return None, 0
+
+
+def _shown_in(si: StoredItem, stored: dict[int, StoredItem], parents: dict[str, StoredItem],
+              full_ids: set[str], plan: Plan, cand: ScoredItem) -> bool:
+    """Whether an ancestor of ``si`` is shown in full (and so shows it); kept as a drop."""
+    if not full_ids:
+        return False
+    shown_in = next((a for a in _ancestors(si, stored, parents) if a in full_ids), None)
+    if shown_in is not None:
+        _drop(plan, cand, OMIT_DUPLICATE, si.item.tokens, f"shown inside {shown_in}")
+    return shown_in is not None
+
+
+def _drop(plan: Plan, cand: ScoredItem, reason: str, tokens: int, detail: str | int) -> None:
+    """Keep a candidate left out when the plan explains (``Plan.dropped`` is a list), as
+    (row id, score, reason, tokens it would have cost, detail); an int ``detail`` is the
+    tokens that were free."""
+    if plan.dropped is not None:
+        plan.dropped.append((cand.rowid, cand.score, reason, tokens, max(0, detail) if isinstance(detail, int) else detail))
 
 
 def _ancestors(si: StoredItem, stored: dict[int, StoredItem], parents: dict[str, StoredItem]) -> list[str]:

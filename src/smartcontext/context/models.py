@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
 from ..model import Item
-from ..query.options import FORMATS, MAX_BUDGET
+from ..query.options import FORMATS, MAX_BUDGET, MIN_RELEVANCE
 from ..query.profiles import CODE_CONTEXT
 from ..retrieval.entities import ExtractedEntity
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..background import EmbeddingStatus
     from ..query import Query
 
-__all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "SelectedItem"]
+__all__ = ["FORMATS", "MAX_BUDGET", "ContextResult", "ExtractionConfig", "OmittedItem", "SelectedItem"]
 
 _WEIGHTS = CODE_CONTEXT.fusion.weights
 _CONSTANTS = CODE_CONTEXT.constants
@@ -39,7 +39,9 @@ class ExtractionConfig:
                       the rest goes to signatures of further matches.
     encoding:         tokenizer used to count (cl100k_base or o200k_base).
     kinds:            restrict to these item kinds (None = all).
-    paths:            restrict to these folder/file prefixes (None = all).
+    paths:            restrict to these folders, files or globs (None = all).
+    exclude:          leave out these folders, files or globs.
+    explain:          keep the best candidates left out, with why (``ContextResult.omitted``).
     """
 
     max_tokens: int = 8000
@@ -50,13 +52,15 @@ class ExtractionConfig:
     keyword_weight: float = _WEIGHTS["keywords"]
     vector_weight: float = _WEIGHTS["vectors"]
     proximity_weight: float = _WEIGHTS["proximity"]
-    min_relevance: float = _CONSTANTS["min_relevance"]
+    min_relevance: float = MIN_RELEVANCE.default
     exclude_tests: bool = False
     include_scores: bool = False
     full_code_share: float = _CONSTANTS["full_code_share"]
     encoding: str = "cl100k_base"
     kinds: list[str] | None = None
     paths: list[str] | None = None
+    exclude: list[str] | None = None
+    explain: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
@@ -76,6 +80,7 @@ class ExtractionConfig:
             max_tokens=query.max_tokens or 8000, include_imports=o["imports"], expand_depth=o["depth"],
             exclude_tests=o["exclude_tests"], include_scores=o["scores"], encoding=o["encoding"],
             kinds=list(query.scope.kinds) or None, paths=list(query.scope.paths) or None,
+            exclude=list(query.scope.exclude) or None, explain=o["explain"], min_relevance=o["min_relevance"],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,6 +119,44 @@ class SelectedItem:
         return d
 
 
+# Why a candidate is not in the context (``OmittedItem.reason``).
+OMIT_BUDGET = "over budget"
+OMIT_SCORE_FLOOR = "below score floor"
+OMIT_TEST = "test excluded"
+OMIT_PATHS = "outside --paths"
+OMIT_EXCLUDE = "matched --exclude"
+OMIT_KIND = "kind not asked"
+OMIT_DUPLICATE = "duplicate of a shown item"
+OMIT_TOO_LARGE = "file too large"
+OMIT_RANK = "ranked below the candidates considered"  # counted, never listed
+OMIT_GONE = "no longer indexed"  # removed by an index run during the question
+
+
+@dataclass
+class OmittedItem:
+    """A candidate left out of the context, and why.
+
+    score:  its relevance on the scale of the shown items (0..1); for an item filtered
+            out before ranking (tests, --paths, --exclude), the score its signals gave it.
+    tokens: what showing it would have cost (whole, or as a signature when that was all
+            that could have fitted).
+    reason: one of the OMIT_* values; ``detail`` says more (free tokens, the shown item
+            it repeats, the setting that filtered it).
+    """
+
+    path: str
+    name: str
+    kind: str
+    score: float
+    tokens: int
+    reason: str
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "name": self.name, "kind": self.kind, "score": round(self.score, 4),
+                "tokens": self.tokens, "reason": self.reason, "detail": self.detail}
+
+
 @dataclass
 class ContextResult:
     """The context for one question.
@@ -132,6 +175,13 @@ class ContextResult:
                       the semantic signal covered only the embedded items.
     json_tokens:      for the json format, exact tokens of ``text`` (the JSON as printed),
                       which is more than ``token_count`` (the content a model reads).
+    omitted:          the best candidates left out, best first, with why (empty when
+                      ``explain`` was off).
+    omitted_counts:   how many candidates were left out for each reason (all of them,
+                      not only the ones listed).
+    spend:            what the budget was spent on: tokens and items for bodies,
+                      signatures, headers and files (framing: paths, imports lines),
+                      plus ``free``.
     """
 
     question: str
@@ -149,6 +199,9 @@ class ContextResult:
     counts: str = "the rendered text"
     embedding: EmbeddingStatus | None = None
     json_tokens: int | None = None
+    omitted: list[OmittedItem] = field(default_factory=list)
+    omitted_counts: dict[str, int] = field(default_factory=dict)
+    spend: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mu_text(self) -> str:
@@ -186,6 +239,9 @@ class ContextResult:
             "warnings": self.warnings,
             "nearest": self.nearest,
             "embedding": self.embedding.to_dict() if self.embedding is not None else None,
+            "omitted": [o.to_dict() for o in self.omitted],
+            "omitted_counts": self.omitted_counts,
+            "spend": self.spend,
         }
         if details:
             d["items"] = [s.to_dict(include_text) for s in self.items]

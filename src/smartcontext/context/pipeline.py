@@ -3,12 +3,13 @@ budget -> export. Each stage lives in its own module; this one only wires them."
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..model import ItemKind, kind_traits
-from ..notes.match import normalise_folder, path_matches
+from ..notes.match import PathFilter
 from ..retrieval import graph, scoring
 from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
@@ -18,8 +19,13 @@ from ..retrieval.reports import without_version_lines
 from ..store.base import Store
 from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
+from .explain import spend_of
 from .export import EXPORTERS, render_counted
-from .models import FORMATS, ContextResult, ExtractionConfig, SelectedItem
+from .models import (
+    FORMATS, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_GONE, OMIT_KIND, OMIT_PATHS, OMIT_RANK, OMIT_SCORE_FLOOR, OMIT_TEST,
+    OMIT_TOO_LARGE,
+    ContextResult, ExtractionConfig, OmittedItem, SelectedItem,
+)
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
     from ..retrieval.vector import VectorIndex
@@ -39,6 +45,8 @@ MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 # out other files' matches).
 LEAD_ITEMS = 3
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
+OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
+POOL = 250  # the best-ranked candidates the budgeter considers
 
 
 class SmartContextExtractor:
@@ -55,8 +63,12 @@ class SmartContextExtractor:
         catalogue: Callable[[], Catalogue],
         vectors: Callable[[], tuple[VectorIndex, Any] | None] | None = None,
         config: ExtractionConfig | None = None,
+        skipped: Callable[[], dict[str, list[tuple[str, str]]]] | None = None,
     ):
+        """skipped: files left out of the index by name (lower-cased file name and stem ->
+        [(path, reason)]), so a question naming one can be told why it is missing."""
         self.store = store
+        self._skipped = skipped
         self._catalogue = catalogue
         self._vectors = vectors
         self.config = config or ExtractionConfig()
@@ -107,10 +119,23 @@ class SmartContextExtractor:
         timings["vector"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        allowed = self._allowed(cat)
-        ent = {r: s for r, s in ent.items() if allowed(r)}
-        kw = {r: s for r, s in kw.items() if allowed(r)}
-        vec = {r: s for r, s in vec.items() if allowed(r)}
+        why_not = self._exclusion(cat)
+
+        def allowed(rowid: int) -> bool:
+            return why_not(rowid) is None
+
+        filtered: dict[int, str] = {}
+        raw_signals = (ent, kw, vec)
+        if cfg.explain:  # each candidate judged once, and the reason kept
+            for signal in raw_signals:
+                for r in signal:
+                    if r not in filtered:
+                        why = why_not(r)
+                        if why is not None:
+                            filtered[r] = why
+            ent, kw, vec = ({r: s for r, s in sig.items() if r not in filtered} for sig in raw_signals)
+        else:
+            ent, kw, vec = ({r: s for r, s in sig.items() if allowed(r)} for sig in raw_signals)
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
         frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
@@ -122,6 +147,7 @@ class SmartContextExtractor:
         if neighbours:
             signals_used.append("graph")
         scoring.add_graph(scored, neighbours, cat, cfg)
+        top_raw = max((s.score for s in scored.values()), default=0.0)
         scoring.normalise_final(scored)
         ranked_all = sorted(scored.values(), key=lambda s: (-s.score, s.item_id))
         ranked = [s for s in ranked_all if s.score >= cfg.min_relevance]
@@ -129,9 +155,29 @@ class SmartContextExtractor:
 
         files = _rank_files(ranked_all, cat, file_rank)
 
+        filtered_out: list[tuple[int, float, str]] = []
+        if cfg.explain:
+            t = time.perf_counter()
+            # Items cut by a filter never reach fusion: their own signals score them, on
+            # the shown items' scale (before graph and file boosts, which they never got).
+            pre = scoring.fuse(cat, cfg, *({r: v for r, v in sig.items() if r in filtered} for sig in raw_signals))
+            scale = top_raw if top_raw > 0 else 1.0
+            filtered_out = [(r, min(1.0, s.score / scale), filtered[r]) for r, s in pre.items()]
+            filtered_out += [(s.rowid, s.score, OMIT_SCORE_FLOOR) for s in ranked_all if s.score < cfg.min_relevance]
+            timings["explain"] = time.perf_counter() - t
+
         t = time.perf_counter()
-        result = self._budget_and_render(question, format, ranked, cat, files, entities)
+        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out)
         timings["budget_export"] = time.perf_counter() - t
+        if "explain" in result.stats:  # measured inside the budget stage: moved to its own line
+            spent = result.stats.pop("explain")
+            timings["explain"] += spent
+            timings["budget_export"] -= spent
+        if (cfg.paths or cfg.exclude) and not result.items:
+            where = PathFilter(cfg.paths, cfg.exclude)
+            if not any(where.allows(p) for p in cat.paths):
+                result.warnings.insert(0, "no indexed file is left by --paths/--exclude; "
+                                          "`smartcontext files` lists the indexed files")
         result.stats.update(
             {
                 "entities": len(entities),
@@ -154,28 +200,112 @@ class SmartContextExtractor:
             result.stats["note"] = "no embeddings in the index yet: ranked by names, keywords and graph"
         return result
 
-    def _allowed(self, cat: Catalogue) -> Callable[[int], bool]:
+    def _exclusion(self, cat: Catalogue) -> Callable[[int], str | None]:
+        """Row id -> why the options leave it out (an OMIT_* reason), or None."""
         cfg = self.config
         kinds = set(cfg.kinds) if cfg.kinds else None
         skip_plain_text = cat.has_code
-        prefixes = [normalise_folder(p) for p in cfg.paths] if cfg.paths else None
+        where = PathFilter(cfg.paths, cfg.exclude)
+        where_reason = {"paths": OMIT_PATHS, "exclude": OMIT_EXCLUDE}
 
-        def ok(rowid: int) -> bool:
+        def why_not(rowid: int) -> str | None:
             e = cat.entries.get(rowid)
             if e is None:
-                return False
+                return OMIT_GONE
             if cfg.exclude_tests and e.path in cat.test_paths:
-                return False
+                return OMIT_TEST
             if kinds is not None and e.kind not in kinds:
-                return False
+                return OMIT_KIND
             if kinds is None and skip_plain_text and e.kind == ItemKind.TEXT:
                 # reST/.txt windows crowd out code in a repository; ask with kinds=["text"]
-                return False
-            if prefixes is not None and not path_matches(e.path, prefixes):
-                return False
-            return True
+                return OMIT_KIND
+            if where:
+                why = where.reason(e.path)
+                if why is not None:
+                    return where_reason[why]
+            return None
 
-        return ok
+        return why_not
+
+    def _explain(
+        self,
+        result: ContextResult,
+        cat: Catalogue,
+        dropped: list[tuple],
+        unreached: tuple[list[ScoredItem], int],
+        filtered: list[tuple[int, float, str]],
+        entities,
+        beyond_pool: int,
+    ) -> None:
+        """Fill ``omitted``, ``omitted_counts`` and ``spend`` from what the stages left out.
+        Every candidate is counted; only the best OMITTED_SHOWN are described.
+
+        dropped:     what the budgeter and the trimming left out (``budgeter._drop``).
+        unreached:   the candidates the budgeter considered, with the tokens free when it
+                     stopped: those neither shown nor dropped were never reached.
+        beyond_pool: candidates above the score floor ranked below the POOL considered."""
+        cfg = self.config
+        # row id -> (score, reason, tokens or None (its cheapest showing), detail or tokens
+        # free); the first reason recorded for a row wins, and shown rows are never listed.
+        shown = {cat.by_id.get(s.item.id) for s in result.items}
+        left: dict[int, tuple[float, str, int | None, str | int]] = {}
+        for rowid, score, reason, tokens, detail in dropped:
+            if rowid not in shown:
+                left.setdefault(rowid, (score, reason, tokens, detail))
+        pool, free = unreached
+        for cand in pool:
+            if cand.rowid not in shown:
+                left.setdefault(cand.rowid, (cand.score, OMIT_BUDGET, None, free))
+        for rowid, score, reason in filtered:
+            left.setdefault(rowid, (score, reason, None, ""))
+        items = list(left.items())
+        counts: dict[str, int] = {}
+        for _, (_, reason, _, _) in items:
+            counts[reason] = counts.get(reason, 0) + 1
+        details = {OMIT_TEST: "--exclude-tests", OMIT_PATHS: f"--paths {' '.join(cfg.paths or [])}",
+                   OMIT_EXCLUDE: f"--exclude {' '.join(cfg.exclude or [])}",
+                   OMIT_SCORE_FLOOR: f"min_relevance {cfg.min_relevance}",
+                   OMIT_KIND: f"kinds {', '.join(cfg.kinds)}" if cfg.kinds else "plain text in a code repository"}
+        described = []
+        for rowid, (score, reason, tokens, detail) in heapq.nlargest(
+                OMITTED_SHOWN, items, key=lambda kv: kv[1][0]):
+            e = cat.entries.get(rowid)
+            if e is None:
+                continue
+            if tokens is None:
+                tokens = (e.sig_tokens if reason == OMIT_BUDGET and e.sig_tokens > 0 else e.tokens) + PER_ITEM_OVERHEAD
+            if isinstance(detail, int):
+                detail = f"needs {tokens} tokens, {detail} free"
+            described.append(OmittedItem(e.path, e.qualname or e.name, e.kind, score, tokens, reason,
+                                         detail or details.get(reason, "")))
+        result.omitted = self._named_but_skipped(entities) + described
+        for o in result.omitted:
+            if o.reason == OMIT_TOO_LARGE:
+                counts[o.reason] = counts.get(o.reason, 0) + 1
+        if beyond_pool > 0:
+            counts[OMIT_RANK] = beyond_pool
+        result.omitted_counts = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+        result.spend = spend_of(result)
+
+    def _named_but_skipped(self, entities) -> list[OmittedItem]:
+        """Files the question names that the index left out (too large, binary, ...)."""
+        # A file left out of the index is not known to it: only unknown names are looked up.
+        unknown = [e for e in entities if not e.known]
+        skipped = self._skipped() if self._skipped is not None and unknown else None
+        if not skipped:
+            return []
+        out: list[OmittedItem] = []
+        seen: set[str] = set()
+        for ent in unknown:
+            name = ent.text.replace("\\", "/").rsplit("/", 1)[-1].lower()
+            for path, why in skipped.get(name, ()):
+                if path in seen:
+                    continue
+                seen.add(path)
+                reason = OMIT_TOO_LARGE if why == "too large" else f"not indexed: {why}"
+                out.append(OmittedItem(path, path.rsplit("/", 1)[-1], "file", 1.0, 0, reason,
+                                       "see `smartcontext files --skipped`"))
+        return out
 
     def _budget_and_render(
         self,
@@ -185,9 +315,11 @@ class SmartContextExtractor:
         cat: Catalogue,
         files: list[str],
         entities,
+        filtered_out: list[tuple[int, float, str]],
     ) -> ContextResult:
+        """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render."""
         cfg = self.config
-        pool = ranked[:250]
+        pool = ranked[:POOL]
         pinned = self._pin_top_file(pool, cat, files)
         stored = self.store.items_by_rowids([s.rowid for s in pool])
         parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
@@ -200,6 +332,7 @@ class SmartContextExtractor:
         plan = plan_budget(pool, stored, parents, cfg, reserve=reserve, pinned_full=pinned,
                            file_costs=file_costs)
         selection = plan.selected
+        dropped = plan.dropped if plan.dropped is not None else []
         self._add_heads(selection, heads, pool)
         # File lines and module names for every file the plan touches; trimming only
         # removes items, so this superset stays valid.
@@ -226,7 +359,13 @@ class SmartContextExtractor:
                     saved += max(1, victim.item.tokens - shown_as_signature)
                 else:
                     selection.remove(victim)
-                    saved += victim.item.tokens + PER_ITEM_OVERHEAD if victim.mode == "full" else shown_as_signature
+                    cost = victim.item.tokens + PER_ITEM_OVERHEAD if victim.mode == "full" else shown_as_signature
+                    saved += cost
+                    rowid = cat.by_id.get(victim.item.id) if plan.dropped is not None and not victim.context_only else None
+                    if rowid is not None:
+                        dropped.append((rowid, victim.score, OMIT_BUDGET, cost,
+                                        f"needs {cost} tokens, 0 free (trimmed when the exact count was "
+                                        f"{tokens} of {cfg.max_tokens})"))
                     if not any(s.item.path == victim.item.path for s in selection):
                         saved += file_costs.get(victim.item.path, PER_FILE_OVERHEAD)
                     self._drop_orphan_parents(selection)
@@ -256,17 +395,7 @@ class SmartContextExtractor:
         elif not ranked:
             nearest = _nearest_names(question, cat)
         relevance = {s.item.id: round(s.score, 4) for s in selection if not s.context_only}
-        json_tokens = None
-        if exporter.render is not None:
-            header = {
-                "question": question, "format": format, "max_tokens": cfg.max_tokens,
-                "token_count": tokens, "json_tokens": 0, "counts": exporter.counts, "encoding": cfg.encoding,
-                "warnings": warnings,
-            }
-            text, json_tokens = render_counted(
-                exporter.render, header, cfg.encoding, selection, file_lines, deps, modules, cfg.include_scores
-            )
-        return ContextResult(
+        result = ContextResult(
             question=question,
             text=text,
             format=format,
@@ -280,8 +409,26 @@ class SmartContextExtractor:
             warnings=warnings,
             nearest=nearest,
             counts=exporter.counts,
-            json_tokens=json_tokens,
         )
+        if cfg.explain:
+            t = time.perf_counter()
+            # What the plan never reached was left out for the budget: it was spent first.
+            unreached = (pool, max(0, cfg.max_tokens - reserve - plan.used))
+            self._explain(result, cat, dropped, unreached, filtered_out, entities, len(ranked) - len(pool))
+            result.stats["explain"] = time.perf_counter() - t
+        if exporter.render is not None:
+            header = {
+                "question": question, "format": format, "max_tokens": cfg.max_tokens,
+                "token_count": tokens, "json_tokens": 0, "counts": exporter.counts, "encoding": cfg.encoding,
+                "warnings": warnings,
+            }
+            if cfg.explain:
+                header["omitted"] = [o.to_dict() for o in result.omitted]
+                header["spend"] = result.spend
+            result.text, result.json_tokens = render_counted(
+                exporter.render, header, cfg.encoding, selection, file_lines, deps, modules, cfg.include_scores
+            )
+        return result
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
@@ -346,12 +493,12 @@ class SmartContextExtractor:
             return
         present = {s.item.path for s in selection}
         rows = self.store.items_by_rowids([m for m, _, _ in heads])
-        for mod, last, _ in heads:
+        for mod, last, tokens in heads:
             si = rows.get(mod)
             if si is None or si.item.path not in present:
                 continue
             item = si.item
-            head = type(item)(**{**item.__dict__, "end_line": last, "text": ""})
+            head = type(item)(**{**item.__dict__, "end_line": last, "text": "", "tokens": tokens})
             existing = next((s for s in selection if s.item.id == item.id), None)
             if existing is not None:
                 if existing.mode == "signature":  # a bare module line says less than its header

@@ -230,10 +230,21 @@ TAGS = Option(
     "tags", "list", "Only notes with one of these tags (# optional; 'ai' also matches 'ai/llm').",
     flags=("--tag",), max_items=MAX_LIST_ITEMS, max_length=MAX_GLOB_CHARS, metavar="TAG",
 )
+MIN_RELEVANCE = Option(
+    "min_relevance", "float", "The score floor: candidates scoring below this share of the best one (0..1) "
+    "are not considered.", default=0.1, flags=("--min-relevance",), minimum=0.0, maximum=1.0,
+)
 EXPLAIN = Option(
-    "explain", "bool", "Also say what was left out and why (over the budget, below the score floor, "
-    "a test, outside --paths...), and what the budget was spent on.",
-    default=False, flags=("--explain",),
+    "explain", "bool", "Say what was left out and why (over the budget, below the score floor, a test, "
+    "outside paths...) in 'omitted', and what the budget was spent on in 'spend'.",
+    default=True, where=("tool",),
+)
+# On the CLI the explanation is always recorded (JSON carries it); the flag prints it.
+SHOW_EXPLANATION = Option(
+    "show_explanation", "bool", "Also print what was left out and why (over the budget, below the score "
+    "floor, a test, outside --paths...), and what the budget was spent on: after the context, or on "
+    "stderr when the context goes to a pipe.",
+    default=False, flags=("--explain",), where=("cli",), part_of_query=False,
 )
 MODE = Option(
     "mode", "str", "hybrid (BM25 and vectors fused by reciprocal rank), keyword or semantic "
@@ -262,7 +273,7 @@ INCLUDE_ITEMS = Option(
 # The options of each command, in the order the CLI's help lists them.
 CONTEXT_OPTIONS: tuple[Option, ...] = (
     QUESTION, MAX_TOKENS, FORMAT, EXCLUDE_TESTS, DEPTH, PATHS, EXCLUDE, KINDS, IMPORTS, SCORES, ENCODING,
-    EXPLAIN, VERBOSE, COPY, AS_JSON, INCLUDE_ITEMS,
+    MIN_RELEVANCE, EXPLAIN, SHOW_EXPLANATION, VERBOSE, COPY, AS_JSON, INCLUDE_ITEMS,
 )
 SEARCH_OPTIONS: tuple[Option, ...] = (
     QUERY, MODE, LIMIT, TAGS, PATHS, EXCLUDE, KINDS, MIN_SCORE, AS_JSON,

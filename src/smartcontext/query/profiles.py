@@ -82,8 +82,6 @@ CODE_CONTEXT = Profile(
     packer="code",
     options=CONTEXT_OPTIONS,
     constants=_frozen({
-        # Items whose normalised score is below this are not candidates for the context.
-        "min_relevance": 0.1,
         # The share of the budget the top items may spend on whole bodies; the rest goes
         # to signatures of further matches.
         "full_code_share": 0.8,

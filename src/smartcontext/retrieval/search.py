@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, did_you_mean
 from ..model import KIND_TRAITS, ItemKind
-from ..notes.match import normalise_folder, path_matches
+from ..notes.match import PathFilter
 from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import Store, StoredItem
 from ..query.fusion import reciprocal_rank, rrf_ceiling
@@ -110,8 +110,11 @@ def search(
     tags: list[str] | None = None,
     kinds: list[str] | None = None,
     min_score: float = 0.0,
+    exclude: list[str] | None = None,
 ) -> tuple[list[SearchHit], dict[str, Any]]:
-    """Returns (hits, info); info says which signals answered."""
+    """Returns (hits, info); info says which signals answered.
+
+    paths, exclude: folders, files or globs (``notes.match.PathFilter``)."""
     if mode not in MODES:
         raise InvalidArgument(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
     if not isinstance(limit, int) or limit < 1 or limit > 1000:
@@ -121,7 +124,8 @@ def search(
         raise InvalidArgument("the query is empty")
     info: dict[str, Any] = {"mode": mode, "signals": []}
     pool = max(limit * SEARCH.constants["pool_factor"], SEARCH.constants["min_pool"])
-    prefixes = [normalise_folder(p) for p in paths] if paths else None
+    where = PathFilter(paths, exclude)
+    prefixes = where.folders or None
     kind_set = set(kinds) if kinds else None
     _check_filters(cat, prefixes, kind_set)
     want_tags = {normalise_tag(t) for t in tags} if tags else None
@@ -130,12 +134,12 @@ def search(
         # Tags narrow before the pools are cut too, or a rare tag keeps only the few of
         # the global top hits that carry it.
         allowed = cat.tagged(want_tags)
-    if prefixes or kind_set:
+    if where or kind_set:
         # Filter first, then cut each signal's pool: a filtered search must not be left
         # with the few of the global top hits that happen to pass the filter.
         in_scope = {
             r for p, rows in cat.by_path.items()
-            if not prefixes or path_matches(p, prefixes)
+            if where.allows(p)
             for r in rows
             if not kind_set or cat.entries[r].kind in kind_set
         }
@@ -185,7 +189,7 @@ def search(
         e = cat.entries.get(r)
         if e is None:
             continue
-        if prefixes and not path_matches(e.path, prefixes):
+        if where and not where.allows(e.path):
             continue
         if kind_set and e.kind not in kind_set:
             continue

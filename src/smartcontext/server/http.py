@@ -191,6 +191,9 @@ class WebApi:
     async def search(self, request: Request) -> JSON:
         return await self.tool_route("search", request)
 
+    async def files(self, request: Request) -> JSON:
+        return await self.tool_route("files", request)
+
     async def similar(self, request: Request) -> JSON:
         return await self.tool_route("similar", request)
 
@@ -288,6 +291,7 @@ class WebApi:
     # (path under /api, handler, methods)
     API = (
         ("/status", "status", "GET"), ("/context", "context", "POST"), ("/search", "search", "POST"),
+        ("/files", "files", "GET POST"),
         ("/similar", "similar", "POST"), ("/tools", "tools", "GET"), ("/tools/{name}", "call_tool", "POST"),
         ("/execute_command", "execute_command", "POST"), ("/state", "state", "GET"), ("/events", "events", "GET"),
         ("/chats", "list_chats", "GET"), ("/chats/{chat_id}", "read_chat", "GET"),

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..sealed import load_sealed, save_sealed
 from .discover import (
+    IGNORE_FILE,
     DiscoveredFile,
     Discovery,
     DiscoveryOptions,
@@ -35,7 +36,7 @@ from .discover import (
 )
 
 # Bump when the saved shape or the meaning of a walk changes; an unknown file is ignored.
-_MAGIC = b"smartcontext walk 1\n"
+_MAGIC = b"smartcontext walk 2\n"
 RACY_NS = 2_000_000_000
 _HERE = Path(__file__).resolve().parent
 
@@ -118,7 +119,7 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
     before = state["started"] - RACY_NS
     if not all(_trusted(s, before) for s in _stamps_in(key)):
         return None
-    for rel, (mtime, ignore) in state["dirs"].items():
+    for rel, (mtime, *ignores) in state["dirs"].items():
         folder = root / rel if rel else root
         try:
             now = os.stat(folder).st_mtime_ns
@@ -126,9 +127,10 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
             return None
         if now != mtime or mtime >= before:
             return None
-        stamp = file_stamp(folder / ".gitignore")
-        if stamp != ignore or not _trusted(stamp, before):
-            return None
+        for name, ignore in zip((".gitignore", IGNORE_FILE), ignores):
+            stamp = file_stamp(folder / name)
+            if stamp != ignore or not _trusted(stamp, before):
+                return None
     for rel, allowed in state["symlinks"].items():
         if symlink_allowed(root / rel, root) != allowed:
             return None
@@ -139,7 +141,7 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
             st = None
         if stat_skip_reason(st, options) != why:
             return None
-    result = Discovery(skipped=Counter(state["skipped"]))
+    result = Discovery(skipped=Counter(state["skipped"]), skipped_files=dict(state["skipped_files"]))
     for rel, source, language in state["files"]:
         path = root / rel
         try:
@@ -171,7 +173,7 @@ def _stamps_in(key: tuple) -> list[tuple]:
 
 def _load(cache: Path) -> dict | None:
     state = load_sealed(cache, _MAGIC)  # None when missing, torn or damaged: walk again
-    need = ("key", "started", "dirs", "symlinks", "stat_skipped", "files", "skipped")
+    need = ("key", "started", "dirs", "symlinks", "stat_skipped", "files", "skipped", "skipped_files")
     return state if isinstance(state, dict) and all(k in state for k in need) else None
 
 
@@ -180,6 +182,7 @@ def _save(cache: Path, key: tuple, started: int, found: Discovery, record: WalkR
     state = {
         "key": key, "started": started, "dirs": record.dirs, "symlinks": record.symlinks,
         "stat_skipped": record.stat_skipped, "skipped": dict(found.skipped),
+        "skipped_files": found.skipped_files,
         "files": [(f.path, f.source, f.language) for f in found.files],
     }
     try:

@@ -1,4 +1,4 @@
-"""The workspace's own tools: ``context``, ``search``, ``similar`` and ``status`` over the folder's index.
+"""The workspace's own tools: ``context``, ``search``, ``similar``, ``status`` and ``files`` over the folder's index.
 
 Their argument schemas are generated from the declared options (``query.options``), the
 same declarations the CLI's flags come from. Each answers its result type's ``to_dict`` (``ContextResult``, ``SearchHit``,
@@ -17,6 +17,11 @@ from .spec import ToolContext, ToolSpec
 # The context tool lists at most this many ranked files besides the text (a model rarely
 # needs the tail, and every path costs tokens); ``more_files`` counts the others.
 CONTEXT_FILES_SHOWN = 20
+# The context tool lists at most this many candidates left out (``omitted_counts`` counts
+# them all): enough to see why a symbol is missing, few enough to cost a model little.
+CONTEXT_OMITTED_SHOWN = 10
+# The files tool lists at most this many files of each kind; ``more`` says how many more.
+FILES_SHOWN = 500
 
 
 def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
@@ -29,6 +34,7 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
                             **_query_args(CONTEXT_OPTIONS, args))
         with ctx.reading():
             result = ws.answer_context(query)
+        result.omitted = result.omitted[:CONTEXT_OMITTED_SHOWN]
         # 'text' already holds every selected item; the item list (without text) only on request.
         return result.to_dict(include_text=False, details=bool(args.get("include_items")),
                               max_files=CONTEXT_FILES_SHOWN)
@@ -48,6 +54,13 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
 
     def status(args: dict[str, Any]) -> dict[str, Any]:
         return ctx.workspace.status().to_dict()
+
+    def files(args: dict[str, Any]) -> dict[str, Any]:
+        ws = ctx.ready_workspace()
+        only_skipped = bool(args.get("skipped"))
+        with ctx.reading():
+            found = ws.files(args.get("path") or None, indexed=not only_skipped)
+        return files_answer(found, FILES_SHOWN)
 
     return [
         ToolSpec(
@@ -91,6 +104,23 @@ def workspace_tools(ctx: ToolContext) -> list[ToolSpec]:
             },
             similar, provider="workspace",
         ),
+        ToolSpec(
+            "files",
+            "Which files of this folder are indexed (source, items, tokens, vectors) and which were "
+            "left out, with why (ignored, binary, generated, too large, unreadable, parse error). "
+            "Use it when something you expected is missing from context or search.",
+            {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "maxLength": 1000,
+                             "description": "Only under this folder or file, or matching this glob."},
+                    "skipped": {"type": "boolean", "default": False,
+                                "description": "Only the files left out, with their reasons."},
+                },
+                "additionalProperties": False,
+            },
+            files, provider="workspace",
+        ),
     ]
 
 
@@ -98,6 +128,16 @@ def _query_args(options: tuple[Option, ...], args: dict[str, Any]) -> dict[str, 
     """The arguments that are part of the question (not its text, not how the answer is
     returned)."""
     return {o.name: args[o.name] for o in options[1:] if o.part_of_query and o.name in args}
+def files_answer(found: Any, limit: int | None = None) -> dict[str, Any]:
+    """The answer of ``files`` (tool and ``files --json``): ``Coverage.to_dict``, each
+    list cut to ``limit`` with ``more_files`` / ``more_skipped`` counting the rest."""
+    answer = found.to_dict()
+    for key in ("files", "skipped"):
+        rows = answer[key]
+        answer[f"more_{key}"] = max(0, len(rows) - limit) if limit is not None else 0
+        if limit is not None:
+            answer[key] = rows[:limit]
+    return answer
 
 
 def search_answer(hits: list[SearchHit], info: dict[str, Any]) -> dict[str, Any]:

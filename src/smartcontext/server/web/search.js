@@ -33,6 +33,38 @@
     warnings.replaceChildren();
     (r.warnings || []).forEach(function (w) { warnings.appendChild(listItem(w)); });
     $('sc-copied').textContent = '';
+    showOmitted(r);
+  }
+
+  // What was left out and why, and what the budget went to (the answer's omitted,
+  // omitted_counts and spend).
+  function showOmitted(r) {
+    var omitted = r.omitted || [];
+    var counts = r.omitted_counts || {};
+    var total = Object.keys(counts).reduce(function (n, k) { return n + counts[k]; }, 0);
+    $('sc-omitted-summary').textContent = total
+      ? 'Left out: ' + total + ' candidate' + (total === 1 ? '' : 's') + ' (' +
+        Object.keys(counts).map(function (k) { return counts[k] + ' ' + k; }).join(', ') + ')'
+      : 'Left out: nothing';
+    var sp = r.spend;
+    $('sc-spend').textContent = sp && sp.total !== undefined
+      ? 'Budget spent: ' + ['bodies', 'signatures', 'headers', 'files'].map(function (k) {
+          return k + ' ' + sp[k].tokens + ' (' + sp[k].items + ')';
+        }).join(', ') + '; ' + sp.free + ' free'
+      : '';
+    var body = $('sc-omitted').tBodies[0];
+    body.replaceChildren();
+    omitted.forEach(function (o) {
+      var tr = document.createElement('tr');
+      [o.score.toFixed(3), o.path, o.name, o.kind, String(o.tokens),
+       o.detail ? o.reason + ': ' + o.detail : o.reason].forEach(function (v) {
+        var td = document.createElement('td');
+        td.textContent = v;
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    $('sc-omitted').hidden = !omitted.length;
   }
 
   function showHits(r) {
