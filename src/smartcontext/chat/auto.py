@@ -12,7 +12,7 @@ result is in chronological order.
 
 Every constant below was chosen on two LoCoMo conversations (``bench/chat_context.py``,
 conv-26 and conv-30, categories 1-4) and confirmed on the other three; the measurements,
-including the ideas that did not help, are in ``docs/benchmarks.md``.
+including the ideas that did not help, are in ``bench/results/history.md``.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ _schemes: dict[str, SchemeFactory] = {}
 _lock = threading.RLock()
 _hook = HookOnce("register_embedders", _lock)
 
-# The default, chosen by the measured tables in docs/benchmarks.md ("Embeddings (issue 8)"):
+# The default, chosen by the measured tables in docs/benchmarks.md ("Embeddings"):
 # 175x the items per CPU second of MiniLM, LoCoMo retrieval at its level.
 DEFAULT_SPEC = "local:static"
 
