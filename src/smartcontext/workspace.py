@@ -59,7 +59,8 @@ INDEX_GITIGNORE = "# Created by smartcontext: the index is local state, never co
 
 def find_root(start: str | os.PathLike[str] = ".") -> Path:
     """The workspace that holds ``start``: the nearest folder at or above it holding
-    ``.git``, ``.obsidian`` or ``.smartcontext``; ``start`` itself when none does.
+    ``.git``, ``.obsidian`` or ``.smartcontext``; ``start`` itself when none does. A
+    command started in a subfolder answers from the root found here.
 
     Like git, the walk stops below any folder listed in ``GIT_CEILING_DIRECTORIES``.
     """

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..retrieval.english import COMMON_WORDS, MIN_STEM, stem
-from ..retrieval.keyword import _WORD_RE, FORM_MIN_LEN, MAX_FORMS, question_terms
+from ..retrieval.english import stem
+from ..retrieval.keyword import _WORD_RE, MAX_FORMS, question_terms, stem_roots
 from ..words import split_identifier
 from .files import Message, extends as _extends
 
@@ -123,12 +123,7 @@ class ChatKeywords:
 
     def _forms(self, terms: list[str], chosen: set[str], n: int) -> list[str]:
         forms: dict[str, None] = {}
-        for term in terms:
-            if len(term) < FORM_MIN_LEN or not term.isalpha() or term in COMMON_WORDS:
-                continue
-            root = stem(term)
-            if len(root) <= MIN_STEM:
-                continue
+        for term, root in stem_roots(terms):
             same = [t for t in self._stems.get(root, ()) if t != term and t not in chosen
                     and len(self._postings[t]) < 0.5 * n]
             for t in sorted(same, key=lambda t: -len(self._postings[t]))[:MAX_FORMS]:

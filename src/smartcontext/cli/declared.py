@@ -47,7 +47,7 @@ def _typer_option(o: Option) -> Any:
 
 def declare(name: str, options: Sequence[Option], run: Callable[..., None], doc: str) -> None:
     """Register ``smartcontext NAME`` with a positional text argument (the first option),
-    the workspace PATH, and the CLI side of ``options``; ``run`` receives them by name."""
+    the folder PATH, and the CLI side of ``options``; ``run`` receives them by name."""
     text, *rest = options
     params = [
         inspect.Parameter(text.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -61,11 +61,11 @@ def declare(name: str, options: Sequence[Option], run: Callable[..., None], doc:
             params.append(inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                             default=_typer_option(o), annotation=_TYPES[o.kind]))
 
-    def command(**values: Any) -> None:
+    def entry(**values: Any) -> None:
         run(**values)
 
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    command.__doc__ = doc
-    command.__name__ = name
-    app.command(name)(command)
+    entry.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    entry.__annotations__ = {p.name: p.annotation for p in params}
+    entry.__doc__ = doc
+    entry.__name__ = name
+    app.command(name)(entry)

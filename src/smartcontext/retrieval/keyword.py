@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 import math
 import re
@@ -156,12 +156,7 @@ class KeywordSearcher:
         """Indexed words sharing a stem with a question word and not asked already: the
         vocabulary is looked up at query time, so the index format stays as it is."""
         forms: dict[str, None] = {}
-        for term in terms:
-            if len(term) < FORM_MIN_LEN or not term.isalpha() or term in COMMON_WORDS:
-                continue
-            root = stem(term)
-            if len(root) <= MIN_STEM:
-                continue
+        for term, root in stem_roots(terms):
             found = self.store.terms_with_prefix(root)
             same = [t for t, df in found.items()
                     if t != term and t not in chosen and df < 0.5 * n_docs and stem(t) == root]
@@ -175,6 +170,17 @@ class KeywordSearcher:
         """The best ``limit`` rows for ``text`` (only rows in ``within``, when given)."""
         match, _ = self.build_match(text)
         return self.store.keyword_search(match, limit, files_only=files_only, within=within)
+
+
+def stem_roots(terms: list[str]) -> Iterator[tuple[str, str]]:
+    """(word, its stem) for the question words whose other forms are worth asking for:
+    long enough, alphabetic, not common, with a stem that is not too short."""
+    for term in terms:
+        if len(term) < FORM_MIN_LEN or not term.isalpha() or term in COMMON_WORDS:
+            continue
+        root = stem(term)
+        if len(root) > MIN_STEM:
+            yield term, root
 
 
 def idf(df: int, n: int) -> float:
