@@ -142,7 +142,7 @@ class IgnoreMatcher:
         self.regex: re.Pattern[str] | None = None
         if all(p.include for p in patterns):
             try:
-                self.regex = re.compile("|".join(f"(?:{p.regex.pattern})" for p in patterns) or "(?!)")
+                self.regex = re.compile("|".join(f"(?:{p.regex.pattern})" for p in patterns if p.regex is not None) or "(?!)")
             except re.error:
                 self.regex = None
 
@@ -224,8 +224,8 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
         if record is not None:
             # After the listing: a change made since shows as a time after the walk
             # started, which the cache never trusts.
-            st = os.stat(dirpath)
-            record.dirs[rel_dir] = (st.st_mtime_ns, file_stamp(abs_dir / ".gitignore"))
+            dir_st = os.stat(dirpath)
+            record.dirs[rel_dir] = (dir_st.st_mtime_ns, file_stamp(abs_dir / ".gitignore"))
         rules.load_dir(rel_dir, abs_dir)
         kept_dirs = []
         for d in sorted(dirnames):
@@ -270,7 +270,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
                 result.skipped["generated"] += 1
                 continue
             try:
-                st = abs_path.stat()
+                st: os.stat_result | None = abs_path.stat()
             except OSError:
                 st = None
             why = stat_skip_reason(st, options)
@@ -279,6 +279,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
                 if record is not None:  # a file can grow or shrink across the limit in place
                     record.stat_skipped[rel] = why
                 continue
+            assert st is not None  # stat_skip_reason refuses a missing stat
             result.files.append(
                 DiscoveredFile(rel, abs_path, source, language, st.st_mtime_ns, st.st_size)
             )
