@@ -265,6 +265,17 @@ def test_parse_counts_corrupt_lines_and_keeps_the_rest():
     assert np.allclose(p.vectors[keys.index("a.md")], v1, atol=1e-6)
 
 
+def test_parse_skips_a_key_without_its_colon():
+    # A key followed by something other than ":" failed with AttributeError (a regex
+    # miss read as a match) instead of counting the line as bad.
+    v = unit(TOPIC["gpu"])
+    broken = line("smart_sources:a.md", source_value("a.md", v)).replace(": ", " ", 1)
+    text = "\n".join([broken, "", line("smart_sources:b.md", source_value("b.md", v))])
+    p = parse_ajson(text, MODEL)
+    assert p.bad_lines == 1
+    assert [r.key for r in p.records] == ["b.md"]
+
+
 def test_parse_keeps_only_the_active_model_and_counts_every_model():
     value = source_value("a.md", unit(TOPIC["gpu"]))
     value["embeddings"]["other/model"] = {"vec": unit(np.ones(8))}

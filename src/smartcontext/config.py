@@ -276,7 +276,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
 
 
-def _build(kind: type, values: Any, section: str):
+def _build(kind: type[Any], values: Any, section: str):
     if not isinstance(values, dict):
         raise ConfigError(f"[{section}] must be a table")
     fields_ = kind.__dataclass_fields__

@@ -10,7 +10,7 @@ call from a model, from the CLI or from Python.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
@@ -61,7 +61,8 @@ def check_arguments(tool: str, validator: Draft202012Validator, arguments: Any) 
         raise ToolError(f"{tool}: arguments must be a JSON object, not {json_type(arguments)}")
     if any(not isinstance(key, str) for key in arguments):
         raise ToolError(f"{tool}: argument names must be strings")
-    props = validator.schema.get("properties", {})
+    # compile_schema built the validator from a dict (jsonschema also allows a bool schema)
+    props = cast(dict[str, Any], validator.schema).get("properties", {})
     clean = {key: coerce(value, props.get(key, {})) for key, value in arguments.items() if value is not None}
     errors = list(validator.iter_errors(clean))
     if errors:
@@ -118,9 +119,10 @@ def _first(errors: list[ValidationError]) -> ValidationError:
 def explain(error: ValidationError, props: dict[str, Any]) -> str:
     """One schema violation in words that name the argument (``moves[0].source``)."""
     where = _where(error.absolute_path)
+    expected: Any  # jsonschema types it "Any | Unset"; Unset is only for errors built by hand
     kind, expected, value = error.validator, error.validator_value, error.instance
     if kind == "additionalProperties" and isinstance(value, dict):
-        known = props if not where else error.schema.get("properties", {})
+        known = props if not where else cast(dict[str, Any], error.schema).get("properties", {})
         unknown = [str(k) for k in value if k not in known]
         extra = ", ".join(unknown)
         # Argument names are short: at difflib's usual 0.6, "colour" would suggest "loud".

@@ -37,6 +37,8 @@ from .sources.discover import DiscoveryOptions
 from .store import Store, open_store
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
+    from .chat import SmartContext
+    from .embeddings.base import Embedder
     from .retrieval.vector import StoreVectorIndex, VectorIndex
 
 # The Python API's earlier names of three context options, still accepted.
@@ -127,8 +129,8 @@ class Workspace:
         self._store: Store | None = None
         self._catalogue: Catalogue | None = None
         self._vectors: VectorIndex | StoreVectorIndex | None = None
-        self._embedder = None
-        self._chats = None
+        self._embedder: Embedder | None = None
+        self._chats: SmartContext | None = None
         self._background: BackgroundEmbedding | None = None
         self._lock = threading.RLock()
         self._skipped: tuple[object, dict[str, list[tuple[str, str]]]] | None = None

@@ -156,6 +156,7 @@ class AgentLoop:
         out = []
         for name in self.tool_names:
             spec = self.registry.get(name)
+            assert spec is not None  # __init__ refused unknown names
             out.append({"type": "function", "function": {"name": spec.name, "description": spec.description,
                                                          "parameters": spec.input_schema}})
         return out

@@ -192,7 +192,7 @@ def local_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] |
                 out.append({"role": "assistant", "content": json.dumps(
                     {"tool": tc["function"]["name"], "arguments": tc["function"]["arguments"]})})
         elif role == "tool":
-            out.append({"role": "user", "content": f"Result of {names.get(m.get('tool_call_id'), 'the tool')}: {content}"})
+            out.append({"role": "user", "content": f"Result of {names.get(m.get('tool_call_id') or '', 'the tool')}: {content}"})
         else:
             out.append({"role": "assistant" if role == "assistant" else "user", "content": content})
     if tools:

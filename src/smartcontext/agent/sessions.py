@@ -15,6 +15,7 @@ by the chat source. Tool calls and results are messages with the OpenAI keys
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import os
 import time
@@ -241,7 +242,7 @@ class AgentSessions:
             Chat(self.workspace.chats(), session_id).extract_topics_in_background()
         return {"session_id": session_id, **result.to_dict()}
 
-    def _save(self, file: ChatFile, messages: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    def _save(self, file: ChatFile, messages: builtins.list[dict[str, Any]], meta: dict[str, Any]) -> None:
         """Write the session's messages: those already in the file are replaced by id
         (compaction), new ones appended; messages someone else added are kept."""
         by_id = {m["id"]: m for m in messages}

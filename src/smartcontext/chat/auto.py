@@ -43,8 +43,8 @@ def render_message(m: Message) -> str:
     return f"{head}{m.role}: {m.content}"
 
 
-def fuse(rankings: Sequence[Sequence[int]], n: int, weights: Sequence[float] | None = None,
-         k: int | None = None) -> np.ndarray:
+def fuse(rankings: Sequence[Sequence[int] | np.ndarray], n: int, weights: Sequence[float] | None = None,
+         k: float | None = None) -> np.ndarray:
     """Reciprocal rank fusion of ranked message positions into one score per message
     (``k``: the rank constant, ``CHAT_RRF_K`` when None)."""
     k = CHAT_RRF_K if k is None else k
@@ -111,7 +111,8 @@ def auto_filter(
     total = int(counts.sum())
     budget = int(max_tokens) if max_tokens else max(1, int(share * total))
     pos = index_of if index_of is not None else {m.id: i for i, m in enumerate(messages)}
-    rankings, signals, used_weights = [], [], []
+    rankings: list[Sequence[int] | np.ndarray] = []
+    signals, used_weights = [], []
     kw = [pos[i] for i in dict.fromkeys(keyword_ranking) if i in pos]
     if kw:
         rankings.append(kw)

@@ -72,16 +72,16 @@ class EventBus:
             # O_APPEND writes of one line are atomic enough for concurrent appenders.
             with open(self.log_path, "a", encoding="utf-8") as fh:
                 fh.write(line + "\n")
-            self._trim()
+            self._trim(self.log_path)
 
-    def _trim(self) -> None:
+    def _trim(self, log_path: Path) -> None:
         try:
-            if os.path.getsize(self.log_path) < 512 * 1024:
+            if os.path.getsize(log_path) < 512 * 1024:
                 return
-            lines = self.log_path.read_text(encoding="utf-8").splitlines()[-LOG_KEEP:]
+            lines = log_path.read_text(encoding="utf-8").splitlines()[-LOG_KEEP:]
             from ..vault.paths import atomic_write
 
-            atomic_write(self.log_path, ("\n".join(lines) + "\n").encode("utf-8"), overwrite=True)
+            atomic_write(log_path, ("\n".join(lines) + "\n").encode("utf-8"), overwrite=True)
         except OSError:
             pass
 

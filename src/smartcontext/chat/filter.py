@@ -90,7 +90,7 @@ def topic_filter(
 ) -> HistoryResult:
     """The seed's filter. Vectors are needed only when a topic is active and search is on."""
     sticky = set(sticky_ids)
-    base = dict(chat_id=chat_id, total_messages=len(messages), sticky_ids=[m.id for m in messages if m.id in sticky],
+    base: dict[str, Any] = dict(chat_id=chat_id, total_messages=len(messages), sticky_ids=[m.id for m in messages if m.id in sticky],
                 active_topics=list(active_topics))
     if not embedding_search or not active_topics:
         return HistoryResult(mode="all", messages=list(messages), **base)
@@ -116,7 +116,7 @@ def threshold_filter(
     sticky = set(sticky_ids)
     scores = message_vectors @ np.asarray(query_vector, dtype=np.float32)
     passing = {m.id for m, s in zip(messages, scores) if s >= threshold and m.id not in sticky}
-    base = dict(chat_id=chat_id, total_messages=len(messages), sticky_ids=[m.id for m in messages if m.id in sticky])
+    base: dict[str, Any] = dict(chat_id=chat_id, total_messages=len(messages), sticky_ids=[m.id for m in messages if m.id in sticky])
     if not passing:
         return HistoryResult(mode="topics-fallback", messages=list(messages), **base)
     return HistoryResult(mode="threshold", messages=[m for m in messages if m.id in passing or m.id in sticky], **base)

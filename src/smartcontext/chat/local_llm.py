@@ -76,7 +76,7 @@ def part_files() -> list[Path]:
         bins = [f for f in dist.files or [] if str(f).endswith(".bin")]
         if len(bins) != 1:
             raise LLMError(f"{name} does not hold exactly one model slice; reinstall it: {INSTALL_HINT}")
-        out.append(Path(dist.locate_file(bins[0])))
+        out.append(Path(str(dist.locate_file(bins[0]))))
     return out
 
 

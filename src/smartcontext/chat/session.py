@@ -16,6 +16,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -179,7 +180,7 @@ class SmartContext:
         return self.events.subscribe(event, listener)
 
     def recent_events(self, since: float = 0.0, limit: int = 50) -> list[dict[str, Any]]:
-        return read_events(self.events.log_path, since, limit)
+        return read_events(self.events.log_path, since, limit) if self.events.log_path is not None else []
 
     # -- the seed's commands -------------------------------------------------------------
 
@@ -225,7 +226,7 @@ class SmartContext:
 
     def execute(self, command: str, **args: Any) -> dict[str, Any]:
         """Run a command by its seed name, e.g. ``execute("smart_context.set_filter", topics=[...])``."""
-        handlers = {
+        handlers: dict[str, Callable[..., dict[str, Any]]] = {
             "smart_context.set_filter": self.set_filter,
             "smart_context.get_topics": self.get_topics,
             "smart_context.set_similarity_mode": self.set_similarity_mode,

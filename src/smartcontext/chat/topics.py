@@ -118,10 +118,10 @@ def spherical_kmeans(x: np.ndarray, k: int, iterations: int = 30, seed: int = 0)
 
 def label_clusters(texts: list[str], labels: np.ndarray, k: int) -> list[str]:
     """A 2-4 word Title Case label per cluster from its distinctive terms (class tf-idf)."""
-    per_cluster = [Counter() for _ in range(k)]
+    per_cluster: list[Counter[str]] = [Counter() for _ in range(k)]
     for text, c in zip(texts, labels):
         per_cluster[int(c)].update(set(_terms(text)))  # message frequency, not raw counts
-    df = Counter()
+    df: Counter[str] = Counter()
     for counter in per_cluster:
         df.update(counter.keys())
     sizes = Counter(int(c) for c in labels)
@@ -239,6 +239,6 @@ def local_topics(messages: list[Message], vectors: np.ndarray | None, sticky_ids
     labels = np.array([remap[int(c)] for c in labels])
     names = label_clusters([messages[i].content for i in keep], labels, len(used))
     counts = Counter(int(c) for c in labels)
-    topics = [{"label": names[j], "count": counts[j]} for j in range(len(used))]
+    topics: list[dict[str, Any]] = [{"label": names[j], "count": counts[j]} for j in range(len(used))]
     topics.sort(key=lambda t: (-t["count"], t["label"]))
     return topics[:MAX_TOPICS]

@@ -68,7 +68,7 @@ def _answer(sessions, session_id: str, text: str, as_json: bool) -> dict[str, An
 
 @app.command()
 def agent(
-    question: str = typer.Argument(None, metavar="QUESTION", help="A question to answer and exit (else a conversation on stdin). "
+    question: Optional[str] = typer.Argument(None, metavar="QUESTION", help="A question to answer and exit (else a conversation on stdin). "
                                    "A folder given first is the PATH."),
     path: Optional[Path] = PathArg,
     message: str = typer.Option(None, "--message", "-m", help="The question (instead of the positional one)."),
@@ -86,7 +86,7 @@ def agent(
 
     # `agent PATH`, and `agent PATH QUESTION` as well as `agent QUESTION PATH`.
     if question is not None and Path(question).is_dir() and (path is None or not path.is_dir()):
-        question, path = (None if path is None else str(path)), Path(question)
+        path, question = Path(question), (None if path is None else str(path))
     if message is not None and question is not None:
         raise typer.BadParameter("give the question either as an argument or with --message, not both")
     text = message if message is not None else question

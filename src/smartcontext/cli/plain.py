@@ -116,9 +116,10 @@ def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
 def errors(*extra: type[BaseException]) -> Iterator[None]:
     """Typed library errors (and ``extra`` ones, e.g. OSError for a taken port) become
     ``fail``; Ctrl-C exits 130."""
+    caught: tuple[type[BaseException], ...] = (SmartContextError, *extra)
     try:
         yield
-    except (SmartContextError, *extra) as exc:
+    except caught as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         global interrupted

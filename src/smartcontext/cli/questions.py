@@ -90,7 +90,7 @@ def _print_context(result) -> None:
         line("Nearest candidates:", stderr=True, rich=lambda c: c.print("Nearest candidates:"))
         for n in result.nearest:
             text = f"  {n['id']} ({n['kind']}, score {n['score']})"
-            line(text, stderr=True, rich=lambda c, t=text: c.print(t, highlight=False, markup=False))
+            line(text, stderr=True, rich=lambda c: c.print(text, highlight=False, markup=False))
 
 
 def _print_explanation(result) -> None:

@@ -169,7 +169,7 @@ def render_mu(
                 line = f"{pad}{sigil} {it.qualname}"
             else:
                 line = f"{pad}{sigil} {mu_signature(s)}"
-            notes = []
+            notes: list[str] = []
             decorators = it.meta.get("decorators")
             if isinstance(decorators, list) and decorators:
                 notes.extend("@" + str(d).lstrip("@") for d in decorators)

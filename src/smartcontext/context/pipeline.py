@@ -28,7 +28,7 @@ from .models import (
 )
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
-    from ..retrieval.vector import VectorIndex
+    from ..retrieval.vector import StoreVectorIndex, VectorIndex
 
 MAX_QUESTION_CHARS = 200_000
 CANDIDATES_PER_SIGNAL = 200
@@ -61,7 +61,7 @@ class SmartContextExtractor:
         self,
         store: Store,
         catalogue: Callable[[], Catalogue],
-        vectors: Callable[[], tuple[VectorIndex, Any] | None] | None = None,
+        vectors: Callable[[], tuple[VectorIndex | StoreVectorIndex, Any] | None] | None = None,
         config: ExtractionConfig | None = None,
         skipped: Callable[[], dict[str, list[tuple[str, str]]]] | None = None,
     ):
@@ -468,7 +468,7 @@ class SmartContextExtractor:
     ) -> list[tuple[int, int, int]]:
         """(module rowid, last head line, estimated tokens) of the top files' preambles:
         imports and constants above the first definition, which a change often touches."""
-        out = []
+        out: list[tuple[int, int, int]] = []
         if self.config.max_tokens < MIN_BUDGET_FOR_FILES:
             return out
         for path in files[:HEAD_FILES]:
@@ -485,7 +485,7 @@ class SmartContextExtractor:
             tokens = int(entry.tokens * last / total_lines) + 10
             if tokens > HEAD_MAX_TOKENS:
                 continue
-            out.append((mod, last, tokens))
+            out.append((entry.rowid, last, tokens))  # the row of ``mod``
         return out
 
     def _add_heads(self, selection: list[SelectedItem], heads, pool: list[ScoredItem]) -> None:

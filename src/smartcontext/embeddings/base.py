@@ -38,8 +38,11 @@ class EmbedderBase:
     """What the built-in embedders share: the argument checks of ``embed`` and the
     one-text ``embed_query``; a subclass sets ``_name`` and gives ``dim`` and ``_embed``."""
 
-    dim: int
     _name: str
+
+    @property
+    def dim(self) -> int:  # a property, so a subclass may find it lazily (ask the model)
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r})"

@@ -90,10 +90,11 @@ class Query:
             if value is None:
                 value = option.default
             values[name] = value
-        scope = Scope(**{
+        scoped: dict[str, Any] = {
             k: (tuple(values.pop(k) or ()) if k != "chat_id" else values.pop(k))
             for k in SCOPE_FIELDS if k in values
-        })
+        }
+        scope = Scope(**scoped)
         return cls(
             text=text, profile=prof.name, max_tokens=values.pop("max_tokens", None),
             format=values.pop("format", "mu"), scope=scope, options=MappingProxyType(values),

@@ -17,11 +17,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..model import kind_traits
 from ..notes.tags import normalise_tag, tag_matches
 from ..sealed import read_sealed, write_sealed
 from ..store.base import CatalogueRow, Store
+
+if TYPE_CHECKING:
+    from ..notes.resolver import LinkResolver
 
 # Past this share of the vault's files, reading everything again is as cheap as patching.
 _PATCH_SHARE = 4
@@ -61,7 +65,7 @@ class Catalogue:
         with _collector_paused():
             self._read_all(store)
         self.paths = sorted(self.by_path)
-        self._link_resolver = None
+        self._link_resolver: LinkResolver | None = None
         self._by_basename: dict[str, list[str]] | None = None
         self._tags: list[tuple[int, str]] | None = None
 

@@ -94,10 +94,10 @@ def expand(
             for target in name_to_rows.get(dst or "", []) + name_to_rows.get(dst_name or "", []):
                 incoming_by_row.setdefault(target, []).append((f"{kind}:in", src_row))
         for rowid, d, via, strength in level_items:
-            e = entries.get(rowid)
-            if e is None:
+            entry = entries.get(rowid)
+            if entry is None:
                 continue
-            links = by_src.get(e.id, [])[:per_node] + incoming_by_row.get(rowid, [])[:per_node]
+            links = by_src.get(entry.id, [])[:per_node] + incoming_by_row.get(rowid, [])[:per_node]
             for relation, nb in links:
                 if nb in visited:
                     continue

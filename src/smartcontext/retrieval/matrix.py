@@ -138,7 +138,7 @@ class VectorMatrix:
         return live
 
     def clear(self) -> None:
-        self.__init__(None)
+        VectorMatrix.__init__(self, None)
 
     # -- search --------------------------------------------------------------------------
 

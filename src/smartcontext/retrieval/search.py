@@ -21,7 +21,7 @@ from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
-    from .vector import VectorIndex
+    from .vector import StoreVectorIndex, VectorIndex
 
 MODES = ("hybrid", "keyword", "semantic")
 # The search profile's rank constant (query/profiles.py, measured there).
@@ -105,7 +105,7 @@ def search(
     *,
     limit: int = 10,
     mode: str = "hybrid",
-    vectors: tuple[VectorIndex, Any] | None = None,
+    vectors: tuple[VectorIndex | StoreVectorIndex, Any] | None = None,
     paths: list[str] | None = None,
     tags: list[str] | None = None,
     kinds: list[str] | None = None,

@@ -17,6 +17,7 @@ Every event also goes to the WebSocket as ``smartcontext.agent_event``.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -149,7 +150,7 @@ class AgentApi:
         while (item := await queue.get()) is not None:
             yield json.dumps(item, ensure_ascii=False, default=str) + "\n"
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> builtins.list[Route]:  # ``list`` here is the method
         return [
             Route("/api/agent/sessions", self.list, methods=["GET"]),
             Route("/api/agent/sessions", self.create, methods=["POST"]),

@@ -39,7 +39,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..chat.files import ChatFile
@@ -142,18 +142,20 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         if self.security is not None:
-            refused = await self.security.validate_request(HTTPConnection(scope), is_post=False)
+            # mcp types it Request, but with is_post=False it reads only the headers, which a
+            # WebSocket handshake's HTTPConnection has too (a Request refuses that scope)
+            refused = await self.security.validate_request(HTTPConnection(scope), is_post=False)  # type: ignore[arg-type]
             if refused is not None:
                 if scope["type"] == "websocket":
                     # Closing before accepting answers the handshake with 403.
                     await send({"type": "websocket.close", "code": 1008})
                     return
-                body = refused.body.decode("utf-8", "replace")
+                body = bytes(refused.body).decode("utf-8", "replace")
                 await failure(f"{body}: this server only answers pages on this computer",
                               refused.status_code)(scope, receive, send)
                 return
 
-        async def with_headers(message: dict[str, Any]) -> None:
+        async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 headers += [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),

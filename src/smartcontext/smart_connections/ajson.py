@@ -20,10 +20,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+_fastjson: ModuleType | None
 try:  # ~5x faster than the standard library on these number-heavy files
     import orjson as _fastjson
 except ImportError:  # pragma: no cover - exercised only where orjson is absent
@@ -48,7 +50,7 @@ _LEGACY_PREFIXES = ("SmartSource:", "SmartNote:", "SmartBlock:")
 _VEC_RE = re.compile(r'"vec"\s*:\s*\[([^\]\n]*)\]')
 _SEPARATORS = re.compile(r"[\s,]*")
 _COLON = re.compile(r"\s*:\s*")
-_scan = json.JSONDecoder().scan_once
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__; typeshed omits it
 
 
 @dataclass(slots=True)
@@ -120,8 +122,9 @@ def parse_ajson(data: str | bytes, model_key: str | None, dim: int | None = None
 
 def _whole_file(data: str | bytes, out: FileParse) -> dict[tuple[int, str], Any] | None:
     if isinstance(data, bytes):
-        body: str | bytes = data.removeprefix(b"\xef\xbb\xbf").strip().rstrip(b", \t\r\n")
-        wrapped = b"{" + body + b"}"
+        raw = data.removeprefix(b"\xef\xbb\xbf").strip().rstrip(b", \t\r\n")
+        body: str | bytes = raw
+        wrapped: str | bytes = b"{" + raw + b"}"
     else:
         body = data.removeprefix("\ufeff").strip().rstrip(", \t\r\n")
         wrapped = "{" + body + "}"
@@ -162,7 +165,9 @@ def _entry_by_entry(text: str, vec_pool: list[str], out: FileParse) -> dict[tupl
     others: set[str] = set()
     pos, size = 0, len(body)
     while True:
-        pos = _SEPARATORS.match(body, pos).end()
+        separators = _SEPARATORS.match(body, pos)
+        assert separators is not None  # the pattern matches the empty string
+        pos = separators.end()
         if pos >= size:
             break
         start = pos
@@ -171,7 +176,7 @@ def _entry_by_entry(text: str, vec_pool: list[str], out: FileParse) -> dict[tupl
             if not isinstance(raw_key, str):
                 raise ValueError("the key is not a string")
             colon = _COLON.match(body, pos)
-            if body[colon.start() : colon.end()].strip() != ":":
+            if colon is None or body[colon.start() : colon.end()].strip() != ":":
                 raise ValueError("no colon after the key")
             value, pos = _scan(body, colon.end())
         except (ValueError, StopIteration, IndexError):

@@ -393,7 +393,7 @@ class VectorCache:
     def _full_load(self, listing: dict[str, tuple[int, int]]) -> LoadStats:
         for _ in range(2):  # a second pass only when the data names another model
             self._reset_rows()
-            self.files = {}
+            self.files: dict[str, FileState] = {}
             self.dim = None
             stats = LoadStats(check="cold")
             stored = self.store.load(self.model_key) if self.store is not None else {}
@@ -555,7 +555,7 @@ class VectorCache:
         self._note_paths: list[str] = []
         self._note_rows: Counter = Counter()  # note id -> alive rows
         self._model_totals: Counter = Counter()  # model -> vectors over loaded files
-        self.files: dict[str, FileState] = getattr(self, "files", {})
+        self.files = getattr(self, "files", {})
 
     def _fit_rows(self) -> None:
         """Size the per-row arrays to the matrix's capacity."""

@@ -277,7 +277,7 @@ class SmartConnections:
             st.configured_models = [asdict(m) for m in cfg.models]
             st.warnings.extend(cfg.warnings)
             try:
-                stats = self._load(False)
+                stats: LoadStats | None = self._load(False)
             except SmartContextError as exc:
                 st.error = str(exc)
                 stats = self._cache.last_stats if self._cache else None
@@ -544,6 +544,7 @@ class SmartConnections:
     def _model_scores(self, qm: QueryModel, query: str, scope: str) -> tuple[np.ndarray | None, str]:
         cache = self._cache
         assert cache is not None
+        assert qm.embedder is not None  # the caller checked qm.available
         key = (qm.source, query)
         cached = self._query_vectors.get(key)
         if cached is not None:
@@ -673,6 +674,7 @@ class SmartConnections:
         for i, (path, score) in enumerate(hits):
             weight = score / top
             nid = cache.note_id(path)
+            assert nid is not None  # hits are paths with rows
             kw_by_note[nid] = max(kw_by_note[nid], weight)
             if i < RERANK_SEEDS:
                 centroid += weight * self._note_vector(path)

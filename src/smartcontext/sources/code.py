@@ -146,7 +146,7 @@ class _Extractor:
         defs = self._collect_defs(captures)
         frames = self._build_items(defs, mod_item)
         self._link_pending()
-        self._add_imports(captures.get("import", ()), mod_item, module)
+        self._add_imports(captures.get("import", []), mod_item, module)
         self._add_calls(captures, defs, frames, mod_item)
 
         edges = [
@@ -344,7 +344,7 @@ class _Extractor:
             while stack and stack[-1].end <= pos:
                 stack.pop()
             frame = stack[-1] if stack else None
-            name = node.text.decode("utf-8", "replace")
+            name = (node.text or b"").decode("utf-8", "replace")
             if is_attr:
                 if frame is not None and frame.self_qual and (
                     pos in self_calls or (is_self is not None and is_self(node, frame.self_names))

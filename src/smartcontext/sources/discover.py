@@ -154,7 +154,7 @@ class IgnoreMatcher:
         self.regex: re.Pattern[str] | None = None
         if all(p.include for p in patterns):
             try:
-                self.regex = re.compile("|".join(f"(?:{p.regex.pattern})" for p in patterns) or "(?!)")
+                self.regex = re.compile("|".join(f"(?:{p.regex.pattern})" for p in patterns if p.regex is not None) or "(?!)")
             except re.error:
                 self.regex = None
 
@@ -236,8 +236,8 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
         if record is not None:
             # After the listing: a change made since shows as a time after the walk
             # started, which the cache never trusts.
-            st = os.stat(dirpath)
-            record.dirs[rel_dir] = (st.st_mtime_ns, file_stamp(abs_dir / ".gitignore"),
+            dir_st = os.stat(dirpath)
+            record.dirs[rel_dir] = (dir_st.st_mtime_ns, file_stamp(abs_dir / ".gitignore"),
                                     file_stamp(abs_dir / IGNORE_FILE))
         rules.load_dir(rel_dir, abs_dir)
         kept_dirs = []
@@ -283,7 +283,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
                 result.skip(rel, "generated")
                 continue
             try:
-                st = abs_path.stat()
+                st: os.stat_result | None = abs_path.stat()
             except OSError:
                 st = None
             why = stat_skip_reason(st, options)
@@ -292,6 +292,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
                 if record is not None:  # a file can grow or shrink across the limit in place
                     record.stat_skipped[rel] = why
                 continue
+            assert st is not None  # stat_skip_reason refuses a missing stat
             result.files.append(
                 DiscoveredFile(rel, abs_path, source, language, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
             )

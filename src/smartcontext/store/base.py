@@ -120,10 +120,11 @@ class Store(Protocol):
     location: str
     """Where the index lives (a file path or a database URL), for messages."""
 
-    prepare_file: Callable[[Sequence[Item]], Any] | None
-    """A pure, picklable function of one file's items that the indexer runs in its worker
-    processes, so the writing process only writes; its result comes back to
-    :meth:`replace_file` as ``prepared``. None when the backend needs no preparation."""
+    @property  # read-only here, so a backend may give a narrower function (a staticmethod)
+    def prepare_file(self) -> Callable[[Sequence[Item]], Any] | None:
+        """A pure, picklable function of one file's items that the indexer runs in its worker
+        processes, so the writing process only writes; its result comes back to
+        :meth:`replace_file` as ``prepared``. None when the backend needs no preparation."""
 
     searches_vectors: bool
     """True when the backend answers :meth:`nearest` from its own vector index (pgvector

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from ..errors import IndexCorrupt
 
-Migration = Callable[[sqlite3.Connection], None]
+# A SQLite step takes the connection; a PostgreSQL one (pg_schema.py) the connection and schema.
+Migration = Callable[..., None]
 
 _TABLE = """
 CREATE TABLE IF NOT EXISTS _migrations (

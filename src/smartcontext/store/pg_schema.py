@@ -67,7 +67,7 @@ class PgMigrations(Migrations):
             if step in done:
                 continue
             with conn.transaction():
-                fn(conn, schema)  # type: ignore[call-arg]
+                fn(conn, schema)
                 conn.execute(
                     sql.SQL("INSERT INTO {} (migration_set, name, applied_at) VALUES (%s, %s, %s)").format(
                         self._table(schema)

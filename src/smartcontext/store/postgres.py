@@ -148,6 +148,13 @@ def _fts_body(item: Item) -> str:
     return fts_text(item.text if item.text else f"{item.signature}\n{item.docstring}")
 
 
+def _one(cursor: "psycopg.Cursor") -> tuple:
+    """The row of a statement that always returns one (``count(*)``, ``RETURNING``)."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
+
 def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
     return StoreUnavailable(
         f"cannot connect to PostgreSQL at {redact(url)}: {' '.join(str(exc).split())}; check that the "
@@ -329,10 +336,10 @@ class PostgresStore:
     def _bump_generation(self, conn: "psycopg.Connection", paths: Iterable[str] = ()) -> None:
         """A new generation; ``paths`` are the item paths whose rows it changed, logged
         for :meth:`changed_paths` (vector writes bump the vector generation instead)."""
-        generation = int(conn.execute(
+        generation = int(_one(conn.execute(
             "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
             "DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value"
-        ).fetchone()[0])
+        ))[0])
         changed = list(dict.fromkeys(paths))
         if not changed:
             return
@@ -423,12 +430,12 @@ class PostgresStore:
         with self._write() as conn:
             changed = self._item_paths(conn, [path]) | {row[0].path for row in items}
             conn.execute("DELETE FROM files WHERE path = %s", (path,))
-            file_id = conn.execute(
+            file_id = _one(conn.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, "
                 "data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
                 (path, mtime_ns, size, hash, language, source, module,
                  json.dumps(list(warnings)), blob),
-            ).fetchone()[0]
+            ))[0]
             rows = []
             for n, row in enumerate(items):
                 item, fqname, sig_tokens, content_hash = row[:4]
@@ -616,14 +623,14 @@ class PostgresStore:
 
     def item_count(self) -> int:
         with self._conn() as conn:
-            return conn.execute("SELECT count(*) FROM items").fetchone()[0]
+            return _one(conn.execute("SELECT count(*) FROM items"))[0]
 
     def counts(self) -> dict[str, int]:
         with self._conn() as conn:
-            files, items, edges = conn.execute(
+            files, items, edges = _one(conn.execute(
                 "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM items), "
                 "(SELECT count(*) FROM edges)"
-            ).fetchone()
+            ))
         return {"files": files, "items": items, "edges": edges,
                 "vectors": sum(self.vector_models().values())}
 
@@ -1030,7 +1037,8 @@ class PostgresStore:
                 finally:
                     self._local.conn = outer
             items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
-            yield FileRecord(*row[1:8], list(row[8]), items, edges)
+            path_, mtime_ns, size, hash_, language, source, module, warnings = row[1:9]
+            yield FileRecord(path_, mtime_ns, size, hash_, language, source, module, list(warnings), items, edges)
 
     # -- administration --------------------------------------------------------------------
 

@@ -761,7 +761,8 @@ class SQLiteStore:
                 cursor.close()
             return items, files
 
-        return self._remembered(("both", sql, *params, limit), both)
+        items, files = self._remembered(("both", sql, *params, limit), both)
+        return items, files
 
     def _remembered(self, key: tuple, compute: Callable[[], tuple[list, ...]]) -> tuple[list, ...]:
         """``compute()``, a tuple of lists, answered from the per-generation cache when it

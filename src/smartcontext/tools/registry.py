@@ -44,7 +44,7 @@ _hook = HookOnce("register_tools", _lock)
 
 
 def _add(provider: Provider, name: str | None = None) -> Provider:
-    key = name or getattr(provider, "__name__", repr(provider))
+    key = name or str(getattr(provider, "__name__", repr(provider)))
     with _lock:
         _providers.pop(key, None)  # re-registering moves the provider last: it wins ties
         _providers[key] = provider

@@ -93,8 +93,8 @@ def walk_vault(root: Path, folder: Path | None = None, *, recursive: bool = True
     stack = [start]
     while stack:
         try:
-            with os.scandir(stack.pop()) as entries:
-                entries = list(entries)
+            with os.scandir(stack.pop()) as scan:
+                entries = list(scan)
         except OSError:
             continue
         for entry in entries:

@@ -140,8 +140,8 @@ class PropertyTools(VaultBase):
                 return local_date(file_created(path))
         except OSError:
             return None
-        key = _find_key(frontmatter, field)
-        return _as_day(frontmatter.get(key)) if key else None
+        found = _find_key(frontmatter, field)
+        return _as_day(frontmatter.get(found)) if found else None
 
 
 def _find_key(frontmatter: dict[str, Any], field: str) -> str | None:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from tree_sitter import Node, Parser, Query
-from tree_sitter_language_pack import get_language, get_parser
+from tree_sitter_language_pack import SupportedLanguage, get_language, get_parser
 
 
 @dataclass
@@ -103,14 +103,14 @@ class LangSpec:
             cache = _local.parsers = {}
         parser = cache.get(self.grammar)
         if parser is None:
-            parser = cache[self.grammar] = get_parser(self.grammar)
+            parser = cache[self.grammar] = get_parser(cast(SupportedLanguage, self.grammar))
         return parser
 
     def query(self) -> Query:
         """The compiled query, built once per spec class (specs may share a grammar)."""
         query = _QUERIES.get(type(self))
         if query is None:
-            query = _QUERIES[type(self)] = Query(get_language(self.grammar), self.query_source)
+            query = _QUERIES[type(self)] = Query(get_language(cast(SupportedLanguage, self.grammar)), self.query_source)
         return query
 
     # -- definitions -----------------------------------------------------------------
@@ -206,7 +206,7 @@ class LangSpec:
 
     def module_doc(self, src: bytes, root: Node) -> str:
         """The comment block that opens the file."""
-        comments = []
+        comments: list[Node] = []
         for child in root.children:
             if child.type in self.comment_types:
                 if comments and child.start_point[0] > last_row(comments[-1]) + 1:

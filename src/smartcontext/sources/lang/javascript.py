@@ -152,7 +152,7 @@ class JavaScriptSpec(LangSpec):
         meta: dict = {}
         outer = parts.outer
         meta["exported"] = outer.type == "export_statement" or (
-            node.type == "assignment_expression" and node.text.startswith((b"exports.", b"module.exports"))
+            node.type == "assignment_expression" and (node.text or b"").startswith((b"exports.", b"module.exports"))
         )
         if meta["exported"] and any(c.type == "default" for c in outer.children):
             meta["default_export"] = True

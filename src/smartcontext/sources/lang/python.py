@@ -163,7 +163,7 @@ def block_docstring(block: Node | None) -> str:
     """The docstring opening a module or a def's body block."""
     if block is None or not block.named_child_count:
         return ""
-    child = block.named_child(0)
+    child: Node | None = block.named_child(0)
     while child is not None and child.type == "comment":
         child = child.next_named_sibling
     if child is not None:
