@@ -29,11 +29,14 @@ class EmbeddingHost(Protocol):
     here so this module never imports the workspace, which imports it."""
 
     config: Any
-    store: Any
+
+    @property
+    def store(self) -> Any: ...
 
     def embedder(self) -> Any: ...
 
     def vectors_landed(self, model: str, rowids: Any, matrix: Any, generations: Any) -> None: ...
+
 
 log = logging.getLogger("smartcontext.background")
 

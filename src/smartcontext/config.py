@@ -231,8 +231,9 @@ def config_sources(root: Path, flags: dict[str, Any] | None = None) -> list[Sett
     cfg = Config.load(root)
     table, path, _prefix = _config_table(root)
     table = table or {}
+    chat_section = table.get("chat")
     chat_table = {**{k: table[k] for k in CHAT_TOP_LEVEL_KEYS if k in table},
-                  **(table.get("chat") if isinstance(table.get("chat"), dict) else {})}
+                  **(chat_section if isinstance(chat_section, dict) else {})}
     flags = flags or {}
     out: list[Setting] = []
     for section in ("index", "embeddings", "context", "chat", "store"):

@@ -101,7 +101,7 @@ class ParsePool:
         for ready in wait([*waiting, *sentinels], timeout=0.1):
             w = waiting.get(ready)  # type: ignore[call-overload]
             if w is None:
-                w = sentinels[ready]  # type: ignore[index]
+                w = sentinels[ready]
                 if self._conns[w].poll():
                     continue  # it answered, then ended: the answer is read first
                 raise WorkerDied(f"a parse worker ended unexpectedly (exit code {self._procs[w].exitcode})")

@@ -149,8 +149,8 @@ def merge_messages(have: list[Message], incoming: list[Message]) -> tuple[list[M
     message of the chat stays, in its order."""
     by_id = {m.id: i for i, m in enumerate(have)}
     by_text: dict[tuple[str, str, str | None], list[int]] = {}
-    for i, m in enumerate(have):
-        by_text.setdefault((m.role, m.content, m.timestamp), []).append(i)
+    for pos, m in enumerate(have):
+        by_text.setdefault((m.role, m.content, m.timestamp), []).append(pos)
     merged = list(have)
     matched: set[int] = set()
     first_seen: set[int] = set()  # the chat's message the import's first known one is
@@ -159,7 +159,7 @@ def merge_messages(have: list[Message], incoming: list[Message]) -> tuple[list[M
     added = updated = unchanged = 0
     taken_ids = set(by_id)
     for m in incoming:
-        i = by_id.get(m.id)
+        i: int | None = by_id.get(m.id)
         if i is None or i in matched:
             candidates = [j for j in by_text.get((m.role, m.content, m.timestamp), []) if j not in matched]
             i = candidates[0] if candidates else None

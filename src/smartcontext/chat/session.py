@@ -39,7 +39,9 @@ class ChatWorkspace(Protocol):
     root: Path
     index_dir: Path
     config: Any
-    store: Any
+
+    @property
+    def store(self) -> Any: ...
 
     @property
     def has_index(self) -> bool: ...
@@ -457,6 +459,7 @@ class Chat:
         matrix = self.matrix(data.messages)
         query = None if embedder is None else embedder.embed_query(pending)
         if mode == "threshold":
+            assert matrix is not None and query is not None  # embeddings are on (checked above)
             return threshold_filter(self.chat_id, data.messages, sticky, matrix, query, ctx.similarity_threshold)
         return self._auto(data, sticky, pending, matrix, query, max_tokens, share, sync)
 

@@ -1074,16 +1074,17 @@ def _connect(conninfo: str) -> "psycopg.Connection":
 
 def _info(conn: "psycopg.Connection", schema: str) -> WorkspaceInfo | None:
     s = sql.Identifier(schema)
-    tables = conn.execute(
+    row = conn.execute(
         "SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename IN ('meta', 'files', 'items')",
         (schema,),
-    ).fetchone()[0]
-    if tables < 3:  # not a workspace of ours (or one whose creation failed half-way)
+    ).fetchone()
+    if row is None or row[0] < 3:  # not a workspace of ours (or one whose creation failed half-way)
         return None
     name = conn.execute(sql.SQL("SELECT value FROM {}.meta WHERE key = 'workspace'").format(s)).fetchone()
-    files, items = conn.execute(
+    counts = conn.execute(
         sql.SQL("SELECT (SELECT count(*) FROM {}.files), (SELECT count(*) FROM {}.items)").format(s, s)
     ).fetchone()
+    files, items = counts if counts is not None else (0, 0)
     return WorkspaceInfo(name[0] if name else schema[len(_SCHEMA_PREFIX):], schema, files, items)
 
 

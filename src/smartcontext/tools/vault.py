@@ -61,9 +61,11 @@ def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
     for s in TOOL_SPECS:
         name = s["name"]
         read_only = name not in VAULT_WRITE_TOOLS
+        def handler(args: dict[str, Any], _name: str = name) -> dict[str, Any]:
+            return tools.call_checked(_name, args)
+
         specs.append(ToolSpec(
-            name, s["description"], s["parameters"],
-            lambda args, _name=name: tools.call_checked(_name, args),
+            name, s["description"], s["parameters"], handler,
             read_only=read_only, destructive=name in VAULT_DESTRUCTIVE_TOOLS, provider="vault",
             # Reads run side by side; a write waits for them and runs alone (across
             # processes the vault's file lock serialises writers too).
