@@ -13,20 +13,34 @@ Two ways to combine signals, both here and nowhere else:
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:  # numpy only for the dense form; sparse callers never import it
+    import numpy as np
 
 K = TypeVar("K", bound=Hashable)
 
 __all__ = ["reciprocal_rank", "rrf_ceiling", "weighted_sum"]
 
 
-def weighted_sum(signals: Mapping[str, Mapping[K, float]], weights: Mapping[str, float]) -> dict[K, float]:
+@overload
+def weighted_sum(signals: Mapping[str, "np.ndarray"], weights: Mapping[str, float]) -> "np.ndarray": ...
+
+
+@overload
+def weighted_sum(signals: Mapping[str, Mapping[K, float]], weights: Mapping[str, float]) -> dict[K, float]: ...
+
+
+def weighted_sum(signals: Mapping[str, Any], weights: Mapping[str, float]) -> Any:
     """key -> sum(weight * score) / sum(weights of the signals given), over every key any
-    signal scored. Signals without a weight are ignored; an empty signal still counts in
+    signal scored (or, for numpy arrays over the same rows, that sum elementwise). Signals without a weight are ignored; an empty signal still counts in
     the denominator only when it is given (a signal that ran and found nothing)."""
     used = {name: weights[name] for name in signals if name in weights}
     total = sum(used.values()) or 1.0
-    out: dict[K, float] = {}
+    if any(hasattr(v, "shape") for v in signals.values()):
+        # Dense scores (numpy arrays over the same rows): the same sum, elementwise.
+        return sum((w * signals[name] for name, w in used.items()), 0.0) / total
+    out: dict[Any, float] = {}
     for name, w in used.items():
         for key, score in signals[name].items():
             out[key] = out.get(key, 0.0) + w * score

@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbeddingError, InvalidArgument, SmartContextError, WorkspaceNotFound
+from ..query.fusion import weighted_sum
+from ..query.profiles import VAULT_SEMANTIC
 from .ajson import BLOCK, SOURCE
 from .cache import LoadStats, VectorCache
 from .config import (
@@ -70,9 +72,9 @@ MODE_SHIPPED = shipped.MODE_SHIPPED
 
 # keyword-rerank: weight of the cosine to the pseudo-query (the rest is keyword score),
 # how many keyword hits form the pseudo-query, and how many are asked for.
-RERANK_COSINE_WEIGHT = 0.7
-RERANK_SEEDS = 8
-RERANK_CANDIDATES = 50
+# The vault-semantic profile's constants (query/profiles.py).
+RERANK_SEEDS = VAULT_SEMANTIC.constants["rerank_seeds"]
+RERANK_CANDIDATES = VAULT_SEMANTIC.constants["rerank_candidates"]
 MAX_LIMIT = 1000
 QUERY_VECTOR_CACHE = 256
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -681,7 +683,7 @@ class SmartConnections:
         centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
         cosine = cache.dot(centroid)
         keyword = kw_by_note[cache.note_ids()]
-        scores = RERANK_COSINE_WEIGHT * cosine + (1 - RERANK_COSINE_WEIGHT) * keyword
+        scores = weighted_sum({"vectors": cosine, "keywords": keyword}, VAULT_SEMANTIC.fusion.weights)
         return scores, {"cosine": cosine, "keyword": keyword}, ""
 
     def _note_vector(self, path: str) -> np.ndarray:
