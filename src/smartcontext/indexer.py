@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import Interrupted
-from .parse_pool import ParsePool
 from .safeio import is_regular, read_regular
 from .model import Item, ParsedFile
 from .words import fts_text
@@ -36,6 +35,9 @@ from .sources.registry import get_source
 from .sources.walk_cache import discover_cached
 from .sources.text import TEXT_SOURCE, text_windows
 from .store.base import Store
+
+if TYPE_CHECKING:
+    from .parse_pool import ParsePool
 
 log = logging.getLogger("smartcontext.indexer")
 
@@ -437,6 +439,9 @@ class Indexer:
             _warm_up_for_workers(todo)
             # Leaving the pool by an error (Ctrl-C, SIGTERM, a full disk) kills its workers:
             # no worker outlives the run, and nothing is left for the exit to wait on.
+            # multiprocessing costs ~14 ms to import: only an index run with workers pays it.
+            from .parse_pool import ParsePool
+
             with ParsePool(workers, _process_chunk, _worker_init, (os.getpid(),)) as pool:
                 self._store_results(self._pool_results(pool, todo), known, stats, skipped, progress, total)
         else:
@@ -444,7 +449,7 @@ class Indexer:
                 (_process(f, h) for f, h in todo), known, stats, skipped, progress, total
             )
 
-    def _pool_results(self, pool: ParsePool, todo, chunk: int = 16):
+    def _pool_results(self, pool: "ParsePool", todo, chunk: int = 16):
         """Results in order, from chunks parsed by the pool; a set ``stop`` is noticed within
         a tenth of a second even while a chunk is still being parsed."""
         prepare = self.store.prepare_file

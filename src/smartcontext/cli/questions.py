@@ -60,7 +60,11 @@ def run_context(
         if question == "-":
             question = sys.stdin.read()
         ws = open_workspace(path)
-        query = Query.build("code-context", question, defaults=ws.config.context, **typed(given))
+        given = typed(given)
+        # What was left out is recorded for JSON and --explain only: the printed context
+        # alone does not pay for it.
+        given["explain"] = show_explanation or as_json or given.get("format") == "json"
+        query = Query.build("code-context", question, defaults=ws.config.context, **given)
         with progress(True) as report:
             refreshed = ws.refresh(report)
             if refreshed.stale:

@@ -36,7 +36,7 @@ from .discover import (
 )
 
 # Bump when the saved shape or the meaning of a walk changes; an unknown file is ignored.
-_MAGIC = b"smartcontext walk 2\n"
+_MAGIC = b"smartcontext walk 3\n"
 RACY_NS = 2_000_000_000
 _HERE = Path(__file__).resolve().parent
 
@@ -72,7 +72,9 @@ def _key(root: Path, options: DiscoveryOptions) -> tuple | None:
         # (installing or removing a package changes its folder on sys.path).
         # sys.path[0] is the script's or the current folder, which differs between ways of
         # starting the same program; packages live further on.
-        _tree_stamps(_HERE), tuple(file_stamp(p) for p in sys.path[1:] if p and os.path.isdir(p)),
+        # Sorted: the order of sys.path differs between `python -m`, `-c` and a script.
+        _tree_stamps(_HERE),
+        tuple(sorted((file_stamp(p) for p in sys.path[1:] if p and os.path.isdir(p)), key=repr)),
     )
 
 
