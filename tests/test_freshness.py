@@ -206,3 +206,20 @@ def test_an_edit_that_keeps_size_and_mtime_is_seen(sample_repo):
     found = run("search", "logon", str(sample_repo), "--json", check=False)
     assert found.returncode == 0, found.stderr
     assert any(r["path"] == "shop/auth.py" for r in json.loads(found.stdout)["results"])
+
+
+def test_a_walk_saved_by_one_way_of_starting_is_reused_by_another(tmp_path, monkeypatch):
+    """`python -m smartcontext`, `python -c` and a script order sys.path differently; the
+    saved walk rests on the same folders either way."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def a():\n    return 1\n")
+    _age(root)
+    options = DiscoveryOptions()
+    cache = tmp_path / "walk.bin"
+    walk_cache.discover_cached(root, options, cache)
+    assert _reused(root, options, cache)
+    folders = [p for p in sys.path[1:] if p and os.path.isdir(p)]
+    assert len(folders) >= 2
+    monkeypatch.setattr(sys, "path", [sys.path[0], *reversed(sys.path[1:])])
+    assert _reused(root, options, cache)
