@@ -1,8 +1,10 @@
-"""The workspace's own tools: ``context``, ``search``, ``similar``, ``status`` and ``files`` over the folder's index.
+"""The workspace's own tools: ``context``, ``search``, ``similar``, ``status`` and ``files``
+over the folder's index.
 
-Their argument schemas are generated from the declared options (``query.options``), the
-same declarations the CLI's flags come from. Each answers its result type's ``to_dict`` (``ContextResult``, ``SearchHit``,
-``WorkspaceStatus``), the same JSON that the CLI prints with ``--json``.
+The ``context`` and ``search`` argument schemas are generated from the declared options
+(``query.options``), the same declarations the CLI's flags come from. Each tool answers its
+result type's ``to_dict`` (``ContextResult``, ``SearchHit``, ``WorkspaceStatus``...), the same
+JSON that the CLI prints with ``--json``.
 """
 
 from __future__ import annotations
