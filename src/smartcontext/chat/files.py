@@ -32,6 +32,7 @@ from ..safeio import read_regular
 # The file format lives with the chat source, below this layer: the indexer reads chat
 # files without importing the chat package (which sits above the index).
 from ..sources.chat import ChatData, Message, content_text, parse_chat  # noqa: F401 (re-exported)
+from ..sources.chat import is_topics_record, segment_records
 from ..vault.paths import NEW_FILE_MODE, atomic_write, check_no_links, resolve_unlinked
 
 MEMORY_DIR = ".memory"
@@ -235,30 +236,22 @@ class ChatFile:
     @staticmethod
     def _parse_segment(path: Path, raw: str, before: "_Segment | None") -> "_Segment":
         """Lines of a segment (``raw``: the whole file, or what follows ``before``)."""
-        lines = raw.split("\n")
-        ends_clean = lines[-1] == ""
-        if ends_clean:
-            lines.pop()
+        ends_clean = raw.endswith("\n") or raw == ""
+        count = raw.count("\n") + (0 if ends_clean else 1)
         records, topics = [], None
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if n == len(lines) and not ends_clean:
-                    break  # half a line from an append cut short: the message was never added
-                raise ChatFileError(f"{path}: line {n} is not valid JSON ({exc.msg}); "
-                                    "it was left untouched: fix or remove that line") from None
-            if isinstance(rec, dict) and "topics" in rec and "id" not in rec:
+        for n, rec, bad in segment_records(raw):
+            if bad is not None:
+                raise ChatFileError(f"{path}: line {n} is not valid JSON ({bad}); "
+                                    "it was left untouched: fix or remove that line")
+            if is_topics_record(rec):
                 topics = parse_chat({"topics": rec["topics"]}, f"{path}: line {n}").topics
             else:
                 records.append(rec)
         messages = parse_chat({"messages": records}, str(path)).messages
         if before is None:
-            return _Segment(messages, topics, len(lines), ends_clean)
+            return _Segment(messages, topics, count, ends_clean)
         return _Segment(before.messages + messages, before.topics if topics is None else topics,
-                        before.lines + len(lines), ends_clean)
+                        before.lines + count, ends_clean)
 
     @contextmanager
     def locked(self) -> Iterator[None]:

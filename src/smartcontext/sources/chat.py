@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,21 +142,35 @@ def is_chat_path(path: str) -> bool:
     return (name.endswith(".json") and not name.endswith(".embeddings.json")) or bool(_SEGMENT_NAME.match(name))
 
 
-def _segment_messages(path: str, text: str) -> tuple[ChatData, list[str]]:
-    """The messages of a log segment (one JSON object a line; topics records skipped; a
-    torn last line, left by an append cut short, ignored)."""
-    records, warnings = [], []
+def segment_records(text: str) -> Iterator[tuple[int, Any, str | None]]:
+    """Each non-blank line of a log segment (JSON Lines): ``(line number, record, None)``,
+    or ``(line number, None, why)`` for a line that is not JSON. A last line without its
+    newline that is not JSON is half an append cut short (the message was never added):
+    left out without a word."""
     lines = text.split("\n")
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            yield n, json.loads(line), None
         except json.JSONDecodeError as exc:
             if n < len(lines):
-                warnings.append(f"{path}: line {n} is not valid JSON ({exc.msg}); line not indexed")
-            continue
-        if isinstance(rec, dict) and not ("topics" in rec and "id" not in rec):
+                yield n, None, exc.msg
+
+
+def is_topics_record(rec: Any) -> bool:
+    """A segment line holding the chat's topics rather than a message."""
+    return isinstance(rec, dict) and "topics" in rec and "id" not in rec
+
+
+def _segment_messages(path: str, text: str) -> tuple[ChatData, list[str]]:
+    """The messages of a log segment (topics records skipped; a line that is not JSON is
+    not indexed, with a warning)."""
+    records, warnings = [], []
+    for n, rec, bad in segment_records(text):
+        if bad is not None:
+            warnings.append(f"{path}: line {n} is not valid JSON ({bad}); line not indexed")
+        elif not is_topics_record(rec):
             records.append(rec)
     return parse_chat({"messages": records}, path), warnings
 
