@@ -438,18 +438,7 @@ class PostgresStore:
             ))[0]
             rows = []
             for n, row in enumerate(items):
-                item, fqname, sig_tokens, content_hash = row[:4]
-                body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
-                fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
-                rows.append((
-                    item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
-                    item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
-                    sig_tokens, content_hash,
-                    JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
-                    *spans[n], *detail_spans[n],
-                    kind_traits(item.kind).file_row and item.start_line == 1,
-                    _tsv_text(fts_name), _tsv_text(item.path), _tsv_text(body),
-                ))
+                rows.append(self._item_values(row, file_id, spans[n], detail_spans[n]))
             with conn.cursor() as cur:
                 if rows:
                     cur.executemany(
