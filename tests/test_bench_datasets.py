@@ -16,6 +16,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
     ("script", "args"),
     [
         ("code_context.py", ["--dataset", "{missing}/dev.json"]),
+        ("code_questions.py", ["--dataset", "{missing}/dev.json"]),
         ("incremental.py", ["--dataset", "{missing}/dev.json"]),
         ("smart_connections.py", ["--dataset", "{missing}/vault.tar.gz"]),
         ("vault.py", ["--datasets", "{missing}", "--parts", "locomo"]),
