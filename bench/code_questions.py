@@ -9,9 +9,10 @@ dataset's README says:
 
 - file Acc@1 / Acc@5: a gold file among the top k files (``any``), and the strict variant,
   the first (most important) gold file among the top k (``first``);
-- symbols shown: the share of a question's gold symbols whose definition (the ``def`` /
-  ``class`` line and the two lines after it, consecutively) is in the context, averaged
-  over questions; ``whole`` asks for the symbol's whole body (through ``end_lineno``);
+- symbols shown: the share of a question's gold symbols whose definition line (``def`` /
+  ``class``) is in the context, in a part of the context from the symbol's file, averaged
+  over questions (a signature counts, as the README says); ``whole`` asks for the symbol's
+  whole body (through ``end_lineno``), consecutively;
 - broken down by question kind and by whether the question names an identifier.
 
 Methods are those of ``bench/code_context.py`` (the same workers, the same settings):
@@ -42,7 +43,6 @@ import code_context as cc
 
 DEFAULT_DATASET = sw.BENCH_DIR.parent.parent / "shared" / "datasets" / "code-questions" / "dev.json"
 KS = (1, 5)
-DEF_LINES = 3  # the def/class line and the two after it: unique enough to be that symbol
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,8 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def symbol_lines(tree: Path, path: str, line: int) -> tuple[list[str], list[str]]:
-    """The stripped, non-empty lines that show a symbol: its definition's first lines, and
-    its whole body (decorators excluded, through ``end_lineno``)."""
+    """The stripped, non-empty lines that show a symbol: its definition line, and its
+    whole body (decorators excluded, through ``end_lineno``)."""
     source = (tree / path).read_text(encoding="utf-8", errors="replace")
     lines = source.splitlines()
     end = line
@@ -79,7 +79,7 @@ def symbol_lines(tree: Path, path: str, line: int) -> tuple[list[str], list[str]
             end = node.end_lineno or line
             break
     body = [s for s in (ln.strip() for ln in lines[line - 1 : end]) if s]
-    return body[:DEF_LINES], body
+    return body[:1], body
 
 
 def present(seq: list[str], where: dict[str, list[int]], run: list[str]) -> bool:
@@ -94,10 +94,11 @@ def score(question: dict, answer: dict, gold_lines: dict) -> dict:
     for pos, ln in enumerate(seq):
         where.setdefault(ln, []).append(pos)
     shown, whole = [], []
+    in_context = set(answer["context_files"])
     for g in question["gold"]:
         for sym in g["symbols"]:
             head, body = gold_lines[(g["path"], sym["line"])]
-            shown.append(present(seq, where, head))
+            shown.append(g["path"] in in_context and present(seq, where, head))
             whole.append(present(seq, where, body))
     return {
         **{f"any@{k}": any(f in ranked[:k] for f in gold_files) for k in KS},
@@ -139,7 +140,7 @@ def render(report: dict) -> str:
     lines += [f"- {m}: {info}" for m, info in report["method_info"].items()]
     lines += [f"- **{m} skipped**: {why}" for m, why in report["skipped"].items()]
     lines += ["", "Acc@k `any`: a gold file in the top k; `first`: the first gold file in the top k. "
-              "Symbols: share of gold definitions shown (def line and the two after it); whole: whole bodies.", "",
+              "Symbols: share of gold definition lines shown (a signature counts); whole: whole bodies.", "",
               "| method | Acc@1 any | Acc@5 any | Acc@1 first | Acc@5 first | symbols shown | whole bodies | tokens max | errors |",
               "|---|---|---|---|---|---|---|---|---|"]
     for m, s in report["summary"].items():

@@ -1,5 +1,6 @@
-"""The plain-English benchmark's scoring: a gold symbol counts as shown only when its
-definition's first lines are in the context, consecutively; a file counts at rank k."""
+"""The plain-English benchmark's scoring: a gold symbol counts as shown when its definition
+line is in the context from its own file, whole when its body is there consecutively; a file
+counts at rank k."""
 
 from __future__ import annotations
 
@@ -35,22 +36,26 @@ def test_a_symbol_is_shown_when_its_definition_is_in_the_context(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "loader.py").write_text(SOURCE)
     head, body = cq.symbol_lines(tmp_path, "pkg/loader.py", 10)
-    assert head == ["def load(self, path):", "data = open(path).read()", "return data.strip()"]
-    assert body == head
+    assert head == ["def load(self, path):"]
+    assert body == ["def load(self, path):", "data = open(path).read()", "return data.strip()"]
     gold = {("pkg/loader.py", 10): (head, body)}
     shown = "### pkg/loader.py\n```python\n    def load(self, path):\n        data = open(path).read()\n" \
             "        return data.strip()\n```\n"
     ranked = ["pkg/a.py", "pkg/loader.py"]
-    r = cq.score(_question(), {"ranked": ranked, "context_text": shown}, gold)
+    r = cq.score(_question(), {"ranked": ranked, "context_text": shown, "context_files": ["pkg/loader.py"]}, gold)
     assert r["symbols"] == 1.0 and r["whole"] == 1.0
     assert (r["any@1"], r["any@5"], r["first@1"], r["first@5"]) == (False, True, False, True)
 
 
-def test_a_signature_alone_or_lines_out_of_order_do_not_count(tmp_path):
+def test_a_signature_is_shown_but_not_whole_and_another_file_does_not_count(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "loader.py").write_text(SOURCE)
     gold = {("pkg/loader.py", 10): cq.symbol_lines(tmp_path, "pkg/loader.py", 10)}
-    for text in ("    def load(self, path):\n        ...\n",
-                 "return data.strip()\ndef load(self, path):\ndata = open(path).read()\n"):
-        r = cq.score(_question(), {"ranked": ["pkg/loader.py"], "context_text": text}, gold)
-        assert r["symbols"] == 0.0 and r["first@1"] is True
+    signature = "    def load(self, path):\n        ...\n"
+    r = cq.score(_question(), {"ranked": ["pkg/loader.py"], "context_text": signature,
+                               "context_files": ["pkg/loader.py"]}, gold)
+    assert (r["symbols"], r["whole"], r["first@1"]) == (1.0, 0.0, True)
+    shuffled = "return data.strip()\ndef load(self, path):\ndata = open(path).read()\n"
+    r = cq.score(_question(), {"ranked": ["pkg/a.py"], "context_text": shuffled,
+                               "context_files": ["pkg/a.py"]}, gold)
+    assert (r["symbols"], r["whole"]) == (0.0, 0.0)
