@@ -62,7 +62,8 @@ def run_smartcontext(job: dict) -> dict:
     index_s = time.perf_counter() - t0
 
     def query(q: str):
-        return ws.context(q, max_tokens=job["max_tokens"], exclude_tests=True, format="markdown")
+        return ws.context(q, max_tokens=job["max_tokens"], exclude_tests=job.get("exclude_tests", True),
+                          format="markdown")
 
     t0 = time.perf_counter()
     res = query(job["question"])

@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repos", default="", help="comma-separated: requests,flask or psf/requests")
     p.add_argument("--instances", default="", help="comma-separated instance ids")
     p.add_argument("--max-tokens", type=int, default=8000)
+    p.add_argument("--exclude-tests", action=argparse.BooleanOptionalAction, default=False,
+                   help="smartcontext: leave test files out (default: kept and ranked below the source, "
+                        "as the CLI does)")
     p.add_argument("--store", default=None, metavar="URL",
                    help="index into this store (postgresql://...) instead of each tree's SQLite file; "
                         "keep results apart with --out")
@@ -368,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             skipped["smartcontext"] = why
         else:
             method_info["smartcontext"] = f"Workspace.index(embeddings={args.embeddings}), " \
-                                          "context(max_tokens, exclude_tests=True, format='markdown')"
+                                          f"context(max_tokens, exclude_tests={args.exclude_tests}, format='markdown')"
     if "contextsmith" in methods:
         cs_python, why = contextsmith_python((args.contextsmith_venv or args.work / "venv-contextsmith").resolve())
         if why:
@@ -423,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         key = f"{first['instance_id']}"
         job = {
             "key": key, "tree": str(tree), "max_tokens": args.max_tokens, "embeddings": args.embeddings,
+            "exclude_tests": args.exclude_tests,
             "question": first["problem_statement"],
             "warm_questions": warm_questions(first, instances),
             "db_path": str(args.work / "indexes" / "contextsmith" / f"{key}.db"),
@@ -432,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             cached = runs / m / f"{key}.json"
             # Raw results are reused only for the same budget, index settings and questions.
             sig = {"max_tokens": args.max_tokens, "questions": [i["instance_id"] for i in members],
+                   "exclude_tests": args.exclude_tests if m == "smartcontext" else None,
                    "embeddings": args.embeddings if m == "smartcontext" else None}
             if args.resume and cached.is_file():
                 old = json.loads(cached.read_text(encoding="utf-8"))

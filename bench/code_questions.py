@@ -16,8 +16,9 @@ dataset's README says:
 - broken down by question kind and by whether the question names an identifier.
 
 Methods are those of ``bench/code_context.py`` (the same workers, the same settings):
-BM25 over whole files, the peer contextsmith 0.1.1, and Smart Context
-(``Workspace.context(max_tokens, exclude_tests=True)``; no gold file is a test).
+BM25 over whole files, the peer contextsmith 0.1.1, and Smart Context with the CLI's
+defaults (``Workspace.context(max_tokens)``: test files kept, ranked below the source;
+``--exclude-tests`` leaves them out, and no gold file is a test).
 
     python bench/code_questions.py --no-embeddings     # all 36 questions, three methods
     python bench/code_questions.py --methods smartcontext --no-embeddings
@@ -58,6 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="index with embeddings for smartcontext")
     p.add_argument("--repos", default="", help="comma-separated: flask,requests or pallets/flask")
     p.add_argument("--max-tokens", type=int, default=4000)
+    p.add_argument("--exclude-tests", action=argparse.BooleanOptionalAction, default=False,
+                   help="smartcontext: leave test files out (default: as the CLI, kept and ranked below the source)")
     p.add_argument("--contextsmith-venv", type=Path, default=None)
     p.add_argument("--timeout", type=int, default=1800, help="seconds per method and question")
     p.add_argument("--out", type=Path, default=None,
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             skipped["smartcontext"] = why
         else:
             method_info["smartcontext"] = (f"Workspace.index(embeddings={args.embeddings}), "
-                                           "context(max_tokens, exclude_tests=True, format='markdown')")
+                                           f"context(max_tokens, exclude_tests={args.exclude_tests}, format='markdown')")
     if "contextsmith" in methods:
         cs_python, why = cc.contextsmith_python((args.contextsmith_venv or sw.WORK_DIR / "venv-contextsmith").resolve())
         if why:
@@ -233,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             for n, q in enumerate(members):
                 job = {"key": f"{fake['instance_id']}-{q['id']}", "method": m, "tree": str(tree),
                        "max_tokens": args.max_tokens, "embeddings": args.embeddings,
+                       "exclude_tests": args.exclude_tests,
                        "question": q["question"], "warm_questions": [], "reuse_index": n > 0,
                        "db_path": str(args.work / "indexes" / "contextsmith" / f"{fake['instance_id']}.db")}
                 answers[m].append(cc.run_job(m, job, args, cs_python, env))

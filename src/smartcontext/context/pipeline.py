@@ -139,7 +139,10 @@ class SmartContextExtractor:
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
         frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
-        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames)
+        named = scoring.names_a_test(cat, entities, placed)
+        demoted = (cat.test_paths - {cat.entries[r].path for r in named if r in cat.entries}
+                   if scoring.TEST_PRIOR < 1.0 else set())
+        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames, demoted)
         scoring.add_file_prior(scored, cat, file_rank)
         seeds = [s.rowid for s in sorted(scored.values(), key=lambda s: -s.score)[:GRAPH_SEEDS]]
         neighbours = graph.expand(self.store, cat, seeds, depth=cfg.expand_depth)
@@ -147,6 +150,7 @@ class SmartContextExtractor:
         if neighbours:
             signals_used.append("graph")
         scoring.add_graph(scored, neighbours, cat, cfg)
+        tests_demoted = scoring.demote_tests(scored, cat, named)
         top_raw = max((s.score for s in scored.values()), default=0.0)
         scoring.normalise_final(scored)
         ranked_all = sorted(scored.values(), key=lambda s: (-s.score, s.item_id))
@@ -190,6 +194,7 @@ class SmartContextExtractor:
                     "above_min_relevance": len(ranked),
                 },
                 "signals": signals_used,
+                "tests_demoted": tests_demoted,
                 "selected": len(result.items),
                 "tokens_used": result.token_count,
                 "max_tokens": cfg.max_tokens,

@@ -197,7 +197,8 @@ DEPTH = Option(
     default=1, flags=("--depth",), config_key="expand_depth", minimum=0, maximum=3,
 )
 EXCLUDE_TESTS = Option(
-    "exclude_tests", "bool", "Leave out test files (or keep them).",
+    "exclude_tests", "bool",
+    "Leave out test files (kept by default, ranked below the source unless the question names a test).",
     default=False, flags=("--exclude-tests",), off_flag="--include-tests", config_key="exclude_tests",
 )
 IMPORTS = Option(

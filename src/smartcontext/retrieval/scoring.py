@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..model import kind_traits
 from ..query.fusion import weighted_sum
+from ..query.profiles import CODE_CONTEXT
 from .catalogue import Catalogue
 from .entities import ExtractedEntity
 from .graph import Neighbour
@@ -308,6 +310,34 @@ def add_graph(
             scored[r] = s
 
 
+# Test files for a question that does not name them: demoted, not removed (a test that
+# reproduces a bug is still useful context), so the source the question is about comes
+# first. The code-context profile's measured constant (query/profiles.py).
+TEST_PRIOR = CODE_CONTEXT.constants["test_prior"]
+
+
+def names_a_test(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None) -> set[int]:
+    """The rows of the tests a question names: by path, by a traceback frame, or by a name
+    that says test (``test_parse``, ``TestLoader``). A bug report's snippet (``ds.update``,
+    ``xr.Dataset``) also matches names inside test modules: that is no reason to keep them."""
+    named = [e for e in entities if e.kind in ("path", "frame") or "test" in e.text.lower()]
+    return set(entity_scores(cat, named, placed)) if named else set()
+
+
+def demote_tests(scored: dict[int, ScoredItem], cat: Catalogue, named: set[int]) -> int:
+    """Scale the items of test files by TEST_PRIOR unless the question names them
+    (``named``: rows from names_a_test); returns how many were demoted."""
+    if TEST_PRIOR == 1.0 or not cat.test_paths:
+        return 0
+    demoted = 0
+    for s in scored.values():
+        e = cat.entries.get(s.rowid)
+        if e is not None and e.path in cat.test_paths and s.rowid not in named:
+            s.score *= TEST_PRIOR
+            demoted += 1
+    return demoted
+
+
 def normalise_final(scored: dict[int, ScoredItem]) -> None:
     if not scored:
         return
@@ -326,20 +356,26 @@ def file_scores(
     vector: dict[int, float],
     allowed,
     frames: dict[str, float] | None = None,
+    demoted: Collection[str] = (),
 ) -> dict[str, float]:
     """Rank files: BM25 of the whole file, plus its three best symbols (long files
     hold many functions, and whole-file BM25 penalises length), plus named entities.
+    Files in ``demoted`` (tests the question does not name) are scaled by TEST_PRIOR and
+    set no scale: the other files score as they would without them.
 
     Weights measured on SWE-bench Lite (bench/code_context.py).
     """
-    whole = _normalise({r: s for r, s in file_hits if allowed(r) and s > 0})
+    whole_raw = {r: s for r, s in file_hits if allowed(r) and s > 0}
+    scale = max((s for r, s in whole_raw.items() if cat.entries[r].path not in demoted), default=0.0)
+    whole = {r: s / scale for r, s in whole_raw.items()} if scale > 0 else _normalise(whole_raw)
     per_file: dict[str, list[float]] = defaultdict(list)
     for r, s in keyword.items():
         e = cat.entries.get(r)
         if e is not None and not kind_traits(e.kind).whole_file:
             per_file[e.path].append(s)
     symbols = {p: sum(sorted(v, reverse=True)[:3]) for p, v in per_file.items()}
-    top_sym = max(symbols.values(), default=0.0) or 1.0
+    top_sym = (max((v for p, v in symbols.items() if p not in demoted), default=0.0)
+               or max(symbols.values(), default=0.0) or 1.0)
     named: dict[str, float] = defaultdict(float)
     for r, s in entity.items():
         e = cat.entries.get(r)
@@ -363,7 +399,7 @@ def file_scores(
     # files about equally, a traceback's deepest frame reaches one.
     for p, s in (frames or {}).items():
         out[p] += FILE_FRAME_WEIGHT * s
-    return {p: s * path_prior(cat, p) for p, s in out.items()}
+    return {p: s * path_prior(cat, p) * (TEST_PRIOR if p in demoted else 1.0) for p, s in out.items()}
 
 
 # Folders of documentation examples, benchmarks and vendored third-party code: their files

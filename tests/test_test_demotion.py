@@ -1,0 +1,102 @@
+"""Source before tests: with test files kept (the default), the source a question is about
+ranks above the tests that exercise it, unless the question names a test. Demoted, not
+removed: the tests stay in the ranking and can still reach the context."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from smartcontext import Workspace
+from smartcontext.retrieval import scoring
+
+SOURCE = '''
+"""Reading header lines of a config file."""
+
+
+def parse_header(line):
+    """Split a header line into its name and value at the first colon."""
+    name, _, value = line.partition(":")
+    return name.strip(), value.strip()
+'''
+
+# The tests repeat the question's words far more often than the source does: ranked by
+# words alone they come first.
+TESTS = '''
+from pkg.headers import parse_header
+
+
+def test_header_with_trailing_colon():
+    """A header line with a trailing colon parses to an empty value."""
+    assert parse_header("name:") == ("name", "")
+
+
+def test_header_colon_in_value():
+    """A header value may hold a colon: only the first colon splits the header line."""
+    assert parse_header("a: b:c") == ("a", "b:c")
+
+
+def test_header_without_colon():
+    """A header line without a colon: the whole header line is the name."""
+    assert parse_header("name") == ("name", "")
+'''
+
+QUESTION = "What does a header line with a trailing colon parse to, and what if the value holds a colon?"
+
+
+# Other modules, so that the question's words are rare enough to count (a word in half
+# the items or more is dropped from a keyword query).
+OTHERS = {
+    f"src/pkg/{name}.py": f'''
+def {name}_open(path):
+    """Open the {name} store at path and return a handle."""
+    return open(path)
+
+
+def {name}_close(handle):
+    """Flush and close a {name} handle."""
+    handle.close()
+'''
+    for name in ("cache", "queue", "ledger", "socket", "pool", "archive", "mailbox", "index")
+}
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    for rel, body in {"src/pkg/__init__.py": "", "src/pkg/headers.py": SOURCE,
+                      "tests/test_headers.py": TESTS, **OTHERS}.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(body).lstrip(), encoding="utf-8")
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+    return tmp_path
+
+
+def _context(root: Path, question: str, **options):
+    with Workspace.open(root) as ws:
+        return ws.context(question, max_tokens=2000, **options)
+
+
+def test_the_source_ranks_above_its_tests_by_default(repo, monkeypatch):
+    res = _context(repo, QUESTION)
+    assert res.files[0] == "src/pkg/headers.py"
+    assert "tests/test_headers.py" in res.files  # demoted, not removed
+    assert res.stats["tests_demoted"] > 0
+    # Without the demotion the tests' words win: the check above is not vacuous.
+    monkeypatch.setattr(scoring, "TEST_PRIOR", 1.0)
+    assert _context(repo, QUESTION).files[0] == "tests/test_headers.py"
+
+
+def test_a_question_that_names_a_test_keeps_it_first(repo):
+    res = _context(repo, "Why does test_header_colon_in_value fail after the parser change?")
+    assert res.files[0] == "tests/test_headers.py"
+    assert "def test_header_colon_in_value" in res.text
+
+
+def test_exclude_tests_still_leaves_them_out(repo):
+    res = _context(repo, QUESTION, exclude_tests=True)
+    assert "tests/test_headers.py" not in res.files
+    assert res.stats["tests_demoted"] == 0
