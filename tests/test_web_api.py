@@ -310,6 +310,10 @@ def test_other_origins_non_json_writes_and_reading_gets_change_nothing(tmp_path)
                         ws.receive_text()
             wrong_port = client.get("/api/status", headers={"Host": "127.0.0.1:9999"})
             assert wrong_port.status_code == 421
+            # A bare loopback name is this computer, this port; its page's Origin carries the port.
+            bare = client.post("/api/tools/create_file", json=create,
+                               headers={"Host": "127.0.0.1", "Origin": "http://127.0.0.1"})
+            assert bare.status_code == 403
 
             writes = [("/api/tools/create_file", create),
                       ("/api/chats/trip/messages", {"role": "user", "content": "injected"}),
@@ -343,6 +347,7 @@ def test_other_origins_non_json_writes_and_reading_gets_change_nothing(tmp_path)
             assert charset.status_code == 200 and charset.json()["success"]
             local_name = client.get("/api/status", headers={"Host": "localhost:8766", "Origin": "http://localhost:8766"})
             assert local_name.status_code == 200
+            assert client.get("/api/status", headers={"Host": "127.0.0.1", "Origin": "http://127.0.0.1:8766"}).is_success
             linked = client.get("/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
             assert linked.status_code == 200 and "sc-panel" in linked.text
             with client.websocket_connect(WS_URL, headers={"Origin": "http://127.0.0.1:8766"}) as ws:
@@ -381,6 +386,10 @@ def test_access_token_by_header_cookie_or_once_in_the_address(tmp_path):
             assert cookie.startswith("smartcontext-token-8766=s3cret-token;")
             assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
             assert client.get("/api/status").status_code == 200  # the client kept the cookie
+            assert client.delete("/api/agent/sessions/agent-nothere").status_code == 404  # no body: no type needed
+            labelled = client.request("DELETE", "/api/agent/sessions/agent-nothere", content=b"x",
+                                      headers={"Content-Type": "text/plain"})
+            assert labelled.status_code == 415
             with client.websocket_connect(WS_URL) as ws:
                 assert json.loads(ws.receive_text())["event"] == "smartcontext.connected"
             # The token does not lift the other checks.
