@@ -388,3 +388,96 @@ def test_a_page_on_another_port_changes_nothing_and_hears_nothing(browser, tmp_p
         assert not (folder / "pwned-plain.md").exists() and not (folder / "pwned-json.md").exists()
         mine.close()
         theirs.close()
+
+
+def accessible_names_missing(page) -> list[str]:
+    """The visible form fields with no label, aria-label or aria-labelledby."""
+    return page.evaluate("""() => [...document.querySelectorAll('input, select, textarea')]
+        .filter(e => e.offsetParent !== null && !e.labels.length && !e.getAttribute('aria-label')
+                     && !e.getAttribute('aria-labelledby'))
+        .map(e => e.id || e.outerHTML.slice(0, 60))""")
+
+
+def test_phone_and_desktop_in_light_and_dark_with_keyboard_and_screen_reader_use(site, browser, tmp_path):
+    url, _ = site
+    httpx.post(f"{url}/api/execute_command", json={"command": "smart_context.set_similarity_mode",
+                                                  "args": {"enabled": True}}, timeout=60)
+    for n, (role, content) in enumerate(CHAT):
+        assert httpx.post(f"{url}/api/chats/layout/messages", json={"role": role, "content": content, "id": f"l{n:02d}"},
+                          timeout=60).json()["success"]
+    page = browser.new_page()
+    shots = {}
+
+    def shoot(name: str) -> None:
+        path = tmp_path / f"web-{name}.png"
+        page.screenshot(path=str(path))
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        shots[name] = path
+
+    # A phone: one column, every message about as wide as the screen, nothing wider.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.emulate_media(color_scheme="light")
+    open_chat(page, url, "layout")
+    page.wait_for_function(f"() => document.querySelectorAll('[data-message-id]').length === {len(CHAT)}")
+    page.wait_for_selector(".sc-bubble")
+    widths = page.eval_on_selector_all(".sc-msg", "els => els.map(e => e.getBoundingClientRect().width)")
+    assert len(widths) == len(CHAT) and min(widths) >= 330, widths
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    panel, chat = (page.eval_on_selector(sel, "e => e.getBoundingClientRect().toJSON()") for sel in (".sc-side", ".sc-chat"))
+    assert panel["top"] >= chat["bottom"] - 1 and panel["width"] >= 380  # the panel under the chat
+    light_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    shoot("phone-light")
+    page.emulate_media(color_scheme="dark")
+    dark_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert light_bg == "rgb(245, 246, 248)" and dark_bg == "rgb(22, 24, 29)"
+    shoot("phone-dark")
+
+    # Labelled fields and a status line that is announced, on both pages.
+    assert accessible_names_missing(page) == []
+    assert page.get_attribute("#sc-status", "role") == "status"
+    assert page.get_attribute("#sc-status", "aria-live") == "polite"
+
+    # The keyboard: Enter on a bubble selects it and the focus stays on it, twice.
+    bubble = page.locator(".sc-bubble").first
+    label = bubble.text_content()
+    bubble.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('.sc-bubble.sc-active') !== null")
+    page.wait_for_function("() => /messages in context$/.test(document.getElementById('sc-status').textContent)")
+    assert page.evaluate("document.activeElement.dataset.label") == label
+    assert page.evaluate("document.activeElement.getAttribute('aria-pressed')") == "true"
+    page.wait_for_selector(".sc-highlight")
+
+    # Forced colours (Windows high contrast): the in-context messages keep a visible mark.
+    page.emulate_media(forced_colors="active")
+    kept, other = (page.eval_on_selector(sel, "e => getComputedStyle(e).borderLeftColor")
+                   for sel in (".sc-msg.sc-highlight", ".sc-msg:not(.sc-highlight)"))
+    assert kept != other
+    page.emulate_media(forced_colors="none")
+
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('.sc-bubble.sc-active') === null")
+    assert page.evaluate("document.activeElement.dataset.label") == label
+
+    # The desktop: the panel beside the chat, in both schemes.
+    page.set_viewport_size({"width": 1024, "height": 640})
+    panel, chat = (page.eval_on_selector(sel, "e => e.getBoundingClientRect().toJSON()") for sel in (".sc-side", ".sc-chat"))
+    assert panel["left"] >= chat["right"] - 1 and panel["top"] < chat["bottom"]
+    shoot("desktop-dark")
+    page.emulate_media(color_scheme="light")
+    shoot("desktop-light")
+
+    # The search page on a phone: the question and the results as wide as the screen.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{url}/search")
+    assert accessible_names_missing(page) == []
+    page.fill("#sc-question", "cart discounts")
+    page.click("#sc-run-search")
+    page.wait_for_selector("#sc-hits li")
+    assert page.eval_on_selector("#sc-question", "e => e.getBoundingClientRect().width") >= 330
+    assert min(page.eval_on_selector_all("#sc-hits li", "els => els.map(e => e.getBoundingClientRect().width)")) >= 300
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.close()
+    if os.environ.get("SMARTCONTEXT_UPDATE_DOCS") == "1":  # regenerates the docs' screenshots
+        for name, path in shots.items():
+            shutil.copy(path, DOCS / f"web-{name}.png")
