@@ -363,6 +363,8 @@ def test_access_token_by_header_cookie_or_once_in_the_address(tmp_path):
     try:
         with pytest.raises(InvalidArgument, match="token"):
             build_app(registry, host="0.0.0.0")  # beyond this computer: a token is required
+        with pytest.raises(InvalidArgument, match="8 to 256 letters"):
+            build_app(registry, token="a b;c=d")  # it could not travel in a cookie as it is
 
         with TestClient(build_app(registry, token="s3cret-token"), base_url=BASE) as client:
             for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "smartcontext-token-8766=wrong"},
@@ -398,11 +400,11 @@ def test_access_token_by_header_cookie_or_once_in_the_address(tmp_path):
             assert foreign.status_code == 403 and not (registry.context.root / "x.md").exists()
 
         # Beyond loopback, any name this computer is reached by, with the token and a matching Origin.
-        with TestClient(build_app(registry, host="0.0.0.0", token="t0k"), base_url="http://laptop.lan:8766") as client:
+        with TestClient(build_app(registry, host="0.0.0.0", token="t0k-laptop"), base_url="http://laptop.lan:8766") as client:
             assert client.get("/api/status").status_code == 401
-            ok = client.get("/api/status", headers={"Authorization": "Bearer t0k", "Origin": "http://laptop.lan:8766"})
+            ok = client.get("/api/status", headers={"Authorization": "Bearer t0k-laptop", "Origin": "http://laptop.lan:8766"})
             assert ok.status_code == 200
-            other = client.get("/api/status", headers={"Authorization": "Bearer t0k", "Origin": "http://evil.example"})
+            other = client.get("/api/status", headers={"Authorization": "Bearer t0k-laptop", "Origin": "http://evil.example"})
             assert other.status_code == 403
     finally:
         registry.close()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import secrets
 from typing import Iterable
 from urllib.parse import parse_qsl, urlencode
@@ -46,6 +47,16 @@ SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-typ
 def new_token() -> str:
     """A fresh access token (32 URL-safe characters, 192 bits)."""
     return secrets.token_urlsafe(24)
+
+
+def check_token(token: str) -> str:
+    """``token`` if it can travel in an address and a cookie as it is, else InvalidArgument."""
+    from ..errors import InvalidArgument
+
+    if not re.fullmatch(r"[A-Za-z0-9._~-]{8,256}", token):
+        raise InvalidArgument("an access token is 8 to 256 letters, digits, '.', '_', '~' or '-' "
+                              "(it travels in an address and a cookie)")
+    return token
 
 
 def is_loopback(host: str) -> bool:
@@ -163,7 +174,8 @@ class GuardMiddleware:
     async def refuse(self, scope: Scope, receive: Receive, send: Send, refused: Refusal) -> None:
         if scope["type"] == "websocket":
             # Closing before accepting answers the handshake with 403.
-            await send({"type": "websocket.close", "code": 1008, "reason": str(refused)[:120]})
+            reason = str(refused).encode()[:120].decode("utf-8", "ignore")  # a close reason: 123 bytes at most
+            await send({"type": "websocket.close", "code": 1008, "reason": reason})
             return
         body = json.dumps({"success": False, "error": str(refused)}, ensure_ascii=False).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

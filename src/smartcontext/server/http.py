@@ -40,7 +40,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..chat.files import ChatFile
 from ..errors import InvalidArgument
 from ..tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry
-from .guard import GuardMiddleware, is_loopback, new_token
+from .guard import GuardMiddleware, check_token, is_loopback, new_token
 from .hub import MESSAGE_ADDED, EventHub, ProgressEvents
 
 DEFAULT_HOST = "127.0.0.1"
@@ -291,7 +291,9 @@ def build_app(registry: ToolRegistry, host: str = DEFAULT_HOST, warm: bool = Fal
     background at start-up, with its progress sent as ``smartcontext.index_progress``.
     ``token``: the access token every request must show (``server.guard``); required
     when ``host`` is not a loopback address."""
-    if token is None and not is_loopback(host):
+    if token is not None:
+        check_token(token)
+    elif not is_loopback(host):
         raise InvalidArgument(f"listening on {host} needs an access token: anyone who can reach "
                               "that address could read and write the folder (pass --token)")
     from .agent_api import AgentApi
@@ -360,6 +362,8 @@ def serve(
     made up when none is given); the printed address carries it."""
     if token == "" or (token is None and not is_loopback(host)):
         token = new_token()
+    elif token is not None:
+        check_token(token)  # before the port and the index
     import uvicorn
 
     from .limits import guarded_protocol
