@@ -474,6 +474,8 @@ def test_phone_and_desktop_in_light_and_dark_with_keyboard_and_screen_reader_use
     page.fill("#sc-question", "cart discounts")
     page.click("#sc-run-search")
     page.wait_for_selector("#sc-hits li")
+    where = page.eval_on_selector_all(".sc-hit-where", "els => els.map(e => e.textContent)")
+    assert where and all(re.match(r"\S+:\d+  ", w) for w in where), where  # path:line, never :undefined
     assert page.eval_on_selector("#sc-question", "e => e.getBoundingClientRect().width") >= 330
     assert min(page.eval_on_selector_all("#sc-hits li", "els => els.map(e => e.getBoundingClientRect().width)")) >= 300
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
