@@ -427,6 +427,28 @@ def test_http_refuses_foreign_hosts_and_garbage(http_server):
     assert proc.poll() is None
 
 
+def test_http_refuses_other_origins_and_non_json_posts(http_server):
+    """A page on another port of this computer cannot call the tools: the SDK alone let an
+    Origin of 127.0.0.1 on any port through."""
+    url, folder, proc = http_server
+    port = url.split(":")[2].split("/")[0]
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                  "clientInfo": {"name": "test", "version": "1"}}})
+    for origin in ("http://127.0.0.1:1", "http://localhost:" + port, "null"):
+        refused = httpx.post(url, headers={**headers, "Origin": origin}, content=init, timeout=5)
+        assert refused.status_code == 403, origin
+    wrong_port = httpx.post(url, headers={**headers, "Host": "127.0.0.1:1"}, content=init, timeout=5)
+    assert wrong_port.status_code == 421
+    plain = httpx.post(url, headers={**headers, "Content-Type": "text/plain"}, content=init, timeout=5)
+    assert plain.status_code == 415 and "application/json" in plain.json()["error"]
+    # The server's own origin, as a page it served would send it, still works.
+    own = httpx.post(url, headers={**headers, "Origin": f"http://127.0.0.1:{port}"}, content=init, timeout=30)
+    assert own.status_code == 200 and "mcp-session-id" in own.headers
+    assert proc.poll() is None
+
+
 def test_http_listener_turns_nagle_off_on_connections():
     """uvicorn serves on the socket ``bind`` made; asyncio sets TCP_NODELAY on accepted
     connections only when that socket says it is TCP. Without it each answer's SSE chunks

@@ -155,7 +155,8 @@ def test_a_request_in_progress_is_not_cut_for_room_and_busy_is_503(registry):
         busy = []
         for _ in range(2):
             s = connect(port)
-            s.sendall(b"POST /api/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 20\r\n\r\n{")
+            s.sendall(b"POST /api/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 20\r\n\r\n{")
             busy.append(s)
         time.sleep(0.3)
         extra = connect(port)
@@ -179,7 +180,7 @@ def test_unreadable_json_is_a_400_that_says_why(registry, body, says, caplog):
     from starlette.testclient import TestClient
 
     with TestClient(build_app(registry), base_url="http://127.0.0.1:8766", raise_server_exceptions=False) as client:
-        got = client.post("/api/context", content=body)
+        got = client.post("/api/context", content=body, headers={"Content-Type": "application/json"})
     assert got.status_code == 400, got.text
     assert got.json()["success"] is False and says in got.text
     assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]

@@ -14,9 +14,11 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from conftest import SAMPLE_REPO, write_tree
 from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from smartcontext.server.http import build_app, build_index
 from smartcontext.server.hub import INDEX_PROGRESS, MESSAGE_ADDED, ProgressEvents
@@ -276,3 +278,156 @@ def test_cli_reports_a_taken_port_and_a_missing_folder(tmp_path):
                               "--no-browser"], capture_output=True, text=True, timeout=60, env=server_env(),
                              stdin=subprocess.DEVNULL)
     assert missing.returncode == 1 and "no such folder" in missing.stderr
+
+
+def files_outside_index(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".smartcontext" not in p.relative_to(root).parts}
+
+
+def test_other_origins_non_json_writes_and_reading_gets_change_nothing(tmp_path):
+    """Safe by default: only this server's own origin, JSON for every write (refused before
+    the body is read), and a GET that selects nothing."""
+    registry = ToolRegistry.open(make_folder(tmp_path / "ws"))
+    root = registry.context.root
+    try:
+        with TestClient(build_app(registry, max_body=2000), base_url=BASE) as client:
+            for chat in ("trip", "bank"):
+                assert client.post(f"/api/chats/{chat}/messages", json={"role": "user", "content": f"hi {chat}"}).is_success
+            chosen = client.post("/api/execute_command",
+                                 json={"command": "smart_context.set_filter", "args": {"topics": [], "chat_id": "trip"}})
+            assert chosen.status_code == 200
+            before, state = files_outside_index(root), client.get("/api/state").json()
+            create = {"path": "pwned.md", "content": "# pwned\n"}
+
+            # Another port, another host name for this computer, another scheme, a sandboxed page.
+            for origin in ("http://127.0.0.1:9999", "http://localhost:8766", "https://127.0.0.1:8766", "null"):
+                refused = client.post("/api/tools/create_file", json=create, headers={"Origin": origin})
+                assert refused.status_code == 403, origin
+                assert refused.json()["success"] is False and "Origin" in refused.json()["error"]
+                with pytest.raises(WebSocketDisconnect):
+                    with client.websocket_connect(WS_URL, headers={"Origin": origin}) as ws:
+                        ws.receive_text()
+            wrong_port = client.get("/api/status", headers={"Host": "127.0.0.1:9999"})
+            assert wrong_port.status_code == 421
+            # A bare loopback name is this computer, this port; its page's Origin carries the port.
+            bare = client.post("/api/tools/create_file", json=create,
+                               headers={"Host": "127.0.0.1", "Origin": "http://127.0.0.1"})
+            assert bare.status_code == 403
+
+            writes = [("/api/tools/create_file", create),
+                      ("/api/chats/trip/messages", {"role": "user", "content": "injected"}),
+                      ("/api/execute_command", {"command": "smart_context.set_similarity_mode", "args": {"enabled": False}})]
+            for path, body in writes:
+                for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None):
+                    headers = {"Content-Type": kind} if kind else {}
+                    refused = client.post(path, content=json.dumps(body).encode(), headers=headers)
+                    assert refused.status_code == 415, (path, kind)
+                    assert "application/json" in refused.json()["error"]
+            # Refused on its headers: a body over the limit is not even read.
+            big = client.post("/api/search", content=b"x" * 5000, headers={"Content-Type": "text/plain"})
+            assert big.status_code == 415
+
+            # A page elsewhere on this computer (same site, other port) cannot even read-trigger.
+            img = client.get("/api/chats/bank/topics", headers={"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "no-cors"})
+            assert img.status_code == 403
+            # Reading a chat's topics does not make it the current chat.
+            topics = client.get("/api/chats/bank/topics")
+            assert topics.status_code == 200 and topics.json()["total_messages"] == 1
+            assert client.get("/api/chats/nope/topics").status_code == 400
+
+            assert files_outside_index(root) == before and not (root / "pwned.md").exists()
+            assert client.get("/api/state").json() == state and state["current_chat_id"] == "trip"
+
+            # What still works: this server's own origin, JSON with a charset, a link to the page.
+            own = client.post("/api/tools/create_file", json=create, headers={"Origin": "http://127.0.0.1:8766"})
+            assert own.status_code == 200 and (root / "pwned.md").is_file()
+            charset = client.post("/api/search", content=b'{"query": "tomatoes", "mode": "keyword"}',
+                                  headers={"Content-Type": "application/json; charset=utf-8"})
+            assert charset.status_code == 200 and charset.json()["success"]
+            local_name = client.get("/api/status", headers={"Host": "localhost:8766", "Origin": "http://localhost:8766"})
+            assert local_name.status_code == 200
+            assert client.get("/api/status", headers={"Host": "127.0.0.1", "Origin": "http://127.0.0.1:8766"}).is_success
+            linked = client.get("/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+            assert linked.status_code == 200 and "sc-panel" in linked.text
+            with client.websocket_connect(WS_URL, headers={"Origin": "http://127.0.0.1:8766"}) as ws:
+                assert json.loads(ws.receive_text())["event"] == "smartcontext.connected"
+    finally:
+        registry.close()
+
+
+def test_access_token_by_header_cookie_or_once_in_the_address(tmp_path):
+    from smartcontext.errors import InvalidArgument
+
+    registry = ToolRegistry.open(make_folder(tmp_path / "ws"))
+    try:
+        with pytest.raises(InvalidArgument, match="token"):
+            build_app(registry, host="0.0.0.0")  # beyond this computer: a token is required
+        with pytest.raises(InvalidArgument, match="8 to 256 letters"):
+            build_app(registry, token="a b;c=d")  # it could not travel in a cookie as it is
+
+        with TestClient(build_app(registry, token="s3cret-token"), base_url=BASE) as client:
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "smartcontext-token-8766=wrong"},
+                            {"Cookie": "smartcontext-token-9999=s3cret-token"}):
+                refused = client.get("/api/status", headers=headers)
+                assert refused.status_code == 401, headers
+                assert refused.json()["success"] is False and "token" in refused.json()["error"]
+            assert client.get("/").status_code == 401
+            assert client.post("/api/tools/create_file", json={"path": "x.md", "content": "x"}).status_code == 401
+            assert not (registry.context.root / "x.md").exists()
+            with pytest.raises(WebSocketDisconnect):
+                with client.websocket_connect(WS_URL) as ws:
+                    ws.receive_text()
+
+            bearer = client.get("/api/status", headers={"Authorization": "Bearer s3cret-token"})
+            assert bearer.status_code == 200 and "set-cookie" not in bearer.headers
+            # Once in the address: the page answers with the cookie and an address without it.
+            once = client.get("/", params={"chat": "trip", "token": "s3cret-token"}, follow_redirects=False)
+            assert once.status_code == 303 and once.headers["location"] == "/?chat=trip"
+            cookie = once.headers["set-cookie"]
+            assert cookie.startswith("smartcontext-token-8766=s3cret-token;")
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+            assert client.get("/api/status").status_code == 200  # the client kept the cookie
+            assert client.delete("/api/agent/sessions/agent-nothere").status_code == 404  # no body: no type needed
+            labelled = client.request("DELETE", "/api/agent/sessions/agent-nothere", content=b"x",
+                                      headers={"Content-Type": "text/plain"})
+            assert labelled.status_code == 415
+            with client.websocket_connect(WS_URL) as ws:
+                assert json.loads(ws.receive_text())["event"] == "smartcontext.connected"
+            # The token does not lift the other checks.
+            foreign = client.post("/api/tools/create_file", json={"path": "x.md", "content": "x"},
+                                  headers={"Origin": "http://127.0.0.1:9999"})
+            assert foreign.status_code == 403 and not (registry.context.root / "x.md").exists()
+
+        # Beyond loopback, any name this computer is reached by, with the token and a matching Origin.
+        with TestClient(build_app(registry, host="0.0.0.0", token="t0k-laptop"), base_url="http://laptop.lan:8766") as client:
+            assert client.get("/api/status").status_code == 401
+            ok = client.get("/api/status", headers={"Authorization": "Bearer t0k-laptop", "Origin": "http://laptop.lan:8766"})
+            assert ok.status_code == 200
+            other = client.get("/api/status", headers={"Authorization": "Bearer t0k-laptop", "Origin": "http://evil.example"})
+            assert other.status_code == 403
+    finally:
+        registry.close()
+
+
+def test_cli_token_is_printed_in_the_address_and_required(tmp_path):
+    folder = make_folder(tmp_path / "ws")
+    proc = subprocess.Popen([sys.executable, "-m", "smartcontext", "serve", "web", str(folder), "--port", "0",
+                             "--no-browser", "--no-warm", "--token"], env=server_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        url = line.rsplit(" at ", 1)[-1].strip()
+        assert url.startswith("http://127.0.0.1:") and "/?token=" in url, line
+        base, token = url.split("/?token=")
+        assert len(token) >= 32
+        assert httpx.get(base + "/api/status", timeout=30).status_code == 401
+        assert httpx.get(base + "/api/status", headers={"Authorization": f"Bearer {token}"}, timeout=30).status_code == 200
+        with httpx.Client(follow_redirects=True, timeout=30) as browser:  # keeps the cookie it is given
+            page = browser.get(url)
+            assert browser.get(base + "/api/status").status_code == 200
+        assert page.status_code == 200 and str(page.url) == base + "/" and "sc-panel" in page.text
+    finally:
+        from test_mcp_server import stop
+
+        stop(proc)

@@ -9,7 +9,9 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -285,3 +287,199 @@ def test_agent_session_streams_its_answer_into_the_chat(browser, tmp_path, opena
         page.wait_for_function("() => document.getElementById('sc-chat-error').textContent.includes('script exhausted')")
         page.wait_for_function("() => document.querySelectorAll('[data-message-id]').length === 5")
         page.close()
+
+
+# A page on another port of this computer, as any site the user visits could serve it or
+# run it through a local dev server: it tries what the issue's attacker did.
+HOSTILE_PAGE = b"""<!doctype html><html><head><title>hostile</title></head><body><img id="img" alt="">
+<script>
+const T = new URLSearchParams(location.search).get('target');
+window.wsGot = [];
+const plain = (path, body) => fetch(T + path, {method: 'POST', mode: 'no-cors', headers: {'Content-Type': 'text/plain'},
+  body: JSON.stringify(body)}).then(() => 'sent', e => 'error: ' + e);
+const asJson = (path, body) => fetch(T + path, {method: 'POST', headers: {'Content-Type': 'application/json'},
+  body: JSON.stringify(body)}).then(r => 'status ' + r.status, e => 'error: ' + e);
+window.attempts = Promise.all([
+  plain('/api/tools/create_file', {path: 'pwned-plain.md', content: 'pwned'}),
+  plain('/api/chats/trip/messages', {role: 'user', content: 'injected by another page'}),
+  plain('/api/execute_command', {command: 'smart_context.set_similarity_mode', args: {enabled: false}}),
+  asJson('/api/tools/create_file', {path: 'pwned-json.md', content: 'pwned'}),
+  new Promise(done => { const img = document.getElementById('img');
+    img.onload = () => done('img loaded'); img.onerror = () => done('img refused');
+    img.src = T + '/api/chats/bank/topics'; }),
+  new Promise(done => { const ws = new WebSocket(T.replace('http:', 'ws:') + '/ws'); window.hostileWs = ws;
+    ws.onmessage = m => window.wsGot.push(m.data);
+    ws.onopen = () => done('ws open'); ws.onclose = () => done('ws closed'); }),
+]);
+</script></body></html>"""
+
+
+@contextmanager
+def hostile_site():
+    """The page above, served on a free port of 127.0.0.1 by a thread."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(HOSTILE_PAGE)))
+            self.end_headers()
+            self.wfile.write(HOSTILE_PAGE)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def user_files(root: Path) -> dict[str, bytes]:
+    """The folder as its user sees it (not the index, not the chat vectors cache)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".smartcontext" not in p.relative_to(root).parts
+            and not p.name.endswith(".embeddings.json")}
+
+
+def test_a_page_on_another_port_changes_nothing_and_hears_nothing(browser, tmp_path):
+    folder = write_tree(tmp_path / "ws", {"notes/Bank.md": "# Bank\n\nThe branch opens at nine.\n"})
+    with web_server(folder) as url, hostile_site() as hostile:
+        for chat, content in (("trip", "Which ferry goes to Naxos?"), ("bank", "When does the branch open?")):
+            added = httpx.post(f"{url}/api/chats/{chat}/messages", json={"role": "user", "content": content}, timeout=60)
+            assert added.json()["success"], added.text
+        httpx.post(f"{url}/api/execute_command", timeout=60,
+                   json={"command": "smart_context.set_filter", "args": {"topics": [], "chat_id": "trip"}})
+        mine = browser.new_page()
+        open_chat(mine, url, "bank")
+        files, state = user_files(folder), httpx.get(f"{url}/api/state", timeout=30).json()
+        assert state["current_chat_id"] == "trip" and state["embedding_search"] is True
+
+        theirs = browser.new_page()
+        theirs.goto(f"{hostile}/?target={url}")
+        outcomes = theirs.evaluate("window.attempts")
+        # The simple POSTs left the browser (it needs no one's leave for text/plain): the
+        # server refused them. The JSON one died at its preflight; the WebSocket at its handshake.
+        assert outcomes[:3] == ["sent", "sent", "sent"]
+        assert outcomes[3].startswith("error: TypeError")
+        assert outcomes[4] == "img refused" and outcomes[5] == "ws closed"
+        assert httpx.get(f"{url}/api/state", timeout=30).json() == state  # the filter, the current chat
+
+        # The user's own tab goes on: a message reaches it over its WebSocket, not theirs.
+        secret = "SECRET: my bank PIN is 4321"
+        assert httpx.post(f"{url}/api/chats/bank/messages", json={"role": "user", "content": secret},
+                          timeout=60).json()["success"]
+        mine.wait_for_function("s => [...document.querySelectorAll('.sc-msg-body')].some(e => e.textContent === s)",
+                               arg=secret)
+        theirs.wait_for_timeout(300)  # time for a message that should not come
+        assert theirs.evaluate("window.wsGot") == []
+        assert theirs.evaluate("window.hostileWs.readyState") == 3  # CLOSED
+
+        after = user_files(folder)
+        bank = ".memory/bank.json"
+        assert {k: v for k, v in after.items() if k != bank} == {k: v for k, v in files.items() if k != bank}
+        assert [m["content"] for m in json.loads(after[bank])["messages"]] == ["When does the branch open?", secret]
+        assert not (folder / "pwned-plain.md").exists() and not (folder / "pwned-json.md").exists()
+        mine.close()
+        theirs.close()
+
+
+def accessible_names_missing(page) -> list[str]:
+    """The visible form fields with no label, aria-label or aria-labelledby."""
+    return page.evaluate("""() => [...document.querySelectorAll('input, select, textarea')]
+        .filter(e => e.offsetParent !== null && !e.labels.length && !e.getAttribute('aria-label')
+                     && !e.getAttribute('aria-labelledby'))
+        .map(e => e.id || e.outerHTML.slice(0, 60))""")
+
+
+def test_phone_and_desktop_in_light_and_dark_with_keyboard_and_screen_reader_use(site, browser, tmp_path):
+    url, _ = site
+    httpx.post(f"{url}/api/execute_command", json={"command": "smart_context.set_similarity_mode",
+                                                  "args": {"enabled": True}}, timeout=60)
+    for n, (role, content) in enumerate(CHAT):
+        assert httpx.post(f"{url}/api/chats/layout/messages", json={"role": role, "content": content, "id": f"l{n:02d}"},
+                          timeout=60).json()["success"]
+    page = browser.new_page()
+    shots = {}
+
+    def shoot(name: str) -> None:
+        path = tmp_path / f"web-{name}.png"
+        page.screenshot(path=str(path))
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        shots[name] = path
+
+    # A phone: one column, every message about as wide as the screen, nothing wider.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.emulate_media(color_scheme="light")
+    open_chat(page, url, "layout")
+    page.wait_for_function(f"() => document.querySelectorAll('[data-message-id]').length === {len(CHAT)}")
+    page.wait_for_selector(".sc-bubble")
+    widths = page.eval_on_selector_all(".sc-msg", "els => els.map(e => e.getBoundingClientRect().width)")
+    assert len(widths) == len(CHAT) and min(widths) >= 330, widths
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    panel, chat = (page.eval_on_selector(sel, "e => e.getBoundingClientRect().toJSON()") for sel in (".sc-side", ".sc-chat"))
+    assert panel["top"] >= chat["bottom"] - 1 and panel["width"] >= 380  # the panel under the chat
+    light_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    shoot("phone-light")
+    page.emulate_media(color_scheme="dark")
+    dark_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert light_bg == "rgb(245, 246, 248)" and dark_bg == "rgb(22, 24, 29)"
+    shoot("phone-dark")
+
+    # Labelled fields and a status line that is announced, on both pages.
+    assert accessible_names_missing(page) == []
+    assert page.get_attribute("#sc-status", "role") == "status"
+    assert page.get_attribute("#sc-status", "aria-live") == "polite"
+
+    # The keyboard: Enter on a bubble selects it and the focus stays on it, twice.
+    bubble = page.locator(".sc-bubble").first
+    label = bubble.text_content()
+    bubble.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('.sc-bubble.sc-active') !== null")
+    page.wait_for_function("() => /messages in context$/.test(document.getElementById('sc-status').textContent)")
+    assert page.evaluate("document.activeElement.dataset.label") == label
+    assert page.evaluate("document.activeElement.getAttribute('aria-pressed')") == "true"
+    page.wait_for_selector(".sc-highlight")
+
+    # Forced colours (Windows high contrast): the in-context messages keep a visible mark.
+    page.emulate_media(forced_colors="active")
+    kept, other = (page.eval_on_selector(sel, "e => getComputedStyle(e).borderLeftColor")
+                   for sel in (".sc-msg.sc-highlight", ".sc-msg:not(.sc-highlight)"))
+    assert kept != other
+    page.emulate_media(forced_colors="none")
+
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('.sc-bubble.sc-active') === null")
+    assert page.evaluate("document.activeElement.dataset.label") == label
+
+    # The desktop: the panel beside the chat, in both schemes.
+    page.set_viewport_size({"width": 1024, "height": 640})
+    panel, chat = (page.eval_on_selector(sel, "e => e.getBoundingClientRect().toJSON()") for sel in (".sc-side", ".sc-chat"))
+    assert panel["left"] >= chat["right"] - 1 and panel["top"] < chat["bottom"]
+    shoot("desktop-dark")
+    page.emulate_media(color_scheme="light")
+    shoot("desktop-light")
+
+    # The search page on a phone: the question and the results as wide as the screen.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{url}/search")
+    assert accessible_names_missing(page) == []
+    page.fill("#sc-question", "cart discounts")
+    page.click("#sc-run-search")
+    page.wait_for_selector("#sc-hits li")
+    where = page.eval_on_selector_all(".sc-hit-where", "els => els.map(e => e.textContent)")
+    assert where and all(re.match(r"\S+:\d+  ", w) for w in where), where  # path:line, never :undefined
+    assert page.eval_on_selector("#sc-question", "e => e.getBoundingClientRect().width") >= 330
+    assert min(page.eval_on_selector_all("#sc-hits li", "els => els.map(e => e.getBoundingClientRect().width)")) >= 300
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.close()
+    if os.environ.get("SMARTCONTEXT_UPDATE_DOCS") == "1":  # regenerates the docs' screenshots
+        for name, path in shots.items():
+            shutil.copy(path, DOCS / f"web-{name}.png")

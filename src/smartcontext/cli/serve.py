@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -17,6 +18,7 @@ serve_app = typer.Typer(help="Serve a folder to programs (MCP) and people (the w
 app.add_typer(serve_app, name="serve")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+TOKEN_ENV = "SMARTCONTEXT_TOKEN"
 
 
 class Transport(str, Enum):
@@ -76,6 +78,12 @@ def web(
         help="Seconds between checks for changed files before a question; negative: never.",
     ),
     warm: bool = typer.Option(True, "--warm/--no-warm", help="Build a missing index in the background at start."),
+    token: bool = typer.Option(
+        False, "--token",
+        help=f"Require an access token: ${TOKEN_ENV} when set (a token on the command line would show "
+        "in the process list), else a new one. The printed address carries it. Always on when "
+        f"--host is not a loopback address or ${TOKEN_ENV} is set.",
+    ),
 ) -> None:
     """Serve PATH's web page (chat with the Smart Context panel, search and context) and its
     HTTP API: every tool at /api/tools/NAME, events over the WebSocket /ws."""
@@ -86,10 +94,12 @@ def web(
 
         if host not in LOCAL_HOSTS:
             warn(
-                f"binding {host}: the web server has no authentication; "
-                "anyone who can reach this address can read and write files in the folder"
+                f"binding {host}: the connection is not encrypted; anyone who can reach this address "
+                "and sees the access token can read and write files in the folder"
             )
         try:
-            serve_web(path, host=host, port=port, refresh_interval=refresh, warm=warm, open_browser=browser)
+            given = os.environ.get(TOKEN_ENV) or None
+            serve_web(path, host=host, port=port, refresh_interval=refresh, warm=warm, open_browser=browser,
+                      token=given if given else ("" if token else None))
         except KeyboardInterrupt:
             raise typer.Exit(EXIT_INTERRUPTED) from None

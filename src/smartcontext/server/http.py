@@ -9,9 +9,9 @@ the workspace tools (context, search, status), every registry tool at
 ``smart_context.*`` commands, and the agent's sessions (``server.agent_api``). Events reach
 the page over the WebSocket ``/ws``. The page's files are plain HTML/CSS/JS in ``web/``.
 
-Requests pass the same checks as the MCP HTTP server, with the SDK's own code: bound to a
-loopback address, a Host or Origin that is not loopback is refused (421/403), so a web
-page elsewhere cannot reach the local server (DNS rebinding); bodies over the limit get 413.
+Requests pass the same checks as the MCP HTTP server (``server.guard``) before any work:
+this server's own Host and Origin (exact port), JSON for every write, the access token
+when there is one, and the body limit. No GET changes state.
 """
 
 from __future__ import annotations
@@ -25,25 +25,22 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
-from mcp.server.transport_security import (
-    RequestBodyLimitMiddleware,
-    TransportSecurityMiddleware,
-    TransportSecuritySettings,
-)
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..chat.files import ChatFile
+from ..errors import InvalidArgument
 from ..tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry
+from .guard import GuardMiddleware, check_token, is_loopback, new_token
 from .hub import MESSAGE_ADDED, EventHub, ProgressEvents
 
 DEFAULT_HOST = "127.0.0.1"
@@ -51,10 +48,6 @@ DEFAULT_PORT = 8766
 WEB_DIR = Path(__file__).parent / "web"
 # Bodies are JSON arguments; the registry refuses calls over 2,000,000 characters anyway.
 MAX_BODY_BYTES = 4 * 1024 * 1024
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-# The page's own files only: no inline script, no other site, no framing.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 
 log = logging.getLogger(__name__)
 
@@ -112,58 +105,6 @@ def query_number(request: Request, name: str, kind: Callable[[str], Any], defaul
         return kind(raw)
     except ValueError:
         raise BadRequest(f"query parameter {name} must be a number, not {raw!r}") from None
-
-
-def security_settings(host: str) -> TransportSecuritySettings | None:
-    """The MCP SDK's DNS-rebinding settings for a loopback bind (None: no checks, as the
-    SDK does for other addresses, where the CLI warns instead)."""
-    if host not in LOOPBACK:
-        return None
-    hosts = ["127.0.0.1", "localhost", "[::1]"]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=hosts + [f"{h}:*" for h in hosts],
-        allowed_origins=[f"http://{h}:*" for h in hosts] + [f"http://{h}" for h in hosts],
-    )
-
-
-class GuardMiddleware:
-    """Host/Origin checks (the SDK's ``TransportSecurityMiddleware``) on every request and
-    WebSocket handshake, the body limit (the SDK's ``RequestBodyLimitMiddleware``), and
-    headers that keep the page's scripts its own."""
-
-    def __init__(self, app: ASGIApp, host: str, max_body: int = MAX_BODY_BYTES):
-        self.app = RequestBodyLimitMiddleware(app, max_body)
-        settings = security_settings(host)
-        self.security = TransportSecurityMiddleware(settings) if settings else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        if self.security is not None:
-            # mcp types it Request, but with is_post=False it reads only the headers, which a
-            # WebSocket handshake's HTTPConnection has too (a Request refuses that scope)
-            refused = await self.security.validate_request(HTTPConnection(scope), is_post=False)  # type: ignore[arg-type]
-            if refused is not None:
-                if scope["type"] == "websocket":
-                    # Closing before accepting answers the handshake with 403.
-                    await send({"type": "websocket.close", "code": 1008})
-                    return
-                body = bytes(refused.body).decode("utf-8", "replace")
-                await failure(f"{body}: this server only answers pages on this computer",
-                              refused.status_code)(scope, receive, send)
-                return
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers += [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                            (b"referrer-policy", b"no-referrer"), (b"cache-control", b"no-store")]
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
 
 
 class WebApi:
@@ -261,7 +202,16 @@ class WebApi:
         chat_id = request.path_params["chat_id"]
         if request.method == "POST":  # extract again
             return await self.tool_route("chat_extract_topics", request, chat_id=chat_id)
-        return await self.tool_route("smart_context_get_topics", request, chat_id=chat_id)
+
+        def run() -> dict[str, Any]:
+            # The file only: a GET changes nothing, so it does not make the chat the current
+            # one as smart_context.get_topics does (an <img> elsewhere could switch it).
+            self.chats.require(chat_id)
+            data = ChatFile(self.chats.memory_dir, chat_id).load()
+            return {"success": True, "status": "success", "chat_id": chat_id, "topics": data.topics,
+                    "total_messages": len(data.messages)}
+
+        return answer(await anyio.to_thread.run_sync(_guarded(run, "read topics")))
 
     async def history(self, request: Request) -> JSON:
         return await self.tool_route("chat_history", request, chat_id=request.path_params["chat_id"])
@@ -336,9 +286,16 @@ def _guarded(run: Callable[[], dict[str, Any]], what: str) -> Callable[[], dict[
 
 
 def build_app(registry: ToolRegistry, host: str = DEFAULT_HOST, warm: bool = False,
-              max_body: int = MAX_BODY_BYTES) -> Starlette:
+              max_body: int = MAX_BODY_BYTES, token: str | None = None) -> Starlette:
     """The web app for ``registry``'s folder. ``warm`` builds a missing index in the
-    background at start-up, with its progress sent as ``smartcontext.index_progress``."""
+    background at start-up, with its progress sent as ``smartcontext.index_progress``.
+    ``token``: the access token every request must show (``server.guard``); required
+    when ``host`` is not a loopback address."""
+    if token is not None:
+        check_token(token)
+    elif not is_loopback(host):
+        raise InvalidArgument(f"listening on {host} needs an access token: anyone who can reach "
+                              "that address could read and write the folder (pass --token)")
     from .agent_api import AgentApi
 
     hub = EventHub()
@@ -368,7 +325,7 @@ def build_app(registry: ToolRegistry, host: str = DEFAULT_HOST, warm: bool = Fal
         return failure(f"{exc.detail}: {request.method} {request.url.path}", exc.status_code)
 
     app = Starlette(routes=api.routes() + agent.routes(), lifespan=lifespan,
-                    middleware=[Middleware(GuardMiddleware, host=host, max_body=max_body)],
+                    middleware=[Middleware(GuardMiddleware, host=host, token=token, max_body=max_body)],
                     exception_handlers={BadRequest: bad_request, HTTPException: http_error})
     app.state.hub = hub
     return app
@@ -398,8 +355,15 @@ def serve(
     warm: bool = True,
     open_browser: bool = True,
     log_level: str = "warning",
+    token: str | None = None,
 ) -> None:
-    """Serve the folder's web page and HTTP API until the process is stopped."""
+    """Serve the folder's web page and HTTP API until the process is stopped. ``token``:
+    the access token requests must show ("" makes one up; beyond a loopback address one is
+    made up when none is given); the printed address carries it."""
+    if token == "" or (token is None and not is_loopback(host)):
+        token = new_token()
+    elif token is not None:
+        check_token(token)  # before the port and the index
     import uvicorn
 
     from .limits import guarded_protocol
@@ -414,11 +378,11 @@ def serve(
     for warning in registry.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     try:
-        url = f"http://{_url_host(host)}:{sock.getsockname()[1]}/"
+        url = f"http://{_url_host(host)}:{sock.getsockname()[1]}/" + (f"?token={quote(token)}" if token else "")
         print(f"Smart Context web page for {registry.context.root} at {url}", file=sys.stderr, flush=True)
         if open_browser:
             _open_browser(url)
-        config = uvicorn.Config(build_app(registry, host, warm=warm), log_level=log_level,
+        config = uvicorn.Config(build_app(registry, host, warm=warm, token=token), log_level=log_level,
                                 lifespan="on", access_log=False, ws="websockets-sansio",
                                 http=guarded_protocol())
         uvicorn.Server(config).run(sockets=[sock])

@@ -106,9 +106,15 @@ async def run_stdio(server: Server[Any]) -> None:
 
 
 def http_app(server: Server[Any], host: str = DEFAULT_HOST):
-    """The Starlette app serving MCP at ``/mcp``. For a loopback host the SDK also refuses
-    requests whose Host or Origin header is not loopback (DNS-rebinding protection)."""
-    return server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    """The app serving MCP at ``/mcp``, behind the web server's checks (``server.guard``):
+    the SDK accepts an Origin of 127.0.0.1 on any port, so a page on another local port
+    could call the tools; here the Origin must be this server's own (and the Host, for a
+    loopback bind, a loopback name with this port), and a POST must be JSON."""
+    from .guard import GuardMiddleware
+
+    # The SDK's own checks stay in place beneath (its body limit, its Content-Type check).
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    return GuardMiddleware(app, host, json_methods={"POST"}, page_headers=False)
 
 
 def bind(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:

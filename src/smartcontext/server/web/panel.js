@@ -40,6 +40,8 @@
       bubblesEl.replaceChildren(note('No topics yet…'));
       return;
     }
+    // Rendering replaces the bubbles: the one that had the keyboard focus gets it back.
+    var focused = bubblesEl.contains(document.activeElement) ? document.activeElement.dataset.label : null;
     var maxCount = Math.max.apply(null, regular.map(function (t) { return t.count || 1; }));
     var hasFilter = scSimilarity && scActive.size > 0;
     var frag = document.createDocumentFragment();
@@ -60,6 +62,10 @@
       frag.appendChild(el);
     });
     bubblesEl.replaceChildren(frag);
+    if (focused !== null && focused !== undefined) {
+      var again = Array.prototype.find.call(bubblesEl.children, function (b) { return b.dataset.label === focused; });
+      if (again) again.focus();
+    }
   }
 
   function sendFilter() {

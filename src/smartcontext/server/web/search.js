@@ -78,7 +78,9 @@
       var li = document.createElement('li');
       var where = document.createElement('div');
       where.className = 'sc-hit-where';
-      where.textContent = h.path + ':' + h.start_line + '  ' + (h.heading || h.name || '') +
+      // lines: [first, last] of the hit (the search tool's field; there is no start_line)
+      var line = Array.isArray(h.lines) && h.lines.length ? ':' + h.lines[0] : '';
+      where.textContent = h.path + line + '  ' + (h.heading || h.name || '') +
         '  ' + h.score.toFixed(3);
       var snippet = document.createElement('div');
       snippet.className = 'sc-hit-snippet';
