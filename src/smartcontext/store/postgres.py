@@ -42,7 +42,6 @@ from ..errors import StoreUnavailable
 from ..model import Edge, kind_traits
 from .base import (
     CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest,
-    like_pattern,
 )
 from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
 from .shared import FileTexts, StoreBase, commonest_size, fts_values, item_from_row
@@ -176,7 +175,6 @@ class PostgresStore(StoreBase):
         conninfo, from_url = split_url(url)
         self.workspace = workspace or from_url or default_workspace or "default"
         self.schema = schema_name(self.workspace)
-        self._vocabulary: tuple[int, list[str], list[int]] | None = None
         self.url = conninfo
         self.location = f"{redact(conninfo)} (workspace {self.workspace}, schema {self.schema})"
         self.notices: list[str] = []
@@ -319,9 +317,7 @@ class PostgresStore(StoreBase):
         with self._write():
             yield self
 
-    def compact(self) -> bool:
-        """PostgreSQL's autovacuum gives freed space back; nothing to do here."""
-        return False
+    # PostgreSQL's autovacuum gives freed space back: compact() has nothing to do.
 
     # -- meta --------------------------------------------------------------------------
 
@@ -626,6 +622,14 @@ class PostgresStore(StoreBase):
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
+    def _vocabulary(self) -> tuple[list[str], list[int]]:
+        """Every indexed word and its document count, by code point."""
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT word, ndoc FROM ts_stat('SELECT tsv FROM items') ORDER BY word COLLATE \"C\""
+            ).fetchall()
+        return [w for w, _ in rows], [n for _, n in rows]
+
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Items holding each single word (as the FTS5 vocabulary counts rows)."""
         lexemes: dict[str, str] = {}
@@ -648,14 +652,7 @@ class PostgresStore(StoreBase):
             return {}
         # ts_stat walks every tsvector, so the vocabulary is read once per index generation
         # and prefixes are answered from it with a binary search.
-        generation = self.generation()
-        if self._vocabulary is None or self._vocabulary[0] != generation:
-            with self._conn() as conn:
-                rows = conn.execute(
-                    "SELECT word, ndoc FROM ts_stat('SELECT tsv FROM items') ORDER BY word COLLATE \"C\""
-                ).fetchall()
-            self._vocabulary = (generation, [w for w, _ in rows], [n for _, n in rows])
-        _, words, ndocs = self._vocabulary
+        words, ndocs = self._per_generation("vocabulary", self._vocabulary)
         start = bisect.bisect_left(words, prefix)
         out: dict[str, int] = {}
         for word, n in zip(words[start:], ndocs[start:]):
@@ -693,22 +690,24 @@ class PostgresStore(StoreBase):
             rows = conn.execute("SELECT src, kind, dst, dst_name FROM edges ORDER BY id").fetchall()
         return [EdgeRow(*r) for r in rows]
 
-    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+    def _links_by_key(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
         with self._conn() as conn:
-            if name.isascii():  # lower() folds ASCII the same way in every database locale
-                paths = [r[0] for r in conn.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = %s", (name,))]
-                links = [(r[0], r[1]) for r in conn.execute(
-                    "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-                    f"WHERE e.kind = 'links_to' AND {LINK_NAME_KEY.replace('dst_name', 'e.dst_name')} = %s",
-                    (name,),
-                )]
-                return paths, links
-            pattern = like_pattern(name)
-            suffixes = [pattern, pattern + ".md", "%/" + pattern, "%/" + pattern + ".md"]
-            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE path ILIKE ANY(%s)", (suffixes,))]
+            paths = [r[0] for r in conn.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = %s", (name,))]
             links = [(r[0], r[1]) for r in conn.execute(
                 "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-                "WHERE e.kind = 'links_to' AND e.dst_name ILIKE ANY(%s)", (suffixes[::2],)
+                f"WHERE e.kind = 'links_to' AND {LINK_NAME_KEY.replace('dst_name', 'e.dst_name')} = %s",
+                (name,),
+            )]
+        return paths, links
+
+    def _links_like(
+        self, file_patterns: list[str], link_patterns: list[str]
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        with self._conn() as conn:
+            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE path ILIKE ANY(%s)", (file_patterns,))]
+            links = [(r[0], r[1]) for r in conn.execute(
+                "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+                "WHERE e.kind = 'links_to' AND e.dst_name ILIKE ANY(%s)", (link_patterns,)
             )]
         return paths, links
 

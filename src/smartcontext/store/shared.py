@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..model import Edge, Item
 from ..words import fts_text
 from .base import (
-    CHANGES_KEPT, CHANGES_PRUNE_EVERY, FileRecord, ItemRow, KeywordTerm, exact_nearest,
+    CHANGES_KEPT, CHANGES_PRUNE_EVERY, FileRecord, ItemRow, KeywordTerm, exact_nearest, like_pattern,
 )
 from .text import FileData
 
@@ -199,12 +199,30 @@ class StoreBase(ABC):
         """Delete the cache rows of ``model`` (all, when None), in the open write; how many."""
 
     @abstractmethod
+    def _links_by_key(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """:meth:`links_ending` for an ASCII ``name``, through the lower-cased last parts
+        (``schema.FILE_NAME_KEY``, ``LINK_NAME_KEY``) the schema indexes."""
+
+    @abstractmethod
+    def _links_like(
+        self, file_patterns: list[str], link_patterns: list[str]
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        """The file paths matching any of ``file_patterns`` and the (linking file, target)
+        of the ``links_to`` edges whose target matches any of ``link_patterns``: LIKE
+        patterns (escape ``\\``), ASCII letters of either case."""
+
+    @abstractmethod
     def _file_paths(self) -> list[str]:
         """Every indexed file's path, in path order (by code point)."""
 
     @abstractmethod
     def _file_record(self, path: str) -> FileRecord | None:
         """One file as :meth:`replace_file` took it (None when it is not indexed)."""
+
+    def compact(self) -> bool:
+        """Nothing to reclaim unless the backend says otherwise (a database that vacuums
+        itself)."""
+        return False
 
     # -- generations and the change log ----------------------------------------------
     def generation(self, counter: str = "generation") -> int:
@@ -315,6 +333,15 @@ class StoreBase(ABC):
         """The two rankings asked one after the other: a backend whose index knows its
         file rows answers each with one lookup per term."""
         return self.keyword_search(terms, limit), self.keyword_search(terms, limit, files_only=True)
+
+    # -- links -------------------------------------------------------------------------
+    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        if name.isascii():  # lower() folds ASCII letters alike in every database
+            return self._links_by_key(name)
+        pattern = like_pattern(name)
+        return self._links_like(
+            [pattern, pattern + ".md", "%/" + pattern, "%/" + pattern + ".md"], [pattern, "%/" + pattern]
+        )
 
     # -- copying -----------------------------------------------------------------------
     def load_files(self, records: Sequence[FileRecord]) -> None:

@@ -28,7 +28,7 @@ from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
 from ..space import disk_full, is_disk_full, is_disk_full_at
 from ..model import Edge, kind_traits
 from .base import (
-    CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, like_pattern,
+    CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem,
 )
 from .schema import FILE_NAME_KEY, LEGACY_VERSION, LINK_NAME_KEY, migrate
 from .shared import FileTexts, StoreBase, commonest_size, fts_values, item_from_row
@@ -508,10 +508,8 @@ class SQLiteStore(StoreBase):
     # -- items -------------------------------------------------------------------
 
     def _file_blobs(self, ids: list[int]) -> Iterator[tuple[int, str, bytes]]:
-        for chunk in _chunks(ids, _CHUNK):
-            yield from self.db.execute(
-                f"SELECT id, hash, data FROM files WHERE id IN ({','.join('?' * len(chunk))})", chunk
-            )
+        for marks, chunk in _in_chunks(ids):
+            yield from self.db.execute(f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk)
 
     def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:
         rows = self.db.execute(
@@ -534,16 +532,15 @@ class SQLiteStore(StoreBase):
 
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
         out: dict[int, StoredItem] = {}
-        for chunk in _chunks(list(dict.fromkeys(int(r) for r in rowids)), _CHUNK):
-            for stored in self._read_items(f"i.rowid IN ({','.join('?' * len(chunk))})", chunk):
+        for marks, chunk in _in_chunks(dict.fromkeys(int(r) for r in rowids)):
+            for stored in self._read_items(f"i.rowid IN ({marks})", chunk):
                 out[stored.rowid] = stored
         return out
 
     def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
         out: dict[str, StoredItem] = {}
-        for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+        for marks, chunk in _in_chunks(dict.fromkeys(ids)):
             wanted = set(chunk)
-            marks = ",".join("?" * len(chunk))
             for stored in self._read_items(f"i.id_key IN ({marks})", [_id_key(i) for i in chunk]):
                 if stored.item.id in wanted:  # never trust a 64-bit key alone
                     out[stored.item.id] = stored
@@ -551,8 +548,7 @@ class SQLiteStore(StoreBase):
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]:
         found: dict[int, StoredItem] = {}
-        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(paths)):
             for where in _PATH_WHERE:
                 for stored in self._read_items(where.format(marks), chunk):
                     found[stored.rowid] = stored
@@ -564,8 +560,7 @@ class SQLiteStore(StoreBase):
         if paths is None:
             return self._light_rows("1", ())
         found: dict[int, CatalogueRow] = {}
-        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(paths)):
             for where in _PATH_WHERE:
                 found.update((r.rowid, r) for r in self._light_rows(where.format(marks), chunk))
         return [found[r] for r in sorted(found)]
@@ -603,8 +598,7 @@ class SQLiteStore(StoreBase):
         if paths is None:
             return [(r, str(t)) for r, t in self.db.execute(select + "1")]
         out: list[tuple[int, str]] = []
-        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(paths)):
             for where in _PATH_WHERE:
                 out.extend((r, str(t)) for r, t in self.db.execute(select + where.format(marks), chunk))
         return out
@@ -704,8 +698,7 @@ class SQLiteStore(StoreBase):
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for chunk in _chunks(list(dict.fromkeys(terms)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(terms)):
             out.update(
                 self.db.execute(
                     f"SELECT term, doc FROM items_fts_vocab WHERE term IN ({marks})", chunk
@@ -733,8 +726,7 @@ class SQLiteStore(StoreBase):
         # the graph walk relies on when it keeps the first few edges of a node.
         out: list[EdgeRow] = []
         only = f" AND e.kind IN ({','.join('?' * len(kinds))})" if kinds else ""
-        for chunk in _chunks(list(values), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(values):
             params = [_id_key(v) for v in chunk] + chunk if by_key else chunk
             rows = self.db.execute(
                 f"{_EDGE_SELECT} WHERE ({where.format(marks=marks)}){only} ORDER BY {order}, e.rowid",
@@ -763,22 +755,26 @@ class SQLiteStore(StoreBase):
     def all_edges(self) -> list[EdgeRow]:
         return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
 
-    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
-        if name.isascii():  # SQLite's lower() folds ASCII letters only
-            paths = [r[0] for r in self.db.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = ?", (name,))]
-            links = self.db.execute(
-                "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-                f"WHERE e.kind = 'links_to' AND e.dst_name IS NOT NULL AND {LINK_NAME_KEY} = ?", (name,)
-            ).fetchall()
-            return paths, links
-        pattern = like_pattern(name)  # LIKE ignores the case of ASCII letters too
-        paths = [r[0] for r in self.db.execute(
-            "SELECT path FROM files WHERE path LIKE ?1 ESCAPE '\\' OR path LIKE ?1 || '.md' ESCAPE '\\' "
-            "OR path LIKE '%/' || ?1 ESCAPE '\\' OR path LIKE '%/' || ?1 || '.md' ESCAPE '\\'", (pattern,))]
+    def _links_by_key(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        paths = [r[0] for r in self.db.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = ?", (name,))]
         links = self.db.execute(
             "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-            "WHERE e.kind = 'links_to' AND (e.dst_name LIKE ?1 ESCAPE '\\' OR e.dst_name LIKE '%/' || ?1 ESCAPE '\\')",
-            (pattern,),
+            f"WHERE e.kind = 'links_to' AND e.dst_name IS NOT NULL AND {LINK_NAME_KEY} = ?", (name,)
+        ).fetchall()
+        return paths, links
+
+    def _links_like(
+        self, file_patterns: list[str], link_patterns: list[str]
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        def any_of(column: str, patterns: list[str]) -> str:
+            return " OR ".join(f"{column} LIKE ? ESCAPE '\\'" for _ in patterns)
+
+        paths = [r[0] for r in self.db.execute(
+            f"SELECT path FROM files WHERE {any_of('path', file_patterns)}", file_patterns
+        )]
+        links = self.db.execute(
+            "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+            f"WHERE e.kind = 'links_to' AND ({any_of('e.dst_name', link_patterns)})", link_patterns,
         ).fetchall()
         return paths, links
 
@@ -794,8 +790,7 @@ class SQLiteStore(StoreBase):
 
     def _content_hashes(self, rowids: list[int]) -> dict[int, str]:
         hashes: dict[int, str] = {}
-        for chunk in _chunks(rowids, _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(rowids):
             hashes.update(
                 self.db.execute(
                     f"SELECT rowid, content_hash FROM items WHERE rowid IN ({marks})", chunk
@@ -836,8 +831,7 @@ class SQLiteStore(StoreBase):
 
         wanted = list(dict.fromkeys(int(r) for r in rowids))
         out: dict[int, np.ndarray] = {}
-        for chunk in _chunks(wanted, _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(wanted):
             for rowid, vec in self.db.execute(
                 "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
                 f"ON c.model = ? AND c.hash = i.content_hash WHERE i.rowid IN ({marks})",
@@ -852,8 +846,7 @@ class SQLiteStore(StoreBase):
         import numpy as np
 
         found: dict[str, np.ndarray] = {}
-        for chunk in _chunks(list(hashes), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(hashes):
             for h, dim, blob in self.db.execute(
                 f"SELECT hash, dim, vec FROM embedding_cache WHERE model = ? AND hash IN ({marks})",
                 (model, *chunk),
@@ -1037,9 +1030,12 @@ def _fts_body_of(text: str, mode: int, extra: bytes | None) -> str:
     return zlib.decompress(extra or b"").decode("utf-8", "surrogatepass")
 
 
-def _chunks(seq: list, size: int) -> Iterator[list]:
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
+def _in_chunks(values: Iterable) -> Iterator[tuple[str, list]]:
+    """``values`` in lists small enough to bind, each with its ``?`` placeholders."""
+    seq = list(values)
+    for i in range(0, len(seq), _CHUNK):
+        chunk = seq[i : i + _CHUNK]
+        yield ",".join("?" * len(chunk)), chunk
 
 
 _UNWRITABLE = ("readonly", "read-only", "unable to open", "permission denied")
