@@ -48,8 +48,8 @@ def test_a_store_is_the_three_narrow_interfaces_and_nothing_else_but_counts():
 @pytest.mark.parametrize("backend_class", [SQLiteStore, PostgresStore])
 def test_the_shared_logic_is_the_bases_in_every_backend(backend_class):
     shared_methods = [
-        "generation", "vector_generation", "changed_paths", "counts", "item_count",
-        "vector_models", "put_vectors", "cache_vectors", "clear_cached_vectors", "links_ending",
+        "get_meta", "generation", "vector_generation", "changed_paths", "counts", "item_count",
+        "vector_models", "load_vectors", "put_vectors", "cache_vectors", "clear_cached_vectors", "links_ending",
         "file_records",
     ]
     for name in shared_methods:

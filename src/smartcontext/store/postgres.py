@@ -44,7 +44,7 @@ from .base import (
     CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest,
 )
 from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
-from .shared import FileTexts, StoreBase, commonest_size, fts_values, item_from_row
+from .shared import FileTexts, StoreBase, fts_values, item_from_row
 from .text import JSON, pack_file
 
 try:  # the optional ``postgres`` extra
@@ -354,10 +354,10 @@ class PostgresStore(StoreBase):
             }
         return int(floor[0]), paths
 
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
+    def _meta_value(self, key: str) -> str | None:
         with self._conn() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-        return row[0] if row else default
+        return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as conn:
@@ -731,18 +731,18 @@ class PostgresStore(StoreBase):
                 "SELECT rowid, content_hash FROM items WHERE rowid = ANY(%s)", (rowids,)
             ).fetchall())
 
-    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+    def _vector_rows(self, model: str) -> list[tuple[int, np.ndarray]]:
         with self._conn() as conn, conn.cursor(binary=True) as cur:
             rows = cur.execute(
                 "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
                 "ON c.model = %s AND c.hash = i.content_hash ORDER BY i.rowid",
                 (model,),
             ).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-        rows = commonest_size([(r[0], _array(r[1])) for r in rows], lambda r: len(r[1]))
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        return rowids, np.vstack([r[1] for r in rows])
+        return [(r[0], _array(r[1])) for r in rows]
+
+    @staticmethod
+    def _matrix(vectors: list[np.ndarray]) -> np.ndarray:
+        return np.vstack(vectors)
 
     def _vector_counts(self) -> dict[str, int]:
         with self._conn() as conn:

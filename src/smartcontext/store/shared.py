@@ -133,9 +133,6 @@ class StoreBase(ABC):
 
     # -- what the shared methods call (the Store protocol's own methods) ------------
     @abstractmethod
-    def get_meta(self, key: str, default: str | None = None) -> str | None: ...
-
-    @abstractmethod
     def transaction(self) -> AbstractContextManager[None]: ...
 
     @abstractmethod
@@ -154,10 +151,11 @@ class StoreBase(ABC):
         within: Collection[int] | None = None,
     ) -> list[tuple[int, float]]: ...
 
-    @abstractmethod
-    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]: ...
-
     # -- primitives ------------------------------------------------------------------
+    @abstractmethod
+    def _meta_value(self, key: str) -> str | None:
+        """The meta value of ``key``, None when there is none."""
+
     @abstractmethod
     def _increment(self, counter: str) -> int:
         """Add one to the meta counter (created at 1), in the open write; its new value."""
@@ -185,6 +183,15 @@ class StoreBase(ABC):
     @abstractmethod
     def _vector_counts(self) -> dict[str, int]:
         """Items with a vector, by model (models with none left out)."""
+
+    @abstractmethod
+    def _vector_rows(self, model: str) -> list[tuple[int, Any]]:
+        """(rowid, vector) of every item with a vector for ``model``, by row id, each
+        vector as the backend reads it (``len()`` grows with its size)."""
+
+    @abstractmethod
+    def _matrix(self, vectors: list[Any]) -> np.ndarray:
+        """One float32 matrix of these vectors (of one size), a row each."""
 
     @abstractmethod
     def _content_hashes(self, rowids: list[int]) -> dict[int, str]:
@@ -224,9 +231,15 @@ class StoreBase(ABC):
         itself)."""
         return False
 
-    # -- generations and the change log ----------------------------------------------
+    # -- meta, generations and the change log ----------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        value = self._meta_value(key)
+        return default if value is None else value
+
     def generation(self, counter: str = "generation") -> int:
-        value = self.get_meta(counter)
+        # Not through get_meta: every remembered keyword answer asks for the generation,
+        # and SQLite wraps each public method (a tenth of that answer's time).
+        value = self._meta_value(counter)
         return int(value) if value else 0
 
     def vector_generation(self) -> int:
@@ -286,6 +299,17 @@ class StoreBase(ABC):
         return dict(out)
 
     # -- vectors -------------------------------------------------------------------------
+    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, matrix) of every item with a vector for ``model``."""
+        import numpy as np
+
+        rows = self._vector_rows(model)
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        rows = commonest_size(rows, lambda r: len(r[1]))
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        return rowids, self._matrix([r[1] for r in rows])
+
     def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
         import numpy as np
 
