@@ -10,6 +10,7 @@ from smartcontext import Workspace
 from smartcontext.config import Config
 from smartcontext.model import Edge, Item
 from smartcontext.retrieval.catalogue import Catalogue
+from smartcontext.store import shared as store_shared
 from smartcontext.store import sqlite as sqlite_store
 
 NAMES = ["send", "Session", "parse", "load", "Config", "run", "main", "helper", ""]
@@ -126,8 +127,8 @@ def test_a_vector_write_keeps_the_catalogue_and_an_edit_reads_one_file(make_stor
 
 
 def test_a_pruned_change_log_makes_the_catalogue_read_everything(tmp_path, monkeypatch):
-    monkeypatch.setattr(sqlite_store, "CHANGES_KEPT", 4)
-    monkeypatch.setattr(sqlite_store, "CHANGES_PRUNE_EVERY", 2)
+    monkeypatch.setattr(store_shared, "CHANGES_KEPT", 4)  # the bookkeeping every backend shares
+    monkeypatch.setattr(store_shared, "CHANGES_PRUNE_EVERY", 2)
     store = sqlite_store.SQLiteStore(tmp_path / "i.db")
     rng = random.Random(5)
     _put(store, rng, "pkg/a.py")

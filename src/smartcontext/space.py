@@ -53,13 +53,14 @@ def disk_full(where: str | os.PathLike[str] | None, index: str | os.PathLike[str
                         f"and run the command again")
     need = _MIN_FREE_MB
     if index is not None:
-        size = sum(_size(Path(str(index) + suffix)) for suffix in ("", "-wal"))
+        size = sum(size_of(Path(str(index) + suffix)) for suffix in ("", "-wal"))
         need = max(need, math.ceil(size / 2**20))
     device = _device(Path(where)) if where is not None else "the disk"
     return DiskFull(f"no space left on {device}: free {need} MB and run the command again")
 
 
-def _size(path: Path) -> int:
+def size_of(path: Path) -> int:
+    """The file's size, 0 when it cannot be read."""
     try:
         return path.stat().st_size
     except OSError:

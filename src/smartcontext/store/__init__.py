@@ -13,14 +13,17 @@ from .base import (
     EdgeRow,
     FileState,
     ItemRow,
+    ItemStore,
+    KeywordIndex,
     KeywordTerm,
     Store,
     StoredItem,
+    VectorIndex,
 )
 
 __all__ = [
-    "CatalogueRow", "EdgeRow", "FileState", "ItemRow", "KeywordTerm", "Store", "StoredItem",
-    "is_url", "open_store",
+    "CatalogueRow", "EdgeRow", "FileState", "ItemRow", "ItemStore", "KeywordIndex", "KeywordTerm",
+    "Store", "StoredItem", "VectorIndex", "is_url", "open_store",
 ]
 
 

@@ -1,8 +1,11 @@
 """The store interface: every query the engine makes of an index, and the data it returns.
 
 Retrieval, the indexer and the workspace talk to a :class:`Store` only through these
-methods and types; the SQLite store (``store/sqlite.py``) is one implementation, and a
-PostgreSQL store is another that needs no change outside ``store/``. No caller sees SQL,
+methods and types. A :class:`Store` is three narrow interfaces in one: an
+:class:`ItemStore` (files, items, edges, meta), a :class:`KeywordIndex` over its items and
+a :class:`VectorIndex` of their vectors. The SQLite store (``store/sqlite.py``) is one
+implementation, and a PostgreSQL store is another that needs no change outside
+``store/``; what both do alike lives once in ``store/shared.py``. No caller sees SQL,
 FTS5 query syntax, connections or locks.
 """
 
@@ -108,13 +111,12 @@ ItemRow = tuple
 
 
 @runtime_checkable
-class Store(Protocol):
-    """One workspace index. Readers may run on several threads; writes are serialised.
+class ItemStore(Protocol):
+    """Files, their items and edges, meta and the change log: what the indexer writes and
+    retrieval reads back. Readers may run on several threads; writes are serialised.
 
     Every write that changes items or edges bumps :meth:`generation`, so callers can
-    cache derived structures (catalogue, vector matrix) per generation; a write that only
-    adds vectors bumps :meth:`vector_generation` instead, so a background embedder storing
-    batch after batch never invalidates the catalogue.
+    cache derived structures (catalogue, vector matrix) per generation.
     """
 
     location: str
@@ -125,11 +127,6 @@ class Store(Protocol):
         """A pure, picklable function of one file's items that the indexer runs in its worker
         processes, so the writing process only writes; its result comes back to
         :meth:`replace_file` as ``prepared``. None when the backend needs no preparation."""
-
-    searches_vectors: bool
-    """True when the backend answers :meth:`nearest` from its own vector index (pgvector
-    HNSW), so retrieval asks it rather than holding every vector in memory; False when
-    retrieval's exact in-memory search is the faster path (SQLite)."""
 
     notices: list[str]
     """Things the user should hear about opening this index (e.g. an old format that
@@ -158,15 +155,11 @@ class Store(Protocol):
     # -- meta ----------------------------------------------------------------------
     def generation(self) -> int: ...
 
-    def vector_generation(self) -> int:
-        """Bumped by every write of vectors (``cache_vectors``, ``put_vectors``)."""
-        ...
-
     def changed_paths(self, since: int) -> set[str] | None:
         """The item paths whose rows (items, names, tags) changed after generation
         ``since``, so a cache of the light rows can re-read just those; None when the
         store no longer remembers that far back (re-read everything). Vectors are not
-        changes here: they bump only :meth:`vector_generation`."""
+        changes here: they bump only :meth:`VectorIndex.vector_generation`."""
         ...
 
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...
@@ -196,6 +189,10 @@ class Store(Protocol):
         and as few statements as the backend allows (``store copy``)."""
         ...
 
+    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
+        """Every file (or these files) as it was written, in path order, for copying."""
+        ...
+
     # -- items ---------------------------------------------------------------------
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]: ...
 
@@ -209,11 +206,6 @@ class Store(Protocol):
 
     def item_count(self) -> int: ...
 
-    def counts(self) -> dict[str, int]:
-        """``files``, ``items``, ``edges`` and ``vectors`` (items with a vector, summed
-        over models)."""
-        ...
-
     def kind_counts(self) -> dict[str, int]: ...
 
     def file_warnings(self) -> dict[str, list[str]]: ...
@@ -223,7 +215,28 @@ class Store(Protocol):
         ``paths``, when given), as written."""
         ...
 
-    # -- keyword search -----------------------------------------------------------
+    # -- edges ---------------------------------------------------------------------
+    def edges_from(self, ids: Sequence[str], kinds: Sequence[str] | None = None) -> list[EdgeRow]:
+        """Edges leaving the items ``ids`` (of ``kinds`` only, when given), by source id
+        and then in the order they were written."""
+        ...
+
+    def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]: ...
+
+    def all_edges(self) -> list[EdgeRow]: ...
+
+    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """The indexed file paths whose last part is ``name`` or ``name.md``, and the
+        (linking file, target) of the ``links_to`` edges whose target's last part is
+        ``name`` (targets as ``notes.links.Link.target``), ignoring case: a superset (a
+        letter outside ASCII matches any text), for the caller to narrow."""
+        ...
+
+
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """Full-text ranking of the items of an :class:`ItemStore`, by row id."""
+
     def keyword_search(
         self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False,
         within: Collection[int] | None = None,
@@ -252,24 +265,22 @@ class Store(Protocol):
         at query time ("rewriting" -> rewrite, rewriter)."""
         ...
 
-    # -- edges ---------------------------------------------------------------------
-    def edges_from(self, ids: Sequence[str], kinds: Sequence[str] | None = None) -> list[EdgeRow]:
-        """Edges leaving the items ``ids`` (of ``kinds`` only, when given), by source id
-        and then in the order they were written."""
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Item vectors and the embedding cache: an item's vector is the cached embedding
+    (by model and text hash) of its content hash, so it is stored once."""
+
+    searches_vectors: bool
+    """True when the backend answers :meth:`nearest` from its own vector index (pgvector
+    HNSW), so retrieval asks it rather than holding every vector in memory; False when
+    retrieval's exact in-memory search is the faster path (SQLite)."""
+
+    def vector_generation(self) -> int:
+        """Bumped by every write of vectors (``cache_vectors``, ``put_vectors``), so a
+        background embedder storing batch after batch never invalidates the catalogue."""
         ...
 
-    def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]: ...
-
-    def all_edges(self) -> list[EdgeRow]: ...
-
-    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
-        """The indexed file paths whose last part is ``name`` or ``name.md``, and the
-        (linking file, target) of the ``links_to`` edges whose target's last part is
-        ``name`` (targets as ``notes.links.Link.target``), ignoring case: a superset (a
-        letter outside ASCII matches any text), for the caller to narrow."""
-        ...
-
-    # -- vectors (an item's vector is the cached embedding of its content hash) ---
     def items_missing_vectors(self, model: str) -> list[tuple[int, str]]:
         """(rowid, content_hash) of the items with no vector for ``model``."""
         ...
@@ -303,9 +314,18 @@ class Store(Protocol):
 
     def clear_cached_vectors(self, model: str | None = None) -> int: ...
 
-    # -- export ----------------------------------------------------------------------
-    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
-        """Every file (or these files) as it was written, in path order, for copying."""
+
+@runtime_checkable
+class Store(ItemStore, KeywordIndex, VectorIndex, Protocol):
+    """One workspace index: an item store with its keyword and vector indexes. Callers
+    that need one part only may ask for that narrow protocol; a backend implements them
+    all, usually by subclassing ``store.shared.StoreBase``, which builds what every
+    backend does alike (generations and the change log, counts, vector writes, exact
+    search, copying) on a few primitives of the backend's own."""
+
+    def counts(self) -> dict[str, int]:
+        """``files``, ``items``, ``edges`` and ``vectors`` (items with a vector, summed
+        over models)."""
         ...
 
 

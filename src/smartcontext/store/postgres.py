@@ -26,14 +26,12 @@ effect.
 from __future__ import annotations
 
 import bisect
-
 import json
 import logging
 import re
 import threading
 import zlib
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -41,14 +39,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import StoreUnavailable
-from ..model import Edge, Item, kind_traits
-from ..words import fts_text
+from ..model import Edge, kind_traits
 from .base import (
-    CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
-    StoredItem, exact_nearest, like_pattern,
+    CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest,
 )
 from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
-from .text import JSON, FileData, pack_file
+from .shared import FileTexts, StoreBase, fts_values, item_from_row
+from .text import JSON, pack_file
 
 try:  # the optional ``postgres`` extra
     import psycopg
@@ -69,7 +66,6 @@ _RANK_WEIGHTS = "{0.0, 0.25, 0.5, 1.0}"
 # with BM25's k1. Dividing by the log of the length as well (flag 1) ranked whole classes
 # above the method a question names, in the context tests; no length normalisation here.
 _RANK_NORMALISATION = 32
-_TEXT_CACHE_FILES = 512
 _NON_WORD = re.compile(r"[\W_]+")
 # Bootstrap (extension, schemas, migrations) of one database is serialised by this
 # session-level advisory lock; 0x5C000001 is "SC" and a version.
@@ -144,10 +140,6 @@ def _array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float32)
 
 
-def _fts_body(item: Item) -> str:
-    return fts_text(item.text if item.text else f"{item.signature}\n{item.docstring}")
-
-
 def _one(cursor: "psycopg.Cursor") -> tuple:
     """The row of a statement that always returns one (``count(*)``, ``RETURNING``)."""
     row = cursor.fetchone()
@@ -162,7 +154,7 @@ def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
     )
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """One workspace index in a PostgreSQL database (with the pgvector extension)."""
 
     # The indexer's workers pack each file's text (stretches + zlib) for replace_file.
@@ -179,17 +171,15 @@ class PostgresStore:
                 "the PostgreSQL store needs psycopg, psycopg-pool and pgvector: "
                 "pip install 'smartcontext[postgres]'"
             ) from _IMPORT_ERROR
+        super().__init__()
         conninfo, from_url = split_url(url)
         self.workspace = workspace or from_url or default_workspace or "default"
         self.schema = schema_name(self.workspace)
-        self._vocabulary: tuple[int, list[str], list[int]] | None = None
         self.url = conninfo
         self.location = f"{redact(conninfo)} (workspace {self.workspace}, schema {self.schema})"
         self.notices: list[str] = []
         self._local = threading.local()
-        self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
-        self._files_lock = threading.Lock()
-        self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
+        self._texts = FileTexts()
         self._hnsw_dims: set[int] = set()
         self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
@@ -327,64 +317,47 @@ class PostgresStore:
         with self._write():
             yield self
 
-    def compact(self) -> bool:
-        """PostgreSQL's autovacuum gives freed space back; nothing to do here."""
-        return False
+    # PostgreSQL's autovacuum gives freed space back: compact() has nothing to do.
 
     # -- meta --------------------------------------------------------------------------
 
-    def _bump_generation(self, conn: "psycopg.Connection", paths: Iterable[str] = ()) -> None:
-        """A new generation; ``paths`` are the item paths whose rows it changed, logged
-        for :meth:`changed_paths` (vector writes bump the vector generation instead)."""
-        generation = int(_one(conn.execute(
-            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value"
-        ))[0])
-        changed = list(dict.fromkeys(paths))
-        if not changed:
-            return
-        conn.execute(
-            "INSERT INTO changes(generation, path) SELECT %s, unnest(%s::text[])", (generation, changed)
-        )
-        if generation % CHANGES_PRUNE_EVERY == 0:
-            floor = generation - CHANGES_KEPT
+    def _increment(self, counter: str) -> int:
+        with self._conn() as conn:
+            return int(_one(conn.execute(
+                "INSERT INTO meta(key, value) VALUES (%s, '1') ON CONFLICT (key) "
+                "DO UPDATE SET value = (meta.value::bigint + 1)::text RETURNING value", (counter,),
+            ))[0])
+
+    def _log_changes(self, generation: int, paths: list[str]) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO changes(generation, path) SELECT %s, unnest(%s::text[])", (generation, paths)
+            )
+
+    def _forget_changes(self, floor: int) -> None:
+        with self._conn() as conn:
             conn.execute("DELETE FROM changes WHERE generation <= %s", (floor,))
             conn.execute(
                 "UPDATE meta SET value = %s WHERE key = 'changes_from' AND value::bigint < %s",
                 (str(floor), floor),
             )
 
-    def changed_paths(self, since: int) -> set[str] | None:
-        """Item paths whose rows changed after generation ``since``; None when the log no
-        longer reaches back that far."""
+    def _changes_since(self, since: int) -> tuple[int | None, set[str]]:
         with self._snapshot() as conn:
             floor = conn.execute("SELECT value FROM meta WHERE key = 'changes_from'").fetchone()
-            if floor is None or since < int(floor[0]):
-                return None
-            return {
+            if floor is None or since < int(floor[0]):  # the paths would not be used
+                return (None if floor is None else int(floor[0])), set()
+            paths = {
                 p for (p,) in conn.execute(
                     "SELECT DISTINCT path FROM changes WHERE generation > %s", (since,)
                 )
             }
+        return int(floor[0]), paths
 
-    def generation(self, counter: str = "generation") -> int:
-        with self._conn() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = %s", (counter,)).fetchone()
-        return int(row[0]) if row else 0
-
-    def _bump_vector_generation(self, conn: "psycopg.Connection") -> None:
-        conn.execute(
-            "INSERT INTO meta(key, value) VALUES ('vector_generation', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = (meta.value::bigint + 1)::text"
-        )
-
-    def vector_generation(self) -> int:
-        return self.generation("vector_generation")
-
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
+    def _meta_value(self, key: str) -> str | None:
         with self._conn() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-        return row[0] if row else default
+        return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as conn:
@@ -416,7 +389,7 @@ class PostgresStore:
                 changed = self._item_paths(conn, paths)
                 # items and edges go with their file (ON DELETE CASCADE)
                 conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
-                self._bump_generation(conn, changed)
+                self._bump_generation(changed)
         return len(paths)
 
     def replace_file(
@@ -456,7 +429,7 @@ class PostgresStore:
                         "INSERT INTO edges(file_id, src, kind, dst, dst_name) VALUES (%s, %s, %s, %s, %s)",
                         [(file_id, e.src, str(e.kind), e.dst, e.dst_name) for e in edges],
                     )
-            self._bump_generation(conn, changed)
+            self._bump_generation(changed)
 
     def load_files(self, records: Sequence[FileRecord]) -> None:
         """Replace these files as :meth:`replace_file` would, in one transaction and a few
@@ -507,15 +480,14 @@ class PostgresStore:
                         file_id = ids[rec.path]
                         for e in rec.edges:
                             copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
-            self._bump_generation(conn, changed)
+            self._bump_generation(changed)
 
     @staticmethod
     def _item_values(row: ItemRow, file_id: int, span: tuple[int, int], detail_span: tuple[int, int]) -> tuple:
         """One item's column values as ``replace_file`` writes them, with the texts its
         ``tsvector`` is made of in place of the ``tsvector``."""
         item, fqname, sig_tokens, content_hash = row[:4]
-        body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
-        fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
+        body, fts_name = fts_values(row)
         return (
             item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
             item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
@@ -537,29 +509,6 @@ class PostgresStore:
 
     # -- items -------------------------------------------------------------------------
 
-    def _file_data(self, conn: "psycopg.Connection", keys: Iterable[tuple[int, str]]) -> dict[int, FileData]:
-        out: dict[int, FileData] = {}
-        todo: list[int] = []
-        with self._files_lock:
-            for key in set(keys):
-                hit = self._files.get(key)
-                if hit is None:
-                    todo.append(key[0])
-                else:
-                    self._files.move_to_end(key)
-                    out[key[0]] = hit
-        fresh: dict[tuple[int, str], FileData] = {}
-        if todo:
-            for file_id, file_hash, blob in conn.execute(
-                "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (todo,)
-            ):
-                out[file_id] = fresh[(file_id, file_hash)] = FileData.unpack(bytes(blob))
-        with self._files_lock:
-            self._files.update(fresh)
-            while len(self._files) > _TEXT_CACHE_FILES:
-                self._files.popitem(last=False)
-        return out
-
     def _read_items(self, where: str, params: Sequence) -> list[StoredItem]:
         with self._snapshot() as conn:
             rows = conn.execute(
@@ -569,19 +518,19 @@ class PostgresStore:
                 f"FROM items i JOIN files f ON f.id = i.file_id WHERE {where} ORDER BY i.rowid",
                 params,
             ).fetchall()
-            files = self._file_data(conn, ((r[14], r[15]) for r in rows))
-        out = []
-        for (rowid, id_, path, kind, name, qualname, fqname, start, end, parent, lang, tokens,
-             sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
-            data = files[file_id]
-            sig, doc, meta = data.details(d_at, d_len)
-            item = Item(
-                id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
-                end_line=end, signature=sig, docstring=doc, text=data.slice(at, length),
-                parent_id=parent, language=lang, meta=meta, tokens=tokens,
-            )
-            out.append(StoredItem(rowid, item, fqname, sig_tokens, chash))
-        return out
+            files = self._texts.get(((r[14], r[15]) for r in rows), lambda ids: (
+                (file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
+                    "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (ids,)
+                ).fetchall()
+            ))
+        # One snapshot: every file's hash is the one its rows were read with.
+        return [
+            StoredItem(rowid, item_from_row(files[file_id], id_, path, kind, name, qualname, start,
+                                            end, parent, lang, tokens, d_at, d_len, at, length),
+                       fqname, sig_tokens, chash)
+            for (rowid, id_, path, kind, name, qualname, fqname, start, end, parent, lang, tokens,
+                 sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows
+        ]
 
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
         wanted = list(dict.fromkeys(int(r) for r in rowids))
@@ -610,18 +559,12 @@ class PostgresStore:
             ).fetchall()
         return [CatalogueRow(*r) for r in rows]
 
-    def item_count(self) -> int:
+    def _count(self, *tables: str) -> tuple[int, ...]:
+        counts = sql.SQL(", ").join(
+            sql.SQL("(SELECT count(*) FROM {})").format(sql.Identifier(table)) for table in tables
+        )
         with self._conn() as conn:
-            return _one(conn.execute("SELECT count(*) FROM items"))[0]
-
-    def counts(self) -> dict[str, int]:
-        with self._conn() as conn:
-            files, items, edges = _one(conn.execute(
-                "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM items), "
-                "(SELECT count(*) FROM edges)"
-            ))
-        return {"files": files, "items": items, "edges": edges,
-                "vectors": sum(self.vector_models().values())}
+            return tuple(_one(conn.execute(sql.SQL("SELECT {}").format(counts))))
 
     def kind_counts(self) -> dict[str, int]:
         with self._conn() as conn:
@@ -679,11 +622,13 @@ class PostgresStore:
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
-    def keyword_search_with_files(
-        self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
-    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        # The items table knows its file rows, and each query is one GIN lookup per term.
-        return self.keyword_search(terms, limit), self.keyword_search(terms, limit, files_only=True)
+    def _vocabulary(self) -> tuple[list[str], list[int]]:
+        """Every indexed word and its document count, by code point."""
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT word, ndoc FROM ts_stat('SELECT tsv FROM items') ORDER BY word COLLATE \"C\""
+            ).fetchall()
+        return [w for w, _ in rows], [n for _, n in rows]
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Items holding each single word (as the FTS5 vocabulary counts rows)."""
@@ -707,14 +652,7 @@ class PostgresStore:
             return {}
         # ts_stat walks every tsvector, so the vocabulary is read once per index generation
         # and prefixes are answered from it with a binary search.
-        generation = self.generation()
-        if self._vocabulary is None or self._vocabulary[0] != generation:
-            with self._conn() as conn:
-                rows = conn.execute(
-                    "SELECT word, ndoc FROM ts_stat('SELECT tsv FROM items') ORDER BY word COLLATE \"C\""
-                ).fetchall()
-            self._vocabulary = (generation, [w for w, _ in rows], [n for _, n in rows])
-        _, words, ndocs = self._vocabulary
+        words, ndocs = self._per_generation("vocabulary", self._vocabulary)
         start = bisect.bisect_left(words, prefix)
         out: dict[str, int] = {}
         for word, n in zip(words[start:], ndocs[start:]):
@@ -752,22 +690,24 @@ class PostgresStore:
             rows = conn.execute("SELECT src, kind, dst, dst_name FROM edges ORDER BY id").fetchall()
         return [EdgeRow(*r) for r in rows]
 
-    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+    def _links_by_key(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
         with self._conn() as conn:
-            if name.isascii():  # lower() folds ASCII the same way in every database locale
-                paths = [r[0] for r in conn.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = %s", (name,))]
-                links = [(r[0], r[1]) for r in conn.execute(
-                    "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-                    f"WHERE e.kind = 'links_to' AND {LINK_NAME_KEY.replace('dst_name', 'e.dst_name')} = %s",
-                    (name,),
-                )]
-                return paths, links
-            pattern = like_pattern(name)
-            suffixes = [pattern, pattern + ".md", "%/" + pattern, "%/" + pattern + ".md"]
-            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE path ILIKE ANY(%s)", (suffixes,))]
+            paths = [r[0] for r in conn.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = %s", (name,))]
             links = [(r[0], r[1]) for r in conn.execute(
                 "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-                "WHERE e.kind = 'links_to' AND e.dst_name ILIKE ANY(%s)", (suffixes[::2],)
+                f"WHERE e.kind = 'links_to' AND {LINK_NAME_KEY.replace('dst_name', 'e.dst_name')} = %s",
+                (name,),
+            )]
+        return paths, links
+
+    def _links_like(
+        self, file_patterns: list[str], link_patterns: list[str]
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        with self._conn() as conn:
+            paths = [r[0] for r in conn.execute("SELECT path FROM files WHERE path ILIKE ANY(%s)", (file_patterns,))]
+            links = [(r[0], r[1]) for r in conn.execute(
+                "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+                "WHERE e.kind = 'links_to' AND e.dst_name ILIKE ANY(%s)", (link_patterns,)
             )]
         return paths, links
 
@@ -785,52 +725,33 @@ class PostgresStore:
                 )
             ]
 
-    def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        wanted = [int(r) for r in rowids]
-        with self._write() as conn:
-            hashes = dict(
-                conn.execute(
-                    "SELECT rowid, content_hash FROM items WHERE rowid = ANY(%s)", (wanted,)
-                ).fetchall()
-            )
-            # An item deleted while we embedded is skipped.
-            self._put_cache_rows(
-                conn, model, [(hashes[r], matrix[i]) for i, r in enumerate(wanted) if r in hashes]
-            )
-            self._bump_vector_generation(conn)
+    def _content_hashes(self, rowids: list[int]) -> dict[int, str]:
+        with self._conn() as conn:
+            return dict(conn.execute(
+                "SELECT rowid, content_hash FROM items WHERE rowid = ANY(%s)", (rowids,)
+            ).fetchall())
 
-    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+    def _vector_rows(self, model: str) -> list[tuple[int, np.ndarray]]:
         with self._conn() as conn, conn.cursor(binary=True) as cur:
             rows = cur.execute(
                 "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
                 "ON c.model = %s AND c.hash = i.content_hash ORDER BY i.rowid",
                 (model,),
             ).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-        rows = [(r[0], _array(r[1])) for r in rows]
-        dims = {len(r[1]) for r in rows}
-        if len(dims) > 1:
-            best = max(dims, key=lambda d: sum(1 for r in rows if len(r[1]) == d))
-            rows = [r for r in rows if len(r[1]) == best]
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        return rowids, np.vstack([r[1] for r in rows])
+        return [(r[0], _array(r[1])) for r in rows]
 
-    def vector_models(self) -> dict[str, int]:
-        generation = (self.generation(), self.vector_generation())
-        cached = self._vector_models
-        if cached is not None and cached[0] == generation:
-            return dict(cached[1])
+    @staticmethod
+    def _matrix(vectors: list[np.ndarray]) -> np.ndarray:
+        return np.vstack(vectors)
+
+    def _vector_counts(self) -> dict[str, int]:
         with self._conn() as conn:
-            out = dict(
+            return dict(
                 conn.execute(
                     "SELECT c.model, count(*) FROM items i JOIN embedding_cache c "
                     "ON c.hash = i.content_hash GROUP BY c.model"
                 ).fetchall()
             )
-        self._vector_models = (generation, out)
-        return dict(out)
 
     def nearest(
         self, model: str, vector: np.ndarray, limit: int, among: Collection[int] | None = None
@@ -896,50 +817,44 @@ class PostgresStore:
                 found[h] = vec
         return found
 
-    def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        with self._write() as conn:
-            self._put_cache_rows(conn, model, rows)
-            self._bump_vector_generation(conn)
-
-    def _put_cache_rows(
-        self, conn: "psycopg.Connection", model: str, rows: Sequence[tuple[str, np.ndarray]]
-    ) -> None:
+    def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         # Sorted, so two writers of overlapping hashes lock rows in one order (no deadlock).
         unique = {h: np.ascontiguousarray(v, dtype=np.float32) for h, v in rows}
         if not unique:
             return
-        for dim in {int(v.shape[0]) for v in unique.values()} - self._hnsw_dims:
-            if self._deferred_dims is not None and not self._hnsw_exists(conn, dim):
-                self._deferred_dims.add(dim)  # built once, over all rows, at the end of the load
-            else:
-                self._ensure_hnsw(conn, dim)
-        # A row that is already there with the same vector is left alone: copying an index
-        # into a database that shares its cache rewrites nothing (nor its HNSW graph).
-        upsert = (
-            "ON CONFLICT (model, hash) DO UPDATE SET dim = excluded.dim, vec = excluded.vec "
-            "WHERE embedding_cache.dim <> excluded.dim OR embedding_cache.vec <> excluded.vec"
-        )
-        with conn.cursor() as cur:
-            if len(unique) < _COPY_ROWS:
-                cur.executemany(
-                    f"INSERT INTO embedding_cache(model, hash, dim, vec) VALUES (%s, %s, %s, %s) {upsert}",
-                    [(model, h, int(unique[h].shape[0]), unique[h]) for h in sorted(unique)],
+        with self._conn() as conn:  # the open write's
+            for dim in {int(v.shape[0]) for v in unique.values()} - self._hnsw_dims:
+                if self._deferred_dims is not None and not self._hnsw_exists(conn, dim):
+                    self._deferred_dims.add(dim)  # built once, over all rows, at the end of the load
+                else:
+                    self._ensure_hnsw(conn, dim)
+            # A row that is already there with the same vector is left alone: copying an index
+            # into a database that shares its cache rewrites nothing (nor its HNSW graph).
+            upsert = (
+                "ON CONFLICT (model, hash) DO UPDATE SET dim = excluded.dim, vec = excluded.vec "
+                "WHERE embedding_cache.dim <> excluded.dim OR embedding_cache.vec <> excluded.vec"
+            )
+            with conn.cursor() as cur:
+                if len(unique) < _COPY_ROWS:
+                    cur.executemany(
+                        f"INSERT INTO embedding_cache(model, hash, dim, vec) VALUES (%s, %s, %s, %s) {upsert}",
+                        [(model, h, int(unique[h].shape[0]), unique[h]) for h in sorted(unique)],
+                    )
+                    return
+                cur.execute(
+                    "CREATE TEMP TABLE _sc_load_vectors (hash text, dim integer, vec vector) ON COMMIT DROP"
                 )
-                return
-            cur.execute(
-                "CREATE TEMP TABLE _sc_load_vectors (hash text, dim integer, vec vector) ON COMMIT DROP"
-            )
-            # Binary: pgvector's text form is built float by float in Python, 15x slower.
-            with cur.copy("COPY _sc_load_vectors FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["text", "int4", "vector"])
-                for h in sorted(unique):
-                    copy.write_row((h, int(unique[h].shape[0]), unique[h]))
-            cur.execute(
-                "INSERT INTO embedding_cache(model, hash, dim, vec) SELECT %s, hash, dim, vec "
-                f"FROM _sc_load_vectors ORDER BY hash {upsert}",
-                (model,),
-            )
-            cur.execute("DROP TABLE _sc_load_vectors")
+                # Binary: pgvector's text form is built float by float in Python, 15x slower.
+                with cur.copy("COPY _sc_load_vectors FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.set_types(["text", "int4", "vector"])
+                    for h in sorted(unique):
+                        copy.write_row((h, int(unique[h].shape[0]), unique[h]))
+                cur.execute(
+                    "INSERT INTO embedding_cache(model, hash, dim, vec) SELECT %s, hash, dim, vec "
+                    f"FROM _sc_load_vectors ORDER BY hash {upsert}",
+                    (model,),
+                )
+                cur.execute("DROP TABLE _sc_load_vectors")
 
     @contextmanager
     def deferred_vector_index(self, maintenance_work_mem: str = "2GB") -> Iterator[None]:
@@ -985,49 +900,44 @@ class PostgresStore:
                 )
         self._hnsw_dims.add(dim)
 
-    def clear_cached_vectors(self, model: str | None = None) -> int:
-        """Delete cached vectors (of ``model``, or all): the cache is shared by every
-        workspace in the database, so this clears them for all of them."""
-        with self._write() as conn:
+    def _delete_cached_vectors(self, model: str | None) -> int:
+        """The cache is shared by every workspace in the database: this clears it for all."""
+        with self._conn() as conn:
             if model is None:
-                cur = conn.execute("DELETE FROM embedding_cache")
-            else:
-                cur = conn.execute("DELETE FROM embedding_cache WHERE model = %s", (model,))
-            self._bump_generation(conn)
-            return cur.rowcount
+                return conn.execute("DELETE FROM embedding_cache").rowcount
+            return conn.execute("DELETE FROM embedding_cache WHERE model = %s", (model,)).rowcount
 
     # -- export --------------------------------------------------------------------------
 
-    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
-        """Each file's row, items and edges as ``replace_file`` takes them. A tsvector
-        cannot give back the text it was made from, so the full-text values are None:
-        a store this is copied into derives them from the items' text."""
+    def _file_paths(self) -> list[str]:
         with self._conn() as conn:
-            if paths is None:
-                paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
-        for path in paths:
-            with self._snapshot() as conn:
-                row = conn.execute(
-                    "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings "
-                    "FROM files WHERE path = %s", (path,),
-                ).fetchone()
-                if row is None:
-                    continue
-                edges = [
-                    Edge(src, kind, dst=dst, dst_name=dst_name)
-                    for src, kind, dst, dst_name in conn.execute(
-                        "SELECT src, kind, dst, dst_name FROM edges WHERE file_id = %s ORDER BY id",
-                        (row[0],),
-                    )
-                ]
-                outer, self._local.conn = getattr(self._local, "conn", None), conn
-                try:  # the items in the same snapshot
-                    stored = self._read_items("i.file_id = %s", (row[0],))
-                finally:
-                    self._local.conn = outer
-            items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
-            path_, mtime_ns, size, hash_, language, source, module, warnings = row[1:9]
-            yield FileRecord(path_, mtime_ns, size, hash_, language, source, module, list(warnings), items, edges)
+            return [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
+
+    def _file_record(self, path: str) -> FileRecord | None:
+        """A tsvector cannot give back the text it was made from, so the full-text values
+        are None: a store this is copied into derives them from the items' text."""
+        with self._snapshot() as conn:
+            row = conn.execute(
+                "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings "
+                "FROM files WHERE path = %s", (path,),
+            ).fetchone()
+            if row is None:
+                return None
+            edges = [
+                Edge(src, kind, dst=dst, dst_name=dst_name)
+                for src, kind, dst, dst_name in conn.execute(
+                    "SELECT src, kind, dst, dst_name FROM edges WHERE file_id = %s ORDER BY id",
+                    (row[0],),
+                )
+            ]
+            outer, self._local.conn = getattr(self._local, "conn", None), conn
+            try:  # the items in the same snapshot
+                stored = self._read_items("i.file_id = %s", (row[0],))
+            finally:
+                self._local.conn = outer
+        items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
+        path_, mtime_ns, size, hash_, language, source, module, warnings = row[1:9]
+        return FileRecord(path_, mtime_ns, size, hash_, language, source, module, list(warnings), items, edges)
 
     # -- administration --------------------------------------------------------------------
 

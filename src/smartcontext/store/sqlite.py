@@ -25,21 +25,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
-from ..space import disk_full, is_disk_full, is_disk_full_at
-from ..model import Edge, Item, kind_traits
-from ..words import fts_text
+from ..space import disk_full, is_disk_full, is_disk_full_at, size_of
+from ..model import Edge, kind_traits
 from .base import (
-    CHANGES_KEPT, CHANGES_PRUNE_EVERY, CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm,
-    StoredItem, exact_nearest, like_pattern,
+    CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem,
 )
 from .schema import FILE_NAME_KEY, LEGACY_VERSION, LINK_NAME_KEY, migrate
+from .shared import FileTexts, StoreBase, fts_values, item_from_row
 from .text import JSON, FileData, pack_file
 
 if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
     import numpy as np
 
 log = logging.getLogger("smartcontext.store")
-
 
 
 def _id_sql(item: str, file: str) -> str:
@@ -77,11 +75,6 @@ _EDGE_SELECT = (
 _PATH_WHERE = ("i.path IS NULL AND f.path IN ({})", "i.path IN ({})")
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
-# Decoded files kept for reads, by characters: a question reads items of about a hundred
-# files, and later questions return to them. Decompressing on every read made warm
-# queries on the hub vault about 50% slower than the uncompressed index; 24M characters
-# hold all of it (about 15M) and most repositories.
-_TEXT_CACHE_CHARS = 24_000_000
 # Full-text answers remembered per index generation: at most this many (rowid, score)
 # pairs in all (about 100 bytes each); a filtered search asks for every match, so one
 # answer may hold tens of thousands, and one over a quarter of the budget is not kept.
@@ -91,7 +84,7 @@ _SEARCH_PAIRS_KEPT = 200_000
 _BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
 
 
-class SQLiteStore:
+class SQLiteStore(StoreBase):
     """One workspace index in a SQLite file. Thread-safe for readers; writes are
     serialised by a lock."""
 
@@ -102,16 +95,13 @@ class SQLiteStore:
     searches_vectors = False
 
     def __init__(self, path: str | Path):
+        super().__init__()
         self.path = Path(path)
         self.location = str(self.path)
         self.notices: list[str] = []
         self._lock = threading.RLock()
         self._batch_depth = 0
-        self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
-        self._files_chars = 0
-        self._files_lock = threading.Lock()  # readers on several threads share the cache
-        self._vector_models: tuple[tuple[int, int], dict[str, int]] | None = None
-        self._memo: dict[str, tuple[int, object]] = {}
+        self._texts = FileTexts()
         # Full-text answers by query and limit, kept for their index generation (with
         # their size in pairs): ranking the thousands of rows a common word matches is
         # most of a question's work, and a server is asked the same words again (by
@@ -175,7 +165,7 @@ class SQLiteStore:
             and is_disk_full_at(self.path)
         ):
             return False
-        if not self.path.is_file() or _size_of(self.path.with_name(self.path.name + "-wal")) > 0:
+        if not self.path.is_file() or size_of(self.path.with_name(self.path.name + "-wal")) > 0:
             return False
         if not isinstance(typed, (IndexUnwritable, DiskFull)):  # an I/O error of a full disk
             typed = disk_full(self.path.parent, index=self.path)
@@ -315,59 +305,39 @@ class SQLiteStore:
             self._writer = None
             self._wdb.execute("COMMIT")
 
-    def _bump_generation(self, paths: Iterable[str] = ()) -> None:
-        """A new generation; ``paths`` are the item paths whose rows it changed, logged
-        for :meth:`changed_paths` (vector writes bump the vector generation instead)."""
+    def _increment(self, counter: str) -> int:
         self.db.execute(
-            "INSERT INTO meta(key, value) VALUES('generation', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            "INSERT INTO meta(key, value) VALUES(?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (counter,),
         )
-        rows = [(p,) for p in dict.fromkeys(paths)]
-        if not rows:
-            return
-        generation = self.generation()
-        self.db.executemany(
-            "INSERT INTO changes(generation, path) VALUES (?, ?)", [(generation, p) for (p,) in rows]
-        )
-        if generation % CHANGES_PRUNE_EVERY == 0:
-            floor = generation - CHANGES_KEPT
-            self.db.execute("DELETE FROM changes WHERE generation <= ?", (floor,))
-            self.db.execute(
-                "UPDATE meta SET value = ? WHERE key = 'changes_from' AND CAST(value AS INTEGER) < ?",
-                (str(floor), floor),
-            )
+        return int(self._meta_value(counter) or 0)
 
-    def changed_paths(self, since: int) -> set[str] | None:
-        """Item paths whose rows changed after generation ``since``; None when the log no
-        longer reaches back that far (the caller reads everything again)."""
-        # One statement, so one snapshot: a writer pruning the log in between cannot make
-        # an incomplete answer look complete.
+    def _log_changes(self, generation: int, paths: list[str]) -> None:
+        self.db.executemany(
+            "INSERT INTO changes(generation, path) VALUES (?, ?)", [(generation, p) for p in paths]
+        )
+
+    def _forget_changes(self, floor: int) -> None:
+        self.db.execute("DELETE FROM changes WHERE generation <= ?", (floor,))
+        self.db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'changes_from' AND CAST(value AS INTEGER) < ?",
+            (str(floor), floor),
+        )
+
+    def _changes_since(self, since: int) -> tuple[int | None, set[str]]:
+        # One statement, so one snapshot.
         rows = self.db.execute(
             "SELECT 0, value FROM meta WHERE key = 'changes_from' "
             "UNION ALL SELECT DISTINCT 1, path FROM changes WHERE generation > ?",
             (since,),
         ).fetchall()
         floor = [int(v) for tag, v in rows if tag == 0]
-        if not floor or since < floor[0]:
-            return None
-        return {p for tag, p in rows if tag == 1}
+        return (floor[0] if floor else None), {p for tag, p in rows if tag == 1}
 
-    def generation(self, counter: str = "generation") -> int:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (counter,)).fetchone()
-        return int(row[0]) if row else 0
-
-    def _bump_vector_generation(self) -> None:
-        self.db.execute(
-            "INSERT INTO meta(key, value) VALUES('vector_generation', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
-
-    def vector_generation(self) -> int:
-        return self.generation("vector_generation")
-
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
+    def _meta_value(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return row[0] if row else default
+        return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction():
@@ -453,16 +423,6 @@ class SQLiteStore:
                 self._bump_generation(changed)
         return count
 
-    def load_files(self, records: Sequence[FileRecord]) -> None:
-        """Replace these files (``store copy``) in one transaction."""
-        with self.batch():
-            for rec in records:
-                self.replace_file(
-                    path=rec.path, mtime_ns=rec.mtime_ns, size=rec.size, hash=rec.hash,
-                    language=rec.language, source=rec.source, module=rec.module,
-                    warnings=rec.warnings, items=rec.items, edges=rec.edges,
-                )
-
     def replace_file(
         self,
         *,
@@ -502,8 +462,7 @@ class SQLiteStore:
             rowid_of = {row[0].id: next_rowid + n for n, row in enumerate(items)}
             for n, row in enumerate(items):
                 item, fqname, sig_tokens, content_hash = row[:4]
-                fts_body = row[4] if len(row) > 4 and row[4] is not None else _fts_body(item)
-                fts_name = row[5] if len(row) > 5 and row[5] is not None else fts_text(item.qualname)
+                fts_body, fts_name = fts_values(row)
                 mode, extra = _fts_recipe(item.text, fts_body)
                 fq_mode = _fq_mode(fqname, module, item.qualname)
                 id_mode = _id_mode(item.id, item.path, item.qualname)
@@ -548,38 +507,9 @@ class SQLiteStore:
 
     # -- items -------------------------------------------------------------------
 
-    def _file_data(self, keys: Iterable[tuple[int, str]]) -> dict[int, FileData]:
-        """Decoded text and details of these (file id, file hash) pairs, through a small
-        LRU cache (the hash is part of the key because a file id can be reused)."""
-        out: dict[int, FileData] = {}
-        todo: dict[int, str] = {}
-        with self._files_lock:
-            for key in set(keys):
-                hit = self._files.get(key)
-                if hit is None:
-                    todo[key[0]] = key[1]
-                else:
-                    self._files.move_to_end(key)
-                    out[key[0]] = hit
-        fresh: dict[tuple[int, str], FileData] = {}
-        for chunk in _chunks(list(todo), _CHUNK):
-            marks = ",".join("?" * len(chunk))
-            for file_id, file_hash, blob in self.db.execute(
-                f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk
-            ):
-                data = fresh[(file_id, file_hash)] = FileData.unpack(blob)
-                if file_hash == todo[file_id]:
-                    # Another process may have replaced the file between the item query and
-                    # this one: its new text does not match the rows read before.
-                    out[file_id] = data
-        with self._files_lock:
-            for key, data in fresh.items():
-                if key not in self._files:
-                    self._files_chars += len(data.text)
-                self._files[key] = data
-            while self._files_chars > _TEXT_CACHE_CHARS and len(self._files) > 1:
-                self._files_chars -= len(self._files.popitem(last=False)[1].text)
-        return out
+    def _file_blobs(self, ids: list[int]) -> Iterator[tuple[int, str, bytes]]:
+        for marks, chunk in _in_chunks(ids):
+            yield from self.db.execute(f"SELECT id, hash, data FROM files WHERE id IN ({marks})", chunk)
 
     def _read_items(self, where: str, params: Sequence, order: str = "") -> list[StoredItem]:
         rows = self.db.execute(
@@ -587,35 +517,30 @@ class SQLiteStore:
             f"LEFT JOIN items p ON p.rowid = i.parent WHERE {where} {order}",
             params,
         ).fetchall()
-        files = self._file_data((r[16], r[17]) for r in rows)
+        files = self._texts.get(((r[16], r[17]) for r in rows), self._file_blobs)
         out = []
         for (rowid, id_, path, kind, name, qualname, fqname, fq_mode, module, start, end,
              parent, lang, tokens, sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows:
             data = files.get(file_id)
             if data is None:
                 continue  # its file changed under this read (another process indexing): left out
-            sig, doc, meta = data.details(d_at, d_len)
-            item = Item(
-                id=id_, path=path, kind=kind, name=name, qualname=qualname, start_line=start,
-                end_line=end, signature=sig, docstring=doc, text=data.slice(at, length),
-                parent_id=parent, language=lang, meta=meta, tokens=tokens,
-            )
+            item = item_from_row(data, id_, path, kind, name, qualname, start, end, parent, lang,
+                                 tokens, d_at, d_len, at, length)
             fq = _fqname(fq_mode, fqname, module, qualname)
             out.append(StoredItem(rowid, item, fq, sig_tokens, chash))
         return out
 
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
         out: dict[int, StoredItem] = {}
-        for chunk in _chunks(list(dict.fromkeys(int(r) for r in rowids)), _CHUNK):
-            for stored in self._read_items(f"i.rowid IN ({','.join('?' * len(chunk))})", chunk):
+        for marks, chunk in _in_chunks(dict.fromkeys(int(r) for r in rowids)):
+            for stored in self._read_items(f"i.rowid IN ({marks})", chunk):
                 out[stored.rowid] = stored
         return out
 
     def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
         out: dict[str, StoredItem] = {}
-        for chunk in _chunks(list(dict.fromkeys(ids)), _CHUNK):
+        for marks, chunk in _in_chunks(dict.fromkeys(ids)):
             wanted = set(chunk)
-            marks = ",".join("?" * len(chunk))
             for stored in self._read_items(f"i.id_key IN ({marks})", [_id_key(i) for i in chunk]):
                 if stored.item.id in wanted:  # never trust a 64-bit key alone
                     out[stored.item.id] = stored
@@ -623,8 +548,7 @@ class SQLiteStore:
 
     def items_in_paths(self, paths: Sequence[str]) -> list[StoredItem]:
         found: dict[int, StoredItem] = {}
-        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(paths)):
             for where in _PATH_WHERE:
                 for stored in self._read_items(where.format(marks), chunk):
                     found[stored.rowid] = stored
@@ -636,8 +560,7 @@ class SQLiteStore:
         if paths is None:
             return self._light_rows("1", ())
         found: dict[int, CatalogueRow] = {}
-        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(paths)):
             for where in _PATH_WHERE:
                 found.update((r.rowid, r) for r in self._light_rows(where.format(marks), chunk))
         return [found[r] for r in sorted(found)]
@@ -654,30 +577,9 @@ class SQLiteStore:
             )
         ]
 
-    def item_count(self) -> int:
-        return self._per_generation(
-            "items", lambda: self.db.execute("SELECT COUNT(*) FROM items").fetchone()[0]
-        )
-
-    def counts(self) -> dict[str, int]:
-        q = self.db.execute
-        return {
-            "files": self._per_generation("files", lambda: q("SELECT COUNT(*) FROM files").fetchone()[0]),
-            "items": self.item_count(),
-            "edges": self._per_generation("edges", lambda: q("SELECT COUNT(*) FROM edges").fetchone()[0]),
-            "vectors": sum(self.vector_models().values()),
-        }
-
-    def _per_generation(self, key: str, compute):
-        """``compute()`` once per index generation. Counting rows walks a whole table (a
-        millisecond on a large vault) and questions ask for counts every time."""
-        generation = self.generation()
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] == generation:
-            return hit[1]
-        value = compute()
-        self._memo[key] = (generation, value)
-        return value
+    def _count(self, *tables: str) -> tuple[int, ...]:
+        counts = ", ".join(f"(SELECT COUNT(*) FROM {table})" for table in tables)
+        return tuple(self.db.execute(f"SELECT {counts}").fetchone())
 
     def kind_counts(self) -> dict[str, int]:
         return dict(self.db.execute("SELECT kind, COUNT(*) FROM items GROUP BY kind").fetchall())
@@ -696,8 +598,7 @@ class SQLiteStore:
         if paths is None:
             return [(r, str(t)) for r, t in self.db.execute(select + "1")]
         out: list[tuple[int, str]] = []
-        for chunk in _chunks(list(dict.fromkeys(paths)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(paths)):
             for where in _PATH_WHERE:
                 out.extend((r, str(t)) for r, t in self.db.execute(select + where.format(marks), chunk))
         return out
@@ -797,8 +698,7 @@ class SQLiteStore:
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for chunk in _chunks(list(dict.fromkeys(terms)), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(dict.fromkeys(terms)):
             out.update(
                 self.db.execute(
                     f"SELECT term, doc FROM items_fts_vocab WHERE term IN ({marks})", chunk
@@ -826,8 +726,7 @@ class SQLiteStore:
         # the graph walk relies on when it keeps the first few edges of a node.
         out: list[EdgeRow] = []
         only = f" AND e.kind IN ({','.join('?' * len(kinds))})" if kinds else ""
-        for chunk in _chunks(list(values), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(values):
             params = [_id_key(v) for v in chunk] + chunk if by_key else chunk
             rows = self.db.execute(
                 f"{_EDGE_SELECT} WHERE ({where.format(marks=marks)}){only} ORDER BY {order}, e.rowid",
@@ -856,22 +755,26 @@ class SQLiteStore:
     def all_edges(self) -> list[EdgeRow]:
         return [EdgeRow(*r) for r in self.db.execute(f"{_EDGE_SELECT} ORDER BY e.rowid")]
 
-    def links_ending(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
-        if name.isascii():  # SQLite's lower() folds ASCII letters only
-            paths = [r[0] for r in self.db.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = ?", (name,))]
-            links = self.db.execute(
-                "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-                f"WHERE e.kind = 'links_to' AND e.dst_name IS NOT NULL AND {LINK_NAME_KEY} = ?", (name,)
-            ).fetchall()
-            return paths, links
-        pattern = like_pattern(name)  # LIKE ignores the case of ASCII letters too
-        paths = [r[0] for r in self.db.execute(
-            "SELECT path FROM files WHERE path LIKE ?1 ESCAPE '\\' OR path LIKE ?1 || '.md' ESCAPE '\\' "
-            "OR path LIKE '%/' || ?1 ESCAPE '\\' OR path LIKE '%/' || ?1 || '.md' ESCAPE '\\'", (pattern,))]
+    def _links_by_key(self, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        paths = [r[0] for r in self.db.execute(f"SELECT path FROM files WHERE {FILE_NAME_KEY} = ?", (name,))]
         links = self.db.execute(
             "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
-            "WHERE e.kind = 'links_to' AND (e.dst_name LIKE ?1 ESCAPE '\\' OR e.dst_name LIKE '%/' || ?1 ESCAPE '\\')",
-            (pattern,),
+            f"WHERE e.kind = 'links_to' AND e.dst_name IS NOT NULL AND {LINK_NAME_KEY} = ?", (name,)
+        ).fetchall()
+        return paths, links
+
+    def _links_like(
+        self, file_patterns: list[str], link_patterns: list[str]
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        def any_of(column: str, patterns: list[str]) -> str:
+            return " OR ".join(f"{column} LIKE ? ESCAPE '\\'" for _ in patterns)
+
+        paths = [r[0] for r in self.db.execute(
+            f"SELECT path FROM files WHERE {any_of('path', file_patterns)}", file_patterns
+        )]
+        links = self.db.execute(
+            "SELECT f.path, e.dst_name FROM edges e JOIN files f ON f.id = e.file_id "
+            f"WHERE e.kind = 'links_to' AND ({any_of('e.dst_name', link_patterns)})", link_patterns,
         ).fetchall()
         return paths, links
 
@@ -885,52 +788,31 @@ class SQLiteStore:
             (model,),
         ).fetchall()
 
-    def put_vectors(self, model: str, rowids: Sequence[int], matrix: np.ndarray) -> None:
-        import numpy as np
-
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        with self.transaction():
-            hashes: dict[int, str] = {}
-            for chunk in _chunks([int(r) for r in rowids], _CHUNK):
-                marks = ",".join("?" * len(chunk))
-                hashes.update(
-                    self.db.execute(
-                        f"SELECT rowid, content_hash FROM items WHERE rowid IN ({marks})", chunk
-                    ).fetchall()
-                )
-            # An item may have been deleted while we embedded; its row is skipped.
-            self._put_cache_rows(
-                model, [(hashes[int(r)], matrix[i]) for i, r in enumerate(rowids) if int(r) in hashes]
+    def _content_hashes(self, rowids: list[int]) -> dict[int, str]:
+        hashes: dict[int, str] = {}
+        for marks, chunk in _in_chunks(rowids):
+            hashes.update(
+                self.db.execute(
+                    f"SELECT rowid, content_hash FROM items WHERE rowid IN ({marks})", chunk
+                ).fetchall()
             )
-            self._bump_vector_generation()
+        return hashes
 
-    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rowids, matrix) of every item with a vector for ``model``."""
-        import numpy as np
-
-        rows = self.db.execute(
+    def _vector_rows(self, model: str) -> list[tuple[int, bytes]]:
+        return self.db.execute(
             "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
             "ON c.model = ? AND c.hash = i.content_hash ORDER BY i.rowid",
             (model,),
         ).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-        dims = {len(r[1]) for r in rows}
-        if len(dims) > 1:
-            # Mixed sizes under one model name: keep the most common, never mix them.
-            best = max(dims, key=lambda d: sum(1 for r in rows if len(r[1]) == d))
-            rows = [r for r in rows if len(r[1]) == best]
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        return rowids, matrix.reshape(len(rows), -1)
 
-    def vector_models(self) -> dict[str, int]:
-        # Asked on every question (is there a vector index?); the join is counted once
-        # per index generation, which every write that adds items or vectors bumps.
-        generation = (self.generation(), self.vector_generation())
-        cached = self._vector_models
-        if cached is not None and cached[0] == generation:
-            return dict(cached[1])
+    @staticmethod
+    def _matrix(vectors: list[bytes]) -> np.ndarray:
+        import numpy as np
+
+        # One buffer: a row-by-row frombuffer and stack is several times slower.
+        return np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)
+
+    def _vector_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for (model,) in self.db.execute("SELECT DISTINCT model FROM embedding_cache").fetchall():
             n = self.db.execute(
@@ -940,29 +822,14 @@ class SQLiteStore:
             ).fetchone()[0]
             if n:
                 out[model] = n
-        self._vector_models = (generation, out)
-        return dict(out)
-
-    def nearest(
-        self, model: str, vector: np.ndarray, limit: int, among: Collection[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """Exact cosine search over the model's vectors (retrieval keeps its own matrix in
-        memory; this is the store-level equivalent of PostgreSQL's HNSW query)."""
-        import numpy as np
-
-        rowids, matrix = self.load_vectors(model)
-        if among is not None and len(rowids):
-            keep = np.isin(rowids, np.fromiter(among, dtype=np.int64, count=len(among)))
-            rowids, matrix = rowids[keep], matrix[keep]
-        return exact_nearest(rowids, matrix, vector, limit)
+        return out
 
     def vectors_for(self, model: str, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         import numpy as np
 
         wanted = list(dict.fromkeys(int(r) for r in rowids))
         out: dict[int, np.ndarray] = {}
-        for chunk in _chunks(wanted, _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(wanted):
             for rowid, vec in self.db.execute(
                 "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
                 f"ON c.model = ? AND c.hash = i.content_hash WHERE i.rowid IN ({marks})",
@@ -977,8 +844,7 @@ class SQLiteStore:
         import numpy as np
 
         found: dict[str, np.ndarray] = {}
-        for chunk in _chunks(list(hashes), _CHUNK):
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _in_chunks(hashes):
             for h, dim, blob in self.db.execute(
                 f"SELECT hash, dim, vec FROM embedding_cache WHERE model = ? AND hash IN ({marks})",
                 (model, *chunk),
@@ -987,14 +853,6 @@ class SQLiteStore:
                 if dim and blob is not None and len(blob) == 4 * dim:
                     found[h] = np.frombuffer(blob, dtype=np.float32)
         return found
-
-    def cache_vectors(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        with self.transaction():
-            self._put_cache_rows(model, rows)
-            # Items whose content hash is among these now have vectors. Only the vector
-            # generation moves: the catalogue of items stays valid while a background
-            # embedder stores batch after batch.
-            self._bump_vector_generation()
 
     def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         import numpy as np
@@ -1007,52 +865,47 @@ class SQLiteStore:
             ],
         )
 
-    def clear_cached_vectors(self, model: str | None = None) -> int:
-        with self.transaction():
-            if model is None:
-                cur = self.db.execute("DELETE FROM embedding_cache")
-            else:
-                cur = self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,))
-            self._bump_generation()
-        return cur.rowcount
-
+    def _delete_cached_vectors(self, model: str | None) -> int:
+        if model is None:
+            return self.db.execute("DELETE FROM embedding_cache").rowcount
+        return self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,)).rowcount
 
     # -- export ------------------------------------------------------------------------
 
-    def file_records(self, paths: Sequence[str] | None = None) -> Iterator[FileRecord]:
-        """Each file's row, items (with the full-text values they were indexed with) and
-        edges, as ``replace_file`` takes them."""
-        if paths is None:
-            paths = [r[0] for r in self.db.execute("SELECT path FROM files ORDER BY path")]
-        for path in paths:
-            row = self.db.execute(
-                "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings, data "
-                "FROM files WHERE path = ?", (path,),
-            ).fetchone()
-            if row is None:
-                continue
-            file_id, path, mtime_ns, size, hash_, language, source, module, warnings, blob = row
-            text = FileData.unpack(blob)
-            stored = self._read_items("i.file_id = ?", (file_id,), "ORDER BY i.rowid")
-            fts = {
-                rowid: (_fts_body_of(text.slice(at, n), mode, extra), qualname if name is None else name)
-                for rowid, qualname, at, n, mode, extra, name in self.db.execute(
-                    "SELECT rowid, qualname, text_at, text_len, fts_mode, fts_extra, fts_name "
-                    "FROM items WHERE file_id = ?", (file_id,),
-                )
-            }
-            items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, *fts[si.rowid]) for si in stored]
-            edges = [
-                Edge(src, kind, dst=dst, dst_name=dst_name)
-                # A file's edges as _delete_file_rows finds them, through indexes: edges has no
-                # index on file_id alone, and a scan per file made copying a vault quadratic.
-                for src, kind, dst, dst_name in self.db.execute(
-                    f"{_EDGE_SELECT} WHERE (e.src IN (SELECT rowid FROM items WHERE file_id = ?) "
-                    "OR (e.src IS NULL AND e.file_id = ?)) ORDER BY e.rowid", (file_id, file_id),
-                )
-            ]
-            yield FileRecord(path, mtime_ns, size, hash_, language, source, module,
-                             json.loads(warnings), items, edges)
+    def _file_paths(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT path FROM files ORDER BY path")]
+
+    def _file_record(self, path: str) -> FileRecord | None:
+        """The file's row, items (with the full-text values they were indexed with) and
+        edges."""
+        row = self.db.execute(
+            "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings, data "
+            "FROM files WHERE path = ?", (path,),
+        ).fetchone()
+        if row is None:
+            return None
+        file_id, path, mtime_ns, size, hash_, language, source, module, warnings, blob = row
+        text = FileData.unpack(blob)
+        stored = self._read_items("i.file_id = ?", (file_id,), "ORDER BY i.rowid")
+        fts = {
+            rowid: (_fts_body_of(text.slice(at, n), mode, extra), qualname if name is None else name)
+            for rowid, qualname, at, n, mode, extra, name in self.db.execute(
+                "SELECT rowid, qualname, text_at, text_len, fts_mode, fts_extra, fts_name "
+                "FROM items WHERE file_id = ?", (file_id,),
+            )
+        }
+        items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, *fts[si.rowid]) for si in stored]
+        edges = [
+            Edge(src, kind, dst=dst, dst_name=dst_name)
+            # A file's edges as _delete_file_rows finds them, through indexes: edges has no
+            # index on file_id alone, and a scan per file made copying a vault quadratic.
+            for src, kind, dst, dst_name in self.db.execute(
+                f"{_EDGE_SELECT} WHERE (e.src IN (SELECT rowid FROM items WHERE file_id = ?) "
+                "OR (e.src IS NULL AND e.file_id = ?)) ORDER BY e.rowid", (file_id, file_id),
+            )
+        ]
+        return FileRecord(path, mtime_ns, size, hash_, language, source, module,
+                          json.loads(warnings), items, edges)
 
 
 def _id_key(item_id: str) -> int:
@@ -1158,11 +1011,6 @@ def _fts_kind(kind: str, start_line: int) -> str:
     return "file" if kind_traits(kind).file_row and start_line == 1 else kind
 
 
-def _fts_body(item: Item) -> str:
-    # Names are indexed in their own column; the body carries signature, docs and code.
-    return fts_text(item.text if item.text else f"{item.signature}\n{item.docstring}")
-
-
 def _fts_recipe(text: str, body: str) -> tuple[int, bytes | None]:
     """How to rebuild ``body`` from the item's text later (see the ``items`` columns)."""
     if body == text:
@@ -1180,9 +1028,12 @@ def _fts_body_of(text: str, mode: int, extra: bytes | None) -> str:
     return zlib.decompress(extra or b"").decode("utf-8", "surrogatepass")
 
 
-def _chunks(seq: list, size: int) -> Iterator[list]:
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
+def _in_chunks(values: Iterable) -> Iterator[tuple[str, list]]:
+    """``values`` in lists small enough to bind, each with its ``?`` placeholders."""
+    seq = list(values)
+    for i in range(0, len(seq), _CHUNK):
+        chunk = seq[i : i + _CHUNK]
+        yield ",".join("?" * len(chunk)), chunk
 
 
 _UNWRITABLE = ("readonly", "read-only", "unable to open", "permission denied")
@@ -1226,13 +1077,6 @@ def _file_stamp(path: Path) -> str | None:
     return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
 
 
-def _size_of(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def _damage_marker(path: Path) -> Path:
     return path.with_name(path.name + ".damaged")
 
@@ -1270,7 +1114,9 @@ _READS = {
     "tag_rows", "keyword_search", "keyword_search_with_files", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
     "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
 }
-for _name, _method in list(vars(SQLiteStore).items()):
+# The shared methods (store/shared.py) are wrapped too: they run the primitives here.
+for _name in dir(SQLiteStore):
+    _method = getattr(SQLiteStore, _name)
     if (callable(_method) and not _name.startswith("_")
             and _name not in ("transaction", "batch", "close", "check", "prepare_file", "db")):
         setattr(SQLiteStore, _name, _guarded(_method, reads=_name in _READS))
