@@ -19,6 +19,8 @@ from ..query.fusion import reciprocal_rank, rrf_ceiling
 from ..query.profiles import SEARCH
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
+from .noise import noise_floor, semantic_evidence
+from .titles import name_matches
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
     from .vector import StoreVectorIndex, VectorIndex
@@ -146,6 +148,7 @@ def search(
         allowed = in_scope if allowed is None else allowed & in_scope
     ranks: dict[str, dict[int, int]] = {}
     raw: dict[str, dict[int, float]] = {}
+    below_noise = ""
     if mode in ("keyword", "hybrid"):
         if allowed is None:
             hits = KeywordSearcher(store).search(query, pool)
@@ -165,6 +168,15 @@ def search(
         else:
             index, embedder = vectors
             hits = index.search(embedder.embed_query(query), pool, allowed=allowed)
+            if hits and not raw.get("keyword") and not semantic_evidence(hits, index, embedder):
+                # Nearest neighbours exist for any text, nonsense too: without a keyword
+                # match they count only above this index's noise floor (noise.py).
+                if mode == "hybrid" or not KeywordSearcher(store).search(query, 1, within=allowed):
+                    below_noise = (
+                        "nothing found: no keyword match, and no semantic hit above this index's "
+                        f"noise floor (cosine {noise_floor(index, embedder):.2f}; best {hits[0][1]:.2f})"
+                    )
+                    hits = []
             ranks["semantic"] = {r: i for i, (r, _) in enumerate(hits)}
             raw["semantic"] = dict(hits)
             info["signals"].append("semantic")
@@ -181,7 +193,18 @@ def search(
         best_possible = rrf_ceiling(SEARCH.fusion.k, weights)
         fused = {r: s / best_possible for r, s in fused.items()}
 
-    ordered = sorted(fused.items(), key=lambda kv: -kv[1])
+    named: dict[int, int] = {}
+    if mode != "semantic":
+        # A query that is a note's whole name (title, alias, file name) asked for that
+        # note: it scores the ceiling, 1.0, and leads; a title before an alias, then the
+        # order the other signals gave (titles.py).
+        named = name_matches(query, cat, store, raw.get("keyword", {}), allowed)
+        if named:
+            ranks["title"] = {r: i for i, r in enumerate(sorted(named, key=lambda r: (-named[r], -fused.get(r, 0.0))))}
+            info["signals"].append("title")
+    before = fused
+    fused = {**fused, **{r: 1.0 for r in named}}
+    ordered = sorted(fused.items(), key=lambda kv: (-kv[1], -named.get(kv[0], 0), -before.get(kv[0], 0.0)))
     candidates = []
     for r, s in ordered:
         if s < min_score:
@@ -224,4 +247,6 @@ def search(
         )
         if len(out) >= limit:
             break
+    if below_noise and not out:
+        info["note"] = below_noise
     return out, info

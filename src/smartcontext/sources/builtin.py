@@ -84,6 +84,20 @@ class MarkdownSource(BaseSource):
 
         return parse_markdown(path, decode(data))
 
+    def fts_names(self, items: list[Item]) -> list[str]:
+        """The item standing for the whole note (the first) is also named by the note's
+        title and frontmatter aliases, so a query naming the note by either finds it
+        (retrieval/titles.py checks the match)."""
+        names = super().fts_names(items)
+        if items:
+            meta = items[0].meta
+            extra = [meta.get("title"), *(meta.get("aliases") or [])]
+            words = [str(x) for x in extra if isinstance(x, (str, int, float)) and str(x).strip()]
+            words = [w for w in dict.fromkeys(words) if w != items[0].qualname]
+            if words:
+                names[0] = fts_text("\n".join([items[0].qualname, *words]).strip())
+        return names
+
 
 @hookimpl(tryfirst=True)
 def register_sources(register) -> None:
