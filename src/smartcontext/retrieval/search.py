@@ -100,6 +100,14 @@ def _check_filters(cat: Catalogue, prefixes: list[str] | None, kinds: set[str] |
         )
 
 
+def _keyword_evidence(store: Store, query: str, raw: dict[str, dict[int, float]], allowed: set[int] | None) -> bool:
+    """Did the keyword signal match a telling word of the query (``has_evidence``) in
+    scope? In semantic mode it did not run: ask it for one hit."""
+    searcher = KeywordSearcher(store)
+    found = raw["keyword"] if "keyword" in raw else searcher.search(query, 1, within=allowed)
+    return bool(found) and searcher.has_evidence(query)
+
+
 def search(
     store: Store,
     cat: Catalogue,
@@ -168,15 +176,18 @@ def search(
         else:
             index, embedder = vectors
             hits = index.search(embedder.embed_query(query), pool, allowed=allowed)
-            if hits and not raw.get("keyword") and not semantic_evidence(hits, index, embedder):
+            if not semantic_evidence(hits, index, embedder) and not _keyword_evidence(store, query, raw, allowed):
                 # Nearest neighbours exist for any text, nonsense too: without a keyword
-                # match they count only above this index's noise floor (noise.py).
-                if mode == "hybrid" or not KeywordSearcher(store).search(query, 1, within=allowed):
-                    below_noise = (
-                        "nothing found: no keyword match, and no semantic hit above this index's "
-                        f"noise floor (cosine {noise_floor(index, embedder):.2f}; best {hits[0][1]:.2f})"
-                    )
-                    hits = []
+                # match they count only above this index's noise floor (noise.py), and
+                # then the answer is nothing at all.
+                best = f"; best {hits[0][1]:.2f}" if hits else ""
+                below_noise = (
+                    "nothing found: no word of the query is in the index, and no semantic hit is "
+                    f"above this index's noise floor (cosine {noise_floor(index, embedder):.2f}{best})"
+                )
+                hits = []
+                ranks.pop("keyword", None)
+                raw.pop("keyword", None)
             ranks["semantic"] = {r: i for i, (r, _) in enumerate(hits)}
             raw["semantic"] = dict(hits)
             info["signals"].append("semantic")
