@@ -4,6 +4,8 @@ replaces one of them."""
 
 from __future__ import annotations
 
+import os
+
 from ..model import Item, ItemKind, ParsedFile
 from ..plugins import hookimpl
 from ..words import fts_text
@@ -90,12 +92,14 @@ class MarkdownSource(BaseSource):
         (retrieval/titles.py checks the match)."""
         names = super().fts_names(items)
         if items:
-            meta = items[0].meta
-            extra = [meta.get("title"), *(meta.get("aliases") or [])]
+            first = items[0]
+            stem = os.path.splitext(os.path.basename(first.path))[0]
+            extra = [first.meta.get("title"), *(first.meta.get("aliases") or [])]
             words = [str(x) for x in extra if isinstance(x, (str, int, float)) and str(x).strip()]
-            words = [w for w in dict.fromkeys(words) if w != items[0].qualname]
+            # A title that is the file name is indexed already (the path column).
+            words = [w for w in dict.fromkeys(words) if w not in (first.qualname, stem)]
             if words:
-                names[0] = fts_text("\n".join([items[0].qualname, *words]).strip())
+                names[0] = fts_text("\n".join([first.qualname, *words]).strip())
         return names
 
 
