@@ -115,8 +115,8 @@ class SmartContextExtractor:
                 # (bench/code_context.py with the static model: hunks shown 66.3% -> 60.2%,
                 # Acc@10 90.5 -> 88.9). Dropped before rescaling, so prose keeps its range.
                 hits = [h for h in index.search(qv, CANDIDATES_PER_SIGNAL) if _is_prose(cat, h[0])]
-                if not ent and not semantic_evidence(hits, index, embedder) and not (
-                    kw and self.keyword.has_evidence(asked)
+                if not ent and not (kw and self.keyword.has_evidence(asked)) and not semantic_evidence(
+                    hits, index, embedder
                 ):
                     # Nothing the question names or says is in the index, and the nearest
                     # prose is no nearer than nonsense gets (retrieval/noise.py): no match.

@@ -28,6 +28,7 @@ from typing import Any
 # probes moved the floor by under 0.02.
 PROBES = 32
 FLOOR_SDS = 3.0
+REFRESH_SHARE = 0.1
 _SEED = 20
 
 _floors: "weakref.WeakKeyDictionary[Any, tuple[tuple[int, str], float]]" = weakref.WeakKeyDictionary()
@@ -51,19 +52,21 @@ def probes(n: int = PROBES, seed: int = _SEED) -> list[str]:
 
 def noise_floor(index: Any, embedder: Any) -> float:
     """The cosine a semantic hit must reach to count without keyword evidence, for this
-    vector index and query embedder (computed once per index size and model)."""
+    vector index and query embedder: computed on first need (32 probe embeddings and
+    searches), again only for another model or once the index grew or shrank by more
+    than ``REFRESH_SHARE`` (a background embedder extends it batch by batch)."""
     import numpy as np
 
-    key = (len(index), getattr(embedder, "name", ""))
+    size, model = len(index), getattr(embedder, "name", "")
     with _lock:
         known = _floors.get(index)
-    if known is not None and known[0] == key:
+    if known is not None and known[0][1] == model and abs(size - known[0][0]) <= REFRESH_SHARE * known[0][0]:
         return known[1]
     vectors = embedder.embed(probes())
     best = [hits[0][1] if (hits := index.search(v, 1)) else 0.0 for v in vectors]
     floor = float(np.mean(best) + FLOOR_SDS * np.std(best))
     with _lock:
-        _floors[index] = (key, floor)
+        _floors[index] = ((size, model), floor)
     return floor
 
 

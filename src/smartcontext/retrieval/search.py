@@ -176,7 +176,8 @@ def search(
         else:
             index, embedder = vectors
             hits = index.search(embedder.embed_query(query), pool, allowed=allowed)
-            if not semantic_evidence(hits, index, embedder) and not _keyword_evidence(store, query, raw, allowed):
+            # Keyword evidence first: a real question has it, and never pays for the floor.
+            if not _keyword_evidence(store, query, raw, allowed) and not semantic_evidence(hits, index, embedder):
                 # Nearest neighbours exist for any text, nonsense too: without a keyword
                 # match they count only above this index's noise floor (noise.py), and
                 # then the answer is nothing at all.
