@@ -26,6 +26,7 @@ from ..store.base import CatalogueRow, Store
 
 if TYPE_CHECKING:
     from ..notes.resolver import LinkResolver
+    from .titles import NoteNames
 
 # Past this share of the vault's files, reading everything again is as cheap as patching.
 _PATCH_SHARE = 4
@@ -68,7 +69,7 @@ class Catalogue:
         self._link_resolver: LinkResolver | None = None
         self._by_basename: dict[str, list[str]] | None = None
         self._tags: list[tuple[int, str]] | None = None
-        self._note_names: dict[str, list[tuple[int, int]]] | None = None
+        self._note_names: NoteNames | None = None
 
     def _read_all(self, store: Store) -> None:
         for e in store.item_light_rows():
@@ -238,9 +239,9 @@ class Catalogue:
             self._tags = [(r, normalise_tag(t)) for r, t in self._store.tag_rows()]
         return {r for r, tag in self._tags if tag_matches((tag,), want)}
 
-    def note_names(self) -> dict[str, list[tuple[int, int]]]:
-        """Normalised note title or file name -> note items (``titles.note_names``), built
-        once per catalogue."""
+    def note_names(self) -> "NoteNames":
+        """The notes' titles and file names, normalised, and their note items
+        (``titles.note_names``), built once per catalogue."""
         if self._note_names is None:
             from .titles import note_names
 
