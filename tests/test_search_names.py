@@ -25,6 +25,9 @@ NOTES = {
     "Titled.md": "---\ntitle: Quarterly Plan\n---\n# Goals\n\nShip it.\n",
     "People/a/Zero.md": "One person.\n",
     "People/b/Zero.md": "Another person.\n",
+    # Titles the keyword signal cannot see: diacritics (FTS5 folds them), one letter.
+    "People/AurelienStebe.md": "# Aurélien Stébé\n\nA person.\n",
+    "People/KkEi34.md": "# K\n\nAnother person.\n",
 }
 
 
@@ -63,6 +66,8 @@ def first_note(ws, query, **options):
         ("Obsidian Publish", "Publish/Obsidian Publish.md"),
         ("obsidian-publish", "Publish/Obsidian Publish.md"),
         ("quarterly plan", "Titled.md"),  # frontmatter title
+        ("Aurélien Stébé", "People/AurelienStebe.md"),
+        ("K", "People/KkEi34.md"),
     ],
 )
 def test_a_query_naming_a_note_ranks_it_first(vault, query, note):

@@ -102,12 +102,16 @@ def name_matches(
         return {}
     known = cat.note_names()
     found = {r: how for r, how in known.names.get(wanted, ()) if allowed is None or r in allowed}
-    notes = []
+    # A note whose first heading is its title, under a name the keyword signal cannot
+    # see (diacritics, one letter, digits, a stop word): its item carries that name
+    # (checked against the note's title below).
+    notes = [r for r in cat.by_name.get(" ".join(query.split()).lower(), ())
+             if r in known.rows and r not in found and (allowed is None or r in allowed)][:ALIAS_POOL]
     for r in keyword_rows:
-        if r in known.rows and r not in found:
+        if len(notes) >= ALIAS_POOL:
+            break
+        if r in known.rows and r not in found and r not in notes:
             notes.append(r)
-            if len(notes) >= ALIAS_POOL:
-                break
     if notes:
         for r, si in store.items_by_rowids(notes).items():
             aliases = si.item.meta.get("aliases") or []
