@@ -184,9 +184,13 @@ def _rows(source: Source, path: str, items: list[Item], text: str) -> tuple[str,
     bodies = list(source.fts_bodies(items, text))
     if len(bodies) != len(items):
         raise ValueError(f"fts_bodies gave {len(bodies)} bodies for {len(items)} items")
+    # fts_names is optional: a source written before it existed names items by qualname.
+    names_of = getattr(source, "fts_names", None)
+    names = list(names_of(items)) if names_of is not None else [fts_text(it.qualname) for it in items]
+    if len(names) != len(items):
+        raise ValueError(f"fts_names gave {len(names)} names for {len(items)} items")
     rows = [
-        (item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)),
-         bodies[i], fts_text(item.qualname))
+        (item, source.fqname(item, module), sig_counts[i], _content_hash(embed_text(item)), bodies[i], names[i])
         for i, item in enumerate(items)
     ]
     return module, rows

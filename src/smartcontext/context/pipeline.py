@@ -15,6 +15,7 @@ from ..retrieval.catalogue import Catalogue
 from ..retrieval.entities import EntityExtractor
 from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
+from ..retrieval.noise import semantic_evidence
 from ..retrieval.reports import without_version_lines
 from ..store.base import Store
 from ..tokens import count_tokens
@@ -114,6 +115,12 @@ class SmartContextExtractor:
                 # (bench/code_context.py with the static model: hunks shown 66.3% -> 60.2%,
                 # Acc@10 90.5 -> 88.9). Dropped before rescaling, so prose keeps its range.
                 hits = [h for h in index.search(qv, CANDIDATES_PER_SIGNAL) if _is_prose(cat, h[0])]
+                if not ent and not (kw and self.keyword.has_evidence(asked)) and not semantic_evidence(
+                    hits, index, embedder
+                ):
+                    # Nothing the question names or says is in the index, and the nearest
+                    # prose is no nearer than nonsense gets (retrieval/noise.py): no match.
+                    hits, kw, file_hits = [], {}, []
                 vec = scoring.vector_scores(hits)
                 signals_used.append("vectors")
         timings["vector"] = time.perf_counter() - t

@@ -26,6 +26,7 @@ from ..store.base import CatalogueRow, Store
 
 if TYPE_CHECKING:
     from ..notes.resolver import LinkResolver
+    from .titles import NoteNames
 
 # Past this share of the vault's files, reading everything again is as cheap as patching.
 _PATCH_SHARE = 4
@@ -68,6 +69,7 @@ class Catalogue:
         self._link_resolver: LinkResolver | None = None
         self._by_basename: dict[str, list[str]] | None = None
         self._tags: list[tuple[int, str]] | None = None
+        self._note_names: NoteNames | None = None
 
     def _read_all(self, store: Store) -> None:
         for e in store.item_light_rows():
@@ -153,6 +155,7 @@ class Catalogue:
         cat.test_paths, cat.paths = set(state["test_paths"]), list(state["paths"])
         cat._code_rows = int(state["code_rows"])
         cat._link_resolver, cat._tags, cat._by_basename = None, None, None
+        cat._note_names = None
         return cat
 
     def updated(self, store: Store | None = None) -> "Catalogue":
@@ -219,6 +222,7 @@ class Catalogue:
                 self.by_stem[stem] = sorted(kept, key=lambda p: self.by_path[p][0])
             else:
                 self.by_stem.pop(stem, None)
+        self._note_names = None
         if set(self.by_path) != before:
             self.paths = sorted(self.by_path)
             self._link_resolver = None
@@ -234,6 +238,15 @@ class Catalogue:
         if self._tags is None:
             self._tags = [(r, normalise_tag(t)) for r, t in self._store.tag_rows()]
         return {r for r, tag in self._tags if tag_matches((tag,), want)}
+
+    def note_names(self) -> "NoteNames":
+        """The notes' titles and file names, normalised, and their note items
+        (``titles.note_names``), built once per catalogue."""
+        if self._note_names is None:
+            from .titles import note_names
+
+            self._note_names = note_names(self)
+        return self._note_names
 
     def note_item(self, path: str) -> int | None:
         """The item standing for a whole note (its intro section, whose id is the path)."""

@@ -43,6 +43,9 @@ REPEAT_FREQUENT = 3
 FORM_MIN_LEN = 5
 MAX_FORMS = 3
 FORM_MAX_TERMS = 20
+# A part of a split word (``kf28xm4`` -> kf, 28, xm) this long or longer is evidence of a
+# match on its own; shorter parts match somewhere in any large index.
+EVIDENCE_PART_LEN = 4
 
 
 def question_terms(text: str) -> tuple[list[str], list[str]]:
@@ -163,6 +166,16 @@ class KeywordSearcher:
             for t in sorted(same, key=lambda t: -found[t])[:MAX_FORMS]:
                 forms[t] = None
         return list(forms)
+
+    def has_evidence(self, text: str) -> bool:
+        """Whether the index holds a word of ``text`` that says something: a whole word of
+        it, or a part of a split word at least EVIDENCE_PART_LEN long. The two-letter
+        pieces of ``kf28xm4`` (kf, xm) or ``dr9nc3da0`` are in any large index and are
+        not a match (retrieval/noise.py)."""
+        terms, _ = question_terms(text)
+        words = {m.group(0).lower() for m in _WORD_RE.finditer(text[:200_000])}
+        telling = [t for t in terms if t in words or (len(t) >= EVIDENCE_PART_LEN and not t.isdigit())]
+        return any(n > 0 for n in self.doc_freqs(telling).values())
 
     def search(
         self, text: str, limit: int = 200, files_only: bool = False, within: Collection[int] | None = None

@@ -19,6 +19,8 @@ from ..query.fusion import reciprocal_rank, rrf_ceiling
 from ..query.profiles import SEARCH
 from .catalogue import Catalogue
 from .keyword import KeywordSearcher, question_terms
+from .noise import noise_floor, semantic_evidence
+from .titles import name_matches
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
     from .vector import StoreVectorIndex, VectorIndex
@@ -98,6 +100,14 @@ def _check_filters(cat: Catalogue, prefixes: list[str] | None, kinds: set[str] |
         )
 
 
+def _keyword_evidence(store: Store, query: str, raw: dict[str, dict[int, float]], allowed: set[int] | None) -> bool:
+    """Did the keyword signal match a telling word of the query (``has_evidence``) in
+    scope? In semantic mode it did not run: ask it for one hit."""
+    searcher = KeywordSearcher(store)
+    found = raw["keyword"] if "keyword" in raw else searcher.search(query, 1, within=allowed)
+    return bool(found) and searcher.has_evidence(query)
+
+
 def search(
     store: Store,
     cat: Catalogue,
@@ -146,6 +156,7 @@ def search(
         allowed = in_scope if allowed is None else allowed & in_scope
     ranks: dict[str, dict[int, int]] = {}
     raw: dict[str, dict[int, float]] = {}
+    below_noise = ""
     if mode in ("keyword", "hybrid"):
         if allowed is None:
             hits = KeywordSearcher(store).search(query, pool)
@@ -165,6 +176,19 @@ def search(
         else:
             index, embedder = vectors
             hits = index.search(embedder.embed_query(query), pool, allowed=allowed)
+            # Keyword evidence first: a real question has it, and never pays for the floor.
+            if not _keyword_evidence(store, query, raw, allowed) and not semantic_evidence(hits, index, embedder):
+                # Nearest neighbours exist for any text, nonsense too: without a keyword
+                # match they count only above this index's noise floor (noise.py), and
+                # then the answer is nothing at all.
+                best = f"; best {hits[0][1]:.2f}" if hits else ""
+                below_noise = (
+                    "nothing found: no word of the query is in the index, and no semantic hit is "
+                    f"above this index's noise floor (cosine {noise_floor(index, embedder):.2f}{best})"
+                )
+                hits = []
+                ranks.pop("keyword", None)
+                raw.pop("keyword", None)
             ranks["semantic"] = {r: i for i, (r, _) in enumerate(hits)}
             raw["semantic"] = dict(hits)
             info["signals"].append("semantic")
@@ -181,7 +205,18 @@ def search(
         best_possible = rrf_ceiling(SEARCH.fusion.k, weights)
         fused = {r: s / best_possible for r, s in fused.items()}
 
-    ordered = sorted(fused.items(), key=lambda kv: -kv[1])
+    named: dict[int, int] = {}
+    if mode != "semantic":
+        # A query that is a note's whole name (title, alias, file name) asked for that
+        # note: it scores the ceiling, 1.0, and leads; a title before an alias, then the
+        # order the other signals gave (titles.py).
+        named = name_matches(query, cat, store, raw.get("keyword", {}), allowed)
+        if named:
+            ranks["title"] = {r: i for i, r in enumerate(sorted(named, key=lambda r: (-named[r], -fused.get(r, 0.0))))}
+            info["signals"].append("title")
+    before = fused
+    fused = {**fused, **{r: 1.0 for r in named}}
+    ordered = sorted(fused.items(), key=lambda kv: (-kv[1], -named.get(kv[0], 0), -before.get(kv[0], 0.0)))
     candidates = []
     for r, s in ordered:
         if s < min_score:
@@ -224,4 +259,6 @@ def search(
         )
         if len(out) >= limit:
             break
+    if below_noise and not out:
+        info["note"] = below_noise
     return out, info

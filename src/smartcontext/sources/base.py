@@ -85,6 +85,11 @@ class BaseSource:
     def fts_bodies(self, items: list[Item], text: str) -> list[str]:
         return [fts_text(it.text) for it in items]
 
+    def fts_names(self, items: list[Item]) -> list[str]:
+        """What each item's name column of the full-text index holds (the name column
+        weighs most in BM25): its qualified name."""
+        return [fts_text(it.qualname) for it in items]
+
     def warm_up(self, path: str, language: str) -> None:
         return None
 

@@ -4,6 +4,8 @@ replaces one of them."""
 
 from __future__ import annotations
 
+import os
+
 from ..model import Item, ItemKind, ParsedFile
 from ..plugins import hookimpl
 from ..words import fts_text
@@ -83,6 +85,22 @@ class MarkdownSource(BaseSource):
         from .markdown import parse_markdown
 
         return parse_markdown(path, decode(data))
+
+    def fts_names(self, items: list[Item]) -> list[str]:
+        """The item standing for the whole note (the first) is also named by the note's
+        title and frontmatter aliases, so a query naming the note by either finds it
+        (retrieval/titles.py checks the match)."""
+        names = super().fts_names(items)
+        if items:
+            first = items[0]
+            stem = os.path.splitext(os.path.basename(first.path))[0]
+            extra = [first.meta.get("title"), *(first.meta.get("aliases") or [])]
+            words = [str(x) for x in extra if isinstance(x, (str, int, float)) and str(x).strip()]
+            # A title that is the file name is indexed already (the path column).
+            words = [w for w in dict.fromkeys(words) if w not in (first.qualname, stem)]
+            if words:
+                names[0] = fts_text("\n".join([first.qualname, *words]).strip())
+        return names
 
 
 @hookimpl(tryfirst=True)
