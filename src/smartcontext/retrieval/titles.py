@@ -75,7 +75,9 @@ def note_names(cat: "Catalogue") -> NoteNames:
         if not path.lower().endswith(_NOTE_SUFFIXES):
             continue
         r = cat.note_item(path)
-        e = cat.entries.get(r) if r is not None else None
+        if r is None:
+            continue
+        e = cat.entries.get(r)
         if e is None or e.kind != ItemKind.SECTION:
             continue
         rows.add(r)
