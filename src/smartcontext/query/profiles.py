@@ -151,6 +151,8 @@ VAULT_SEMANTIC = Profile(
         # How many keyword hits form the pseudo-query, and how many are asked for.
         "rerank_seeds": 8,
         "rerank_candidates": 50,
+        # Keyword hits are sections: how many are asked for per wanted note.
+        "sections_per_note": 4,
     }),
 )
 

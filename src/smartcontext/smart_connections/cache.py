@@ -178,6 +178,9 @@ class VectorCache:
         self._loaded = False
         self._dir_mtime: int | None = None
         self._last_sweep = float("-inf")
+        # Bumped whenever a row is added or withdrawn, so what a caller derives from the
+        # rows (the keyword scope of the notes with vectors) is kept until they change.
+        self.version = 0
         self._reset_rows()
 
     # -- public -----------------------------------------------------------------------
@@ -540,6 +543,7 @@ class VectorCache:
     # -- rows ---------------------------------------------------------------------------
 
     def _reset_rows(self) -> None:
+        self.version += 1
         self._vm = VectorMatrix()
         # Copies of the rows of one kind for ``dot`` (and, under -1, ``counts``);
         # dropped whenever a row changes.
@@ -576,6 +580,7 @@ class VectorCache:
         """Rows for one file's records, written with one numpy assignment per array."""
         idx = self._vm.add(vectors)
         self._by_kind.clear()
+        self.version += 1
         self._fit_rows()
         nids = []
         for row, rec in zip(idx.tolist(), records):
@@ -595,6 +600,7 @@ class VectorCache:
         if row is not None:
             self._vm.remove(row)
             self._by_kind.clear()
+            self.version += 1
             self._records[row] = None
             nid = int(self._note[row])
             self._note_rows[nid] -= 1

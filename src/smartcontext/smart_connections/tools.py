@@ -23,7 +23,6 @@ from typing import Any
 
 from ..validate import ToolError
 from ..vault.responses import ok
-from .keyword import forget_workspaces
 from .reader import SemanticSearchResult, SimilarNotesResult, SmartConnections, SmartConnectionsStatus
 
 _readers: dict[tuple, SmartConnections] = {}
@@ -42,13 +41,12 @@ def get_reader(vault: str | Path = ".", **options: Any) -> SmartConnections:
 
 
 def forget_readers() -> None:
-    """Drop every shared reader (their caches go with them) and close the vaults'
-    workspaces they opened for keyword search."""
+    """Drop every shared reader (their caches go with them); each closes the vault
+    workspace it opened for keyword search."""
     with _readers_lock:
         for reader in _readers.values():
             reader.close()
         _readers.clear()
-    forget_workspaces()
 
 
 # -- MCP tools ------------------------------------------------------------------------
