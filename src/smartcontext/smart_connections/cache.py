@@ -31,6 +31,21 @@ A key normally lives in one file (the plugin names the file after the note). If 
 files hold the same key, the newer file (mtime, then name) decides it, including a
 ``null`` that deletes it; when the deciding file goes away, the files that also held the
 key are read again so their copy comes back.
+
+Why these rows are not the workspace index's vectors (``Store.put_vectors`` /
+``load_vectors``, ranked by ``retrieval.vector.VectorIndex``): the index keeps one vector
+per index item, bound to the item's content hash and made by the model the workspace
+embeds queries with. The plugin's vectors belong to the plugin's keys (a note, or a
+block whose heading path and line span are the plugin's, not our sections) and were
+made by the plugin's model, which no package ships (bge-micro-v2): they can be compared
+with each other (``similar_notes``, the keyword-rerank pseudo-query) or with a query
+embedded by a local copy of that model, never with the index's. Bound to index items
+they would be wrong in two ways: a note edited since the plugin last embedded it would
+carry the old text's vector under the new text's hash, and a block that matches no
+section would have no item to live on. So they stay in rows of their own, in the same
+matrix class ``VectorIndex`` uses (``retrieval.matrix``), ranked by the same ``top_k``;
+what is particular to them is only the per-row record, kind and note id kept here. The
+keywords of keyword-rerank do come from the index (see ``reader``).
 """
 
 from __future__ import annotations

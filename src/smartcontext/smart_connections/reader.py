@@ -342,13 +342,9 @@ class SmartConnections:
         started = time.perf_counter()
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgument("query must be a non-empty string")
-        limit, min_score, tags, paths, scope = _check_args(limit, min_score, tags, paths, scope)
-        if scope != "notes" and not self.include_blocks:
-            raise InvalidArgument("block search needs include_blocks=True")
+        limit, min_score, tags, paths, scope = self._check_args(limit, min_score, tags, paths, scope)
         with self._lock:
-            stats = self._load(False)
-            cache = self._cache
-            assert cache is not None
+            stats, cache = self._loaded()
             warnings: list[str] = []
             mask = self._candidate_mask(scope, tags, paths)
             qm = self._find_query_model()
@@ -396,22 +392,14 @@ class SmartConnections:
     ) -> SimilarNotesResult:
         """Notes (or blocks) closest to the note at ``path``, from stored vectors alone."""
         started = time.perf_counter()
-        limit, min_score, _, _, scope = _check_args(limit, min_score, None, None, scope)
-        if scope != "notes" and not self.include_blocks:
-            raise InvalidArgument("block search needs include_blocks=True")
+        limit, min_score, _, _, scope = self._check_args(limit, min_score, None, None, scope)
         with self._lock:
-            stats = self._load(False)
-            cache = self._cache
-            assert cache is not None
+            stats, cache = self._loaded()
             note = self._resolve_note(path)
             warnings: list[str] = []
             rows = cache.rows_of_note(note)
-            own = cache.row_of(note)
-            if own is not None:
-                vec = cache.matrix()[own]
-            else:
-                vec = cache.matrix()[rows].mean(axis=0)
-                vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
+            vec = self._note_vector(note)
+            if cache.row_of(note) is None:
                 warnings.append(
                     f"{note} has no note-level vector; used the mean of its {rows.size} block vectors"
                 )
@@ -460,6 +448,18 @@ class SmartConnections:
             self._config = read_config(self.vault)
             self._config_stamp = stamp
         return self._config
+
+    def _check_args(self, limit, min_score, tags, paths, scope):
+        checked = _check_args(limit, min_score, tags, paths, scope)
+        if checked[-1] != "notes" and not self.include_blocks:
+            raise InvalidArgument("block search needs include_blocks=True")
+        return checked
+
+    def _loaded(self) -> tuple[LoadStats, VectorCache]:
+        """The vectors in step with disk (under the caller's lock) and what loading did."""
+        stats = self._load(False)
+        assert self._cache is not None
+        return stats, self._cache
 
     def _load(self, force: bool) -> LoadStats:
         cfg = self._read_config()
