@@ -848,6 +848,20 @@ def test_keyword_rerank_finds_related_notes_without_the_words(tmp_path):
     assert none.results == [] and any("no note containing" in w for w in none.warnings)
 
 
+def test_keyword_rerank_searches_only_the_notes_with_vectors(tmp_path):
+    # Notes the plugin never embedded can hold the query's words more often than any
+    # embedded note; the keyword search is scoped to the embedded notes' sections, so
+    # they cannot crowd those out of the candidates (a global top 200 would be all theirs).
+    standard_vault(tmp_path)
+    for i in range(250):
+        note = tmp_path / "Unembedded" / f"Slurm {i}.md"
+        note.parent.mkdir(exist_ok=True)
+        note.write_text(f"# Slurm {i}\n\nslurm partitions slurm partitions slurm.\n")
+    res = reader(tmp_path).semantic_search("slurm partitions", min_score=-1, limit=3)
+    assert res.mode == "keyword-rerank" and res.results[0].path == "Projects/GPU Scheduling.md"
+    assert not any(h.path.startswith("Unembedded/") for h in res.results)
+
+
 def test_keyword_index_follows_note_edits(tmp_path):
     b = standard_vault(tmp_path)
     sc = reader(tmp_path)
