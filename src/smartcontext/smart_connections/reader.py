@@ -45,6 +45,9 @@ import numpy as np
 
 from ..errors import EmbeddingError, InvalidArgument, SmartContextError, WorkspaceNotFound
 from ..query.fusion import weighted_sum
+from ..query.options import (
+    MIN_SIMILARITY, NOTE_FOLDERS, NOTE_PATH, NOTE_TAGS, SCOPE, SEMANTIC_LIMIT, SEMANTIC_QUERY, Option,
+)
 from ..query.profiles import VAULT_SEMANTIC
 from .ajson import BLOCK, SOURCE
 from .cache import LoadStats, VectorCache
@@ -65,7 +68,6 @@ from . import shipped
 from .query_models import QueryModel, find_query_model
 from .store import ParseStore
 
-SCOPES = ("notes", "blocks", "both")
 # The rows a scope ranks, for ``VectorCache.dot`` (None: every row).
 SCOPE_KIND = {"notes": SOURCE, "blocks": BLOCK, "both": None}
 MODE_MODEL = "model"
@@ -80,7 +82,6 @@ RERANK_SEEDS = VAULT_SEMANTIC.constants["rerank_seeds"]
 RERANK_CANDIDATES = VAULT_SEMANTIC.constants["rerank_candidates"]
 # Keyword hits are sections: this many are asked for per wanted note.
 SECTIONS_PER_NOTE = VAULT_SEMANTIC.constants["sections_per_note"]
-MAX_LIMIT = 1000
 QUERY_VECTOR_CACHE = 256
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -342,6 +343,7 @@ class SmartConnections:
         started = time.perf_counter()
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgument("query must be a non-empty string")
+        SEMANTIC_QUERY.check(query)
         limit, min_score, tags, paths, scope = self._check_args(limit, min_score, tags, paths, scope)
         with self._lock:
             stats, cache = self._loaded()
@@ -523,6 +525,7 @@ class SmartConnections:
     def _resolve_note(self, path: str) -> str:
         if not isinstance(path, str) or not path.strip():
             raise InvalidArgument("path must be a non-empty note path")
+        NOTE_PATH.check(path)
         cache = self._cache
         assert cache is not None
         rel = normalise_folder(path)
@@ -817,28 +820,22 @@ class SmartConnections:
 
 
 def _check_args(limit, min_score, tags, paths, scope):
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
-    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not -1.0 <= min_score <= 1.0:
-        raise InvalidArgument(f"minScore must be a number from -1 to 1, got {min_score!r}")
-    if scope not in SCOPES:
-        raise InvalidArgument(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-    tags = _str_list(tags, "tags")
-    paths = _str_list(paths, "paths")
+    """Both questions' arguments, checked by the vault-semantic profile's option
+    declarations (``query.options``), the ones the tools' schemas are made from: the
+    library, the CLI and MCP accept and refuse the same values. A lone string stands for
+    a list of one tag or folder."""
+    tags = _given(NOTE_TAGS, [tags] if isinstance(tags, str) else tags) or []
+    paths = _given(NOTE_FOLDERS, [paths] if isinstance(paths, str) else paths) or []
     return (
-        int(limit), float(min_score), [t for t in (normalise_tag(x) for x in tags) if t],
-        [normalise_folder(p) for p in paths], scope,
+        int(_given(SEMANTIC_LIMIT, limit)), float(_given(MIN_SIMILARITY, min_score)),
+        [t for t in (normalise_tag(x) for x in tags) if t], [normalise_folder(p) for p in paths],
+        _given(SCOPE, scope),
     )
 
 
-def _str_list(value, name: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise InvalidArgument(f"{name} must be a list of strings, got {value!r}")
-    return list(value)
+def _given(option: Option, value: Any) -> Any:
+    checked = option.check(value)
+    return option.default if checked is None else checked
 
 
 def _mtime(path: Path) -> int | None:
