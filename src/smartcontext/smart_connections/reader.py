@@ -327,13 +327,15 @@ class SmartConnections:
     def semantic_search(
         self,
         query: str,
-        limit: int = 10,
-        min_score: float = 0.3,
+        limit: int | None = None,
+        min_score: float | None = None,
         tags: list[str] | None = None,
         paths: list[str] | None = None,
-        scope: str = "notes",
+        scope: str | None = None,
     ) -> SemanticSearchResult:
-        """Notes and/or blocks most similar to ``query``.
+        """Notes and/or blocks most similar to ``query``. An argument left out (None)
+        takes its declared default (``query.options.SEMANTIC_SEARCH_OPTIONS``: 10 results,
+        minimum similarity 0.3, notes).
 
         tags:  keep notes that have any of these tags (frontmatter or inline; ``ai`` also
                matches ``ai/llm``; case and ``#`` ignored).
@@ -390,9 +392,10 @@ class SmartConnections:
             )
 
     def similar_notes(
-        self, path: str, limit: int = 10, min_score: float = 0.3, scope: str = "notes"
+        self, path: str, limit: int | None = None, min_score: float | None = None, scope: str | None = None
     ) -> SimilarNotesResult:
-        """Notes (or blocks) closest to the note at ``path``, from stored vectors alone."""
+        """Notes (or blocks) closest to the note at ``path``, from stored vectors alone
+        (arguments left out as for ``semantic_search``)."""
         started = time.perf_counter()
         limit, min_score, _, _, scope = self._check_args(limit, min_score, None, None, scope)
         with self._lock:
