@@ -18,6 +18,7 @@ function's identity, so a new function per call would build a new reader per cal
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +63,7 @@ def semantic_search_tool(
             scope; what is left out takes the declared default); anything else is an
             option of the shared reader of ``vault``.
     reader: the caller's own (a server's), else that shared one."""
-    args, options = _split(given)
-    try:
-        result = (reader or get_reader(vault, **options)).semantic_search(query, **args)
-    except OSError as exc:
-        raise ToolError(str(exc)) from exc
-    return semantic_search_answer(result)
+    return semantic_search_answer(_ask(vault, reader, given, lambda sc, args: sc.semantic_search(query, **args)))
 
 
 def similar_notes_tool(
@@ -75,12 +71,16 @@ def similar_notes_tool(
 ) -> dict[str, Any]:
     """``similar_notes`` from the stored vectors alone, as tool data (``given`` and
     ``reader`` as above, from ``SIMILAR_NOTES_OPTIONS``)."""
+    return similar_notes_answer(_ask(vault, reader, given, lambda sc, args: sc.similar_notes(path, **args)))
+
+
+def _ask(vault: str | Path, reader: SmartConnections | None, given: dict[str, Any], question: Callable) -> Any:
+    """``question(reader, arguments)`` as a tool asks it: an unreadable file is a ToolError."""
     args, options = _split(given)
     try:
-        result = (reader or get_reader(vault, **options)).similar_notes(path, **args)
+        return question(reader or get_reader(vault, **options), args)
     except OSError as exc:
         raise ToolError(str(exc)) from exc
-    return similar_notes_answer(result)
 
 
 # The arguments of both questions; the seed's tools spell the score floor minScore.
