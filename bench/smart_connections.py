@@ -44,7 +44,6 @@ sys.path.insert(0, str(ROOT / "src"))
 from smartcontext import Workspace
 from smartcontext.smart_connections import ajson
 from smartcontext.smart_connections.cache import VectorCache
-from smartcontext.smart_connections.keyword import forget_workspaces
 from smartcontext.smart_connections.reader import SmartConnections
 from smartcontext.smart_connections.store import ParseStore
 
@@ -268,8 +267,8 @@ def bench_search(vault: Path, runs: int, **options) -> dict:
     res = sc.semantic_search(QUERIES[0])  # builds the query model or the keyword index
     out = {"mode": res.mode, "first_query": time.perf_counter() - first}
     if res.mode == "keyword-rerank":
-        # What a new process pays once the vault's workspace index exists.
-        forget_workspaces()
+        # What a new process pays once the vault's workspace index exists (a new reader
+        # opens the vault's workspace anew).
         again = SmartConnections(vault, use_hf_cache=False, sweep_interval=1.0, **options)
         again.refresh()
         first = time.perf_counter()
@@ -310,6 +309,7 @@ def bench_search(vault: Path, runs: int, **options) -> dict:
             qm.embed_query(q)
             times.append(time.perf_counter() - s)
         out["embed_query_p50"] = pct(times, 50)
+    sc.close()
     return out
 
 
@@ -343,7 +343,6 @@ def bench_shipped(vault: Path) -> dict:
     every section (once), a new process finds them on disk, then queries cost a query
     embedding and a matrix product."""
     os.environ.pop("SMARTCONTEXT_EMBEDDING_MODEL", None)
-    forget_workspaces()
     sc = SmartConnections(vault, use_hf_cache=False, sweep_interval=1.0)
     sc.refresh()
     before = sc.semantic_search(QUERIES[0])  # a whole vault is left to `index`: keyword-rerank
@@ -354,7 +353,6 @@ def bench_shipped(vault: Path) -> dict:
            "index_embed_cpu": time.process_time() - cpu, "sections": stats.embedded + stats.embed_cache_hits}
     ws.close()
     sc.close()
-    forget_workspaces()
     again = SmartConnections(vault, use_hf_cache=False, sweep_interval=1.0)
     again.refresh()
     first = time.perf_counter()
@@ -369,7 +367,6 @@ def bench_shipped(vault: Path) -> dict:
         times.append(time.perf_counter() - s)
     out["search_fresh_p50"], out["search_fresh_p95"] = pct(times, 50), pct(times, 95)
     again.close()
-    forget_workspaces()
     return out
 
 
@@ -408,7 +405,6 @@ def main() -> None:
             # embeddings are off (with them on, shipped-model mode answers, measured below)
             os.environ["SMARTCONTEXT_EMBEDDING_MODEL"] = "none"
             results["real"].update(bench_search(real, runs))
-            forget_workspaces()
             if not args.no_served:
                 results["real"].update(bench_served(real, runs))
             os.environ.pop("SMARTCONTEXT_EMBEDDING_MODEL")

@@ -181,11 +181,18 @@ def standard_vault(root: Path, **kw) -> VaultBuilder:
     return b
 
 
+# Readers made by ``reader`` below, closed after each test with the vault workspaces
+# they opened for keyword search.
+_made: list[SmartConnections] = []
+
+
 @pytest.fixture(autouse=True)
 def _fresh_readers():
     forget_readers()
     yield
     forget_readers()
+    while _made:
+        _made.pop().close()
 
 
 # The one test here that needs the vault's own embeddings on.
@@ -205,7 +212,9 @@ def reader(root: Path, **kw) -> SmartConnections:
     kw.setdefault("use_hf_cache", False)
     kw.setdefault("sweep_interval", 0.0)
     kw.setdefault("cache_path", None)  # each reader starts cold unless a test says otherwise
-    return SmartConnections(root, **kw)
+    sc = SmartConnections(root, **kw)
+    _made.append(sc)
+    return sc
 
 
 # -- the AJSON format -----------------------------------------------------------------
@@ -839,6 +848,20 @@ def test_keyword_rerank_finds_related_notes_without_the_words(tmp_path):
     assert none.results == [] and any("no note containing" in w for w in none.warnings)
 
 
+def test_keyword_rerank_searches_only_the_notes_with_vectors(tmp_path):
+    # Notes the plugin never embedded can hold the query's words more often than any
+    # embedded note; the keyword search is scoped to the embedded notes' sections, so
+    # they cannot crowd those out of the candidates (a global top 200 would be all theirs).
+    standard_vault(tmp_path)
+    for i in range(250):
+        note = tmp_path / "Unembedded" / f"Slurm {i}.md"
+        note.parent.mkdir(exist_ok=True)
+        note.write_text(f"# Slurm {i}\n\nslurm partitions slurm partitions slurm.\n")
+    res = reader(tmp_path).semantic_search("slurm partitions", min_score=-1, limit=3)
+    assert res.mode == "keyword-rerank" and res.results[0].path == "Projects/GPU Scheduling.md"
+    assert not any(h.path.startswith("Unembedded/") for h in res.results)
+
+
 def test_keyword_index_follows_note_edits(tmp_path):
     b = standard_vault(tmp_path)
     sc = reader(tmp_path)
@@ -998,7 +1021,6 @@ def test_keyword_fallback_uses_the_workspace_index(tmp_path):
 
 def test_a_server_can_lend_its_own_workspace_to_the_keyword_fallback(tmp_path):
     from smartcontext import Workspace
-    from smartcontext.smart_connections import keyword
 
     standard_vault(tmp_path)
     ws = Workspace.open(tmp_path)
@@ -1010,29 +1032,30 @@ def test_a_server_can_lend_its_own_workspace_to_the_keyword_fallback(tmp_path):
         return ws
 
     try:
-        res = reader(tmp_path, workspace=ready_workspace).semantic_search("slurm partitions", min_score=-1)
+        sc = reader(tmp_path, workspace=ready_workspace)
+        res = sc.semantic_search("slurm partitions", min_score=-1)
         assert res.mode == "keyword-rerank" and res.results[0].path == "Projects/GPU Scheduling.md"
-        assert lent and str(tmp_path.resolve()) not in keyword._workspaces  # no second workspace opened
+        assert lent and sc._workspace is None  # no second workspace opened
+        assert sc.workspace() is ws
     finally:
         ws.close()
 
 
 def test_keyword_fallback_refresh_keeps_an_index_with_vectors_embedded(tmp_path):
-    from smartcontext.smart_connections.keyword import WorkspaceKeywords, forget_workspaces, workspace_for
-
     (tmp_path / "Roses.md").write_text("# Roses\n\nPrune rose bushes in late winter.\n")
+    sc = reader(tmp_path)
     try:
-        ws = workspace_for(tmp_path)
+        ws = sc.workspace()
         ws.index(embeddings=True)
         before = ws.store.counts()
         assert before["vectors"] == before["items"] > 0
         (tmp_path / "Tomatoes.md").write_text("# Tomatoes\n\nWater tomato plants deeply twice a week.\n")
-        assert WorkspaceKeywords(tmp_path).refresh(force=True) is ws
+        assert sc._ready_workspace(force=True) is ws
         after = ws.store.counts()
         assert after["items"] > before["items"]
         assert after["vectors"] == after["items"]  # the new note was embedded too
     finally:
-        forget_workspaces()
+        sc.close()
 
 
 def test_parse_counts_vectors_of_the_wrong_size_and_with_nan():

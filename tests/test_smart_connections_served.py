@@ -133,3 +133,42 @@ def test_similar_notes_over_mcp_sees_a_re_embedded_note_on_the_next_call(tmp_pat
             assert paths == ["notes/Taxes.md", "notes/Watering.md"]
 
     run(scenario)
+
+
+def test_the_tools_and_the_library_accept_and_refuse_the_same_arguments(tmp_path):
+    # One declaration (the vault-semantic options) makes the tools' schemas and checks the
+    # library's arguments, which `smartcontext sc search/similar` pass on as given.
+    from smartcontext.errors import InvalidArgument
+    from smartcontext.smart_connections import SmartConnections
+
+    standard_vault(tmp_path)
+    registry = ToolRegistry.open(tmp_path)
+    sc = SmartConnections(tmp_path, use_hf_cache=False, cache_path=None)
+    cases = [
+        ({"limit": 500}, True), ({"limit": 1001}, False), ({"limit": 0}, False), ({"minScore": -1}, True),
+        ({"minScore": 1.5}, False), ({"scope": "both"}, True), ({"scope": "all"}, False),
+        ({"paths": ["Projects"]}, True), ({"tags": ["t"] * 101}, False), ({"paths": ["p" * 1001]}, False),
+    ]
+    try:
+        for tool, first, call in (
+            ("semantic_search", {"query": "slurm partitions"}, sc.semantic_search),
+            ("similar_notes", {"path": GPU}, sc.similar_notes),
+        ):
+            for args, accepted in cases:
+                if tool == "similar_notes" and ("tags" in args or "paths" in args):
+                    continue  # not arguments of similar_notes
+                answer = registry.call(tool, {**first, **args})
+                assert answer["success"] is accepted, (tool, args, answer)
+                kwargs = {("min_score" if k == "minScore" else k): v for k, v in args.items()}
+                try:
+                    call(*first.values(), **kwargs)
+                    took = True
+                except InvalidArgument:
+                    took = False
+                assert took is accepted, (tool, args)
+        long_query = "slurm partitions " * 1000  # a pasted page is a normal question
+        assert registry.call("semantic_search", {"query": long_query, "minScore": -1})["success"]
+        assert sc.semantic_search(long_query, min_score=-1).results
+    finally:
+        sc.close()
+        registry.close()

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from smartcontext.smart_connections import SmartConnections
-from smartcontext.smart_connections.keyword import forget_workspaces
 from smartcontext.tools import ToolRegistry
 
 pytestmark = pytest.mark.timeout(300)
@@ -34,11 +33,16 @@ PLUGIN_VECTORS = {path: [1.0, float(i), 0.5, 0.0] for i, path in enumerate(NOTES
 QUERY = "how should I hydrate my plants"
 
 
+# Readers made here, closed after each test (with the vault workspaces they opened).
+_readers: list[SmartConnections] = []
+
+
 @pytest.fixture(autouse=True)
 def shipped_model_on(monkeypatch):
     monkeypatch.delenv("SMARTCONTEXT_EMBEDDING_MODEL", raising=False)
     yield
-    forget_workspaces()
+    while _readers:
+        _readers.pop().close()
 
 
 def make_vault(root: Path) -> Path:
@@ -59,7 +63,9 @@ def make_vault(root: Path) -> Path:
 
 
 def reader(root: Path, **kw) -> SmartConnections:
-    return SmartConnections(root, use_hf_cache=False, sweep_interval=0.0, cache_path=None, **kw)
+    sc = SmartConnections(root, use_hf_cache=False, sweep_interval=0.0, cache_path=None, **kw)
+    _readers.append(sc)
+    return sc
 
 
 def test_without_the_plugins_model_the_shipped_model_answers_by_meaning_and_says_so(tmp_path):
@@ -79,12 +85,10 @@ def test_without_the_plugins_model_the_shipped_model_answers_by_meaning_and_says
 
 
 def test_vectors_live_in_the_workspace_index_once_and_only_changes_are_embedded_again(tmp_path):
-    from smartcontext.smart_connections.keyword import workspace_for
-
     vault = make_vault(tmp_path)
     sc = reader(vault)
     sc.semantic_search(QUERY)
-    ws = workspace_for(vault)
+    ws = sc.workspace()
     done, total = ws.vector_progress()
     assert done == total > 0  # the workspace's own index holds them: no second store
     again = sc.semantic_search("receipts for the forms", min_score=0.0)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..query.options import MIN_SIMILARITY, SCOPE
 from .root import FOUND_ROOT, JsonOpt, LimitOpt, app, workspace_root
 from .output import EXIT_ERROR, errors, print_json, print_text
 
@@ -17,7 +18,9 @@ sc_app = typer.Typer(
 app.add_typer(sc_app, name="sc")
 
 VaultArg = typer.Argument(None, help="The Obsidian vault (the folder holding .smart-env/).", show_default=FOUND_ROOT)
-ScopeOpt = typer.Option("notes", "--scope", help="notes, blocks or both.")
+# Defaults (and the bounds the library checks) from the vault-semantic options.
+ScopeOpt = typer.Option(SCOPE.default, "--scope", help="notes, blocks or both.")
+MinScoreOpt = typer.Option(MIN_SIMILARITY.default, "--min-score", help="Minimum cosine similarity.")
 
 
 @sc_app.command("search")
@@ -25,7 +28,7 @@ def search(
     query: str = typer.Argument(..., help="What to look for, in plain language."),
     vault: Optional[Path] = VaultArg,
     limit: int = LimitOpt,
-    min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
+    min_score: float = MinScoreOpt,
     tag: list[str] = typer.Option([], "--tag", help="Only notes with this tag."),
     in_path: list[str] = typer.Option([], "--path", help="Only under this folder."),
     scope: str = ScopeOpt,
@@ -47,7 +50,7 @@ def search(
 def similar(
     note: str = typer.Argument(..., help="The note: a path relative to the vault, or a bare note name."),
     vault: Optional[Path] = VaultArg,
-    min_score: float = typer.Option(0.3, "--min-score", help="Minimum cosine similarity."),
+    min_score: float = MinScoreOpt,
     limit: int = LimitOpt,
     scope: str = ScopeOpt,
     as_json: bool = JsonOpt,

@@ -18,7 +18,7 @@ from ..errors import InvalidArgument, did_you_mean
 
 __all__ = [
     "CONTEXT_OPTIONS", "SEARCH_OPTIONS", "FORMATS", "MAX_BUDGET", "MAX_QUESTION_CHARS", "Option",
-    "check_all", "json_schema",
+    "SEMANTIC_SEARCH_OPTIONS", "SIMILAR_NOTES_OPTIONS", "check_all", "json_schema",
 ]
 
 # A pasted bug report or log of 100,000 characters is a normal question; past this, a
@@ -131,7 +131,7 @@ class Option:
                 s["maxItems"] = self.max_items
         else:
             s = {"type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}[self.kind]}
-        if self.kind == "str" and self.name in ("question", "query"):
+        if self.kind == "str" and self.name in ("question", "query", "path"):
             s["minLength"] = 1
         if self.choices:
             s["enum"] = list(self.choices)
@@ -279,3 +279,24 @@ CONTEXT_OPTIONS: tuple[Option, ...] = (
 SEARCH_OPTIONS: tuple[Option, ...] = (
     QUERY, MODE, LIMIT, TAGS, PATHS, EXCLUDE, KINDS, MIN_SCORE, AS_JSON,
 )
+
+# Smart Connections' two questions (the vault-semantic profile). The score floor is a
+# cosine (-1..1) and keeps the seed's tool name, minScore; the library's keyword for it
+# is min_score, checked by this same declaration.
+SEMANTIC_QUERY = Option("query", "str", "Search query.", max_length=MAX_QUESTION_CHARS)
+NOTE_PATH = Option(
+    "path", "str", "The note's path relative to the vault, e.g. 'Projects/Plan.md', or a bare note name.",
+    max_length=MAX_GLOB_CHARS,
+)
+SEMANTIC_LIMIT = Option("limit", "int", "Max results.", default=10, minimum=1, maximum=1000)
+MIN_SIMILARITY = Option("minScore", "float", "Minimum similarity.", default=0.3, minimum=-1.0, maximum=1.0)
+NOTE_TAGS = Option("tags", "list", "Only notes with one of these tags.", max_items=MAX_LIST_ITEMS,
+                   max_length=MAX_GLOB_CHARS)
+NOTE_FOLDERS = Option("paths", "list", "Only notes under these folders.", max_items=MAX_LIST_ITEMS,
+                      max_length=MAX_GLOB_CHARS)
+SCOPES = ("notes", "blocks", "both")
+SCOPE = Option("scope", "str", "Rank whole notes, heading blocks, or both.", default="notes", choices=SCOPES)
+SEMANTIC_SEARCH_OPTIONS: tuple[Option, ...] = (
+    SEMANTIC_QUERY, SEMANTIC_LIMIT, MIN_SIMILARITY, NOTE_TAGS, NOTE_FOLDERS, SCOPE,
+)
+SIMILAR_NOTES_OPTIONS: tuple[Option, ...] = (NOTE_PATH, SEMANTIC_LIMIT, MIN_SIMILARITY, SCOPE)

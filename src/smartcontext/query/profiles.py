@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..errors import InvalidArgument, did_you_mean
-from .options import CONTEXT_OPTIONS, SEARCH_OPTIONS, Option
+from .options import CONTEXT_OPTIONS, SEARCH_OPTIONS, SEMANTIC_SEARCH_OPTIONS, Option
 
 __all__ = ["Fusion", "PROFILES", "Profile", "profile"]
 
@@ -152,10 +152,13 @@ VAULT_SEMANTIC = Profile(
     # each note scores 0.7 * cosine to it + 0.3 * its note's normalised keyword score.
     fusion=Fusion("weighted", _frozen({"vectors": 0.7, "keywords": 0.3})),
     packer="ranked",
+    options=SEMANTIC_SEARCH_OPTIONS,
     constants=_frozen({
         # How many keyword hits form the pseudo-query, and how many are asked for.
         "rerank_seeds": 8,
         "rerank_candidates": 50,
+        # Keyword hits are sections: how many are asked for per wanted note.
+        "sections_per_note": 4,
     }),
 )
 

@@ -10,8 +10,9 @@ Modules: ``ajson`` (file format), ``config`` (settings, model keys, the seed's e
 ``cache`` (incremental load into the shared ``retrieval.matrix.VectorMatrix``),
 ``store`` (parsed files kept between processes), ``watch`` (inotify), ``notes`` (tags and
 snippets through the notes core and the vault path rules), ``query_models`` (local query
-embedders), ``keyword`` (the workspace's keyword search for the fallback), ``reader``
-(the API), ``tools`` (MCP and CLI entry points).
+embedders), ``shipped`` (the workspace index's own vectors when the plugin's model is
+missing), ``reader`` (the API; its keyword fallback asks the vault workspace's keyword
+index), ``tools`` (MCP and CLI entry points).
 """
 
 from .cache import LoadStats

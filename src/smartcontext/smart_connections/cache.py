@@ -31,6 +31,21 @@ A key normally lives in one file (the plugin names the file after the note). If 
 files hold the same key, the newer file (mtime, then name) decides it, including a
 ``null`` that deletes it; when the deciding file goes away, the files that also held the
 key are read again so their copy comes back.
+
+Why these rows are not the workspace index's vectors (``Store.put_vectors`` /
+``load_vectors``, ranked by ``retrieval.vector.VectorIndex``): the index keeps one vector
+per index item, bound to the item's content hash and made by the model the workspace
+embeds queries with. The plugin's vectors belong to the plugin's keys (a note, or a
+block whose heading path and line span are the plugin's, not our sections) and were
+made by the plugin's model, which no package ships (bge-micro-v2): they can be compared
+with each other (``similar_notes``, the keyword-rerank pseudo-query) or with a query
+embedded by a local copy of that model, never with the index's. Bound to index items
+they would be wrong in two ways: a note edited since the plugin last embedded it would
+carry the old text's vector under the new text's hash, and a block that matches no
+section would have no item to live on. So they stay in rows of their own, in the same
+matrix class ``VectorIndex`` uses (``retrieval.matrix``), ranked by the same ``top_k``;
+what is particular to them is only the per-row record, kind and note id kept here. The
+keywords of keyword-rerank do come from the index (see ``reader``).
 """
 
 from __future__ import annotations
@@ -178,6 +193,9 @@ class VectorCache:
         self._loaded = False
         self._dir_mtime: int | None = None
         self._last_sweep = float("-inf")
+        # Bumped whenever a row is added or withdrawn, so what a caller derives from the
+        # rows (the keyword scope of the notes with vectors) is kept until they change.
+        self.version = 0
         self._reset_rows()
 
     # -- public -----------------------------------------------------------------------
@@ -540,6 +558,7 @@ class VectorCache:
     # -- rows ---------------------------------------------------------------------------
 
     def _reset_rows(self) -> None:
+        self.version += 1
         self._vm = VectorMatrix()
         # Copies of the rows of one kind for ``dot`` (and, under -1, ``counts``);
         # dropped whenever a row changes.
@@ -576,6 +595,7 @@ class VectorCache:
         """Rows for one file's records, written with one numpy assignment per array."""
         idx = self._vm.add(vectors)
         self._by_kind.clear()
+        self.version += 1
         self._fit_rows()
         nids = []
         for row, rec in zip(idx.tolist(), records):
@@ -595,6 +615,7 @@ class VectorCache:
         if row is not None:
             self._vm.remove(row)
             self._by_kind.clear()
+            self.version += 1
             self._records[row] = None
             nid = int(self._note[row])
             self._note_rows[nid] -= 1

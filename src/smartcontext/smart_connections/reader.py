@@ -13,13 +13,15 @@ Which mode answers a query (every result set says so in ``mode``):
     answers by keyword-rerank until it is done.
 ``keyword-rerank``
     No such model is available and the shipped model cannot answer (embeddings off, or
-    still being computed by a server). The query's words find notes by BM25 (the workspace's own
-    index of the vault, or the caller's ``keyword_candidates``); the stored vectors of the
+    still being computed by a server). The query's words find notes by BM25: the keyword
+    index of the vault's own workspace (the one ``Workspace.search`` reads), scoped with
+    ``within=`` to the sections of the notes the plugin has vectors for, each note scored
+    by its best section; or the caller's ``keyword_candidates``. The stored vectors of the
     top keyword hits, weighted by their keyword score, form a pseudo-query vector in the
-    vault's own vector space; every note or block is then scored by
-    ``0.7 * cosine(pseudo-query) + 0.3 * normalised keyword score of its note``. This
-    finds notes that share the hits' meaning without sharing their words, and never
-    compares vectors of two models. It needs at least one keyword hit.
+    vault's own vector space; every note or block is then scored by the ``vault-semantic``
+    profile's weighted sum, ``0.7 * cosine(pseudo-query) + 0.3 * normalised keyword score
+    of its note``. This finds notes that share the hits' meaning without sharing their
+    words, and never compares vectors of two models. It needs at least one keyword hit.
 ``vectors``
     ``similar_notes``: the note's own stored vector against the others; no model needed.
 
@@ -30,6 +32,7 @@ instead of ``keyword-rerank`` when no query model is available.
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -42,6 +45,9 @@ import numpy as np
 
 from ..errors import EmbeddingError, InvalidArgument, SmartContextError, WorkspaceNotFound
 from ..query.fusion import weighted_sum
+from ..query.options import (
+    MIN_SIMILARITY, NOTE_FOLDERS, NOTE_PATH, NOTE_TAGS, SCOPE, SEMANTIC_LIMIT, SEMANTIC_QUERY, Option,
+)
 from ..query.profiles import VAULT_SEMANTIC
 from .ajson import BLOCK, SOURCE
 from .cache import LoadStats, VectorCache
@@ -55,14 +61,13 @@ from .config import (
     read_config,
 )
 from ..notes import normalise_folder, normalise_tag, path_matches, tag_matches
+from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.matrix import top_k
-from .keyword import WorkspaceKeywords
 from .notes import VaultNotes, anchor_heading, heading_parts
 from . import shipped
 from .query_models import QueryModel, find_query_model
 from .store import ParseStore
 
-SCOPES = ("notes", "blocks", "both")
 # The rows a scope ranks, for ``VectorCache.dot`` (None: every row).
 SCOPE_KIND = {"notes": SOURCE, "blocks": BLOCK, "both": None}
 MODE_MODEL = "model"
@@ -75,7 +80,8 @@ MODE_SHIPPED = shipped.MODE_SHIPPED
 # The vault-semantic profile's constants (query/profiles.py).
 RERANK_SEEDS = VAULT_SEMANTIC.constants["rerank_seeds"]
 RERANK_CANDIDATES = VAULT_SEMANTIC.constants["rerank_candidates"]
-MAX_LIMIT = 1000
+# Keyword hits are sections: this many are asked for per wanted note.
+SECTIONS_PER_NOTE = VAULT_SEMANTIC.constants["sections_per_note"]
 QUERY_VECTOR_CACHE = 256
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -196,9 +202,12 @@ class SmartConnections:
         keyword_candidates: ``f(query, k) -> [(path, score)]`` for keyword-rerank mode;
                             default: the keyword search of the vault's workspace index
                             (built on first use when there is none).
-        workspace:          for that default, a function returning the vault's workspace
-                            with an up-to-date index (a server passes its own, see
-                            ``keyword.WorkspaceKeywords``); default: opened here.
+        workspace:          a function returning the vault's workspace with an up-to-date
+                            index (a server's ``ToolContext.ready_workspace``, so the server
+                            keeps one index and one refresh schedule); default: this reader
+                            opens the vault's workspace itself, brings it up to date at
+                            most once per ``sweep_interval`` (only changed files are parsed),
+                            and closes it in ``close``.
         allow_fallback:     False raises the "different model" error instead of answering
                             in keyword-rerank mode.
         include_blocks:     keep block vectors (needed for ``scope="blocks"``/``"both"``).
@@ -253,8 +262,14 @@ class SmartConnections:
         self._config_stamp: tuple | None = None
         self._cache: VectorCache | None = None
         self._query_model: QueryModel | None = None
-        self._keywords = WorkspaceKeywords(self.vault, refresh_interval=sweep_interval, workspace=workspace)
+        self._lend_workspace = workspace
+        self._workspace: Any = None  # opened here when no workspace is lent
+        self._workspace_refreshed = float("-inf")
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        # Keyword candidates by (query, k), valid for one (index generation, vector rows)
+        # stamp; and the keyword scope (rows of notes with vectors) for one stamp.
+        self._keyword_memo: OrderedDict[tuple[str, int], tuple[tuple, list[tuple[str, float]]]] = OrderedDict()
+        self._keyword_scope: tuple[tuple, frozenset[int] | None] | None = None
 
     # -- public API ---------------------------------------------------------------------
 
@@ -312,13 +327,15 @@ class SmartConnections:
     def semantic_search(
         self,
         query: str,
-        limit: int = 10,
-        min_score: float = 0.3,
+        limit: int | None = None,
+        min_score: float | None = None,
         tags: list[str] | None = None,
         paths: list[str] | None = None,
-        scope: str = "notes",
+        scope: str | None = None,
     ) -> SemanticSearchResult:
-        """Notes and/or blocks most similar to ``query``.
+        """Notes and/or blocks most similar to ``query``. An argument left out (None)
+        takes its declared default (``query.options.SEMANTIC_SEARCH_OPTIONS``: 10 results,
+        minimum similarity 0.3, notes).
 
         tags:  keep notes that have any of these tags (frontmatter or inline; ``ai`` also
                matches ``ai/llm``; case and ``#`` ignored).
@@ -328,13 +345,10 @@ class SmartConnections:
         started = time.perf_counter()
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgument("query must be a non-empty string")
-        limit, min_score, tags, paths, scope = _check_args(limit, min_score, tags, paths, scope)
-        if scope != "notes" and not self.include_blocks:
-            raise InvalidArgument("block search needs include_blocks=True")
+        SEMANTIC_QUERY.check(query)
+        limit, min_score, tags, paths, scope = self._check_args(limit, min_score, tags, paths, scope)
         with self._lock:
-            stats = self._load(False)
-            cache = self._cache
-            assert cache is not None
+            stats, cache = self._loaded()
             warnings: list[str] = []
             mask = self._candidate_mask(scope, tags, paths)
             qm = self._find_query_model()
@@ -378,26 +392,19 @@ class SmartConnections:
             )
 
     def similar_notes(
-        self, path: str, limit: int = 10, min_score: float = 0.3, scope: str = "notes"
+        self, path: str, limit: int | None = None, min_score: float | None = None, scope: str | None = None
     ) -> SimilarNotesResult:
-        """Notes (or blocks) closest to the note at ``path``, from stored vectors alone."""
+        """Notes (or blocks) closest to the note at ``path``, from stored vectors alone
+        (arguments left out as for ``semantic_search``)."""
         started = time.perf_counter()
-        limit, min_score, _, _, scope = _check_args(limit, min_score, None, None, scope)
-        if scope != "notes" and not self.include_blocks:
-            raise InvalidArgument("block search needs include_blocks=True")
+        limit, min_score, _, _, scope = self._check_args(limit, min_score, None, None, scope)
         with self._lock:
-            stats = self._load(False)
-            cache = self._cache
-            assert cache is not None
+            stats, cache = self._loaded()
             note = self._resolve_note(path)
             warnings: list[str] = []
             rows = cache.rows_of_note(note)
-            own = cache.row_of(note)
-            if own is not None:
-                vec = cache.matrix()[own]
-            else:
-                vec = cache.matrix()[rows].mean(axis=0)
-                vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
+            vec = self._note_vector(note)
+            if cache.row_of(note) is None:
                 warnings.append(
                     f"{note} has no note-level vector; used the mean of its {rows.size} block vectors"
                 )
@@ -412,13 +419,28 @@ class SmartConnections:
                 elapsed_ms=round((time.perf_counter() - started) * 1000, 3), load=stats.to_dict(),
             )
 
+    def workspace(self) -> Any:
+        """The vault's workspace as it is (no refresh): the lent one, or this reader's own."""
+        if self._lend_workspace is not None:
+            return self._lend_workspace()
+        if self._workspace is None:
+            from ..workspace import Workspace
+
+            self._workspace = Workspace.open(self.vault)
+        return self._workspace
+
     def close(self) -> None:
-        """Release the folder watch and the store connection (the object stays usable)."""
+        """Release the folder watch, the store connection and the workspace this reader
+        opened (the object stays usable: they are opened again when needed)."""
         with self._lock:
             if self._cache is not None:
                 self._cache.close()
             if self.store is not None:
                 self.store.close()
+            if self._workspace is not None:
+                self._workspace.close()
+                self._workspace = None
+                self._workspace_refreshed = float("-inf")
 
     # -- loading and validation ---------------------------------------------------------
 
@@ -431,6 +453,18 @@ class SmartConnections:
             self._config = read_config(self.vault)
             self._config_stamp = stamp
         return self._config
+
+    def _check_args(self, limit, min_score, tags, paths, scope):
+        checked = _check_args(limit, min_score, tags, paths, scope)
+        if checked[-1] != "notes" and not self.include_blocks:
+            raise InvalidArgument("block search needs include_blocks=True")
+        return checked
+
+    def _loaded(self) -> tuple[LoadStats, VectorCache]:
+        """The vectors in step with disk (under the caller's lock) and what loading did."""
+        stats = self._load(False)
+        assert self._cache is not None
+        return stats, self._cache
 
     def _load(self, force: bool) -> LoadStats:
         cfg = self._read_config()
@@ -460,7 +494,7 @@ class SmartConnections:
 
     def _fallback_mode(self) -> str:
         try:
-            return MODE_SHIPPED if shipped.usable(self._keywords.workspace()) is None else MODE_KEYWORD_RERANK
+            return MODE_SHIPPED if shipped.usable(self.workspace()) is None else MODE_KEYWORD_RERANK
         except (SmartContextError, OSError):
             return MODE_KEYWORD_RERANK
 
@@ -494,6 +528,7 @@ class SmartConnections:
     def _resolve_note(self, path: str) -> str:
         if not isinstance(path, str) or not path.strip():
             raise InvalidArgument("path must be a non-empty note path")
+        NOTE_PATH.check(path)
         cache = self._cache
         assert cache is not None
         rel = normalise_folder(path)
@@ -579,10 +614,10 @@ class SmartConnections:
         """(results, candidates, model) by the shipped model over the notes' text, or None
         (with the reason in ``warnings``) when it cannot answer now."""
         try:
-            ws = self._keywords.workspace()
+            ws = self.workspace()
             why = shipped.usable(ws)
             if why is None:
-                self._keywords.refresh()  # the index is up to date with the notes first
+                self._ready_workspace()  # the index is up to date with the notes first
                 # A server has a background embedder (and must not wait for it); a
                 # one-shot caller embeds what is missing now.
                 embedded, why = shipped.prepare(ws, wait=ws.background is None)
@@ -645,15 +680,57 @@ class SmartConnections:
             signals={"cosine": round(float(h.score), 4)},
         )
 
+    def _ready_workspace(self, force: bool = False) -> Any:
+        """The vault's workspace with its index up to date: a lent one is the lender's
+        business; our own is refreshed at most once per ``sweep_interval`` (or now, when
+        ``force``), and built on first use when the vault has no index."""
+        ws = self.workspace()
+        if self._lend_workspace is None and (
+            force or time.monotonic() - self._workspace_refreshed >= self.sweep_interval
+        ):
+            if ws.has_index:
+                ws.index(embeddings=ws.keeps_vectors)
+            else:
+                ws.ensure_index()
+            # From the end: a first build can take longer than the interval itself.
+            self._workspace_refreshed = time.monotonic()
+        return ws
+
     def _keyword(self, query: str, k: int) -> tuple[list[tuple[str, float]], str]:
+        """``[(note path, score)]``, best first: the vault index's keyword search within
+        the sections of the notes that have vectors (each note scored by its best
+        section), and why there are none when the index could not answer."""
         if self.keyword_candidates is not None:
             return list(self.keyword_candidates(query, k)), ""
         cache = self._cache
         assert cache is not None
         # New vectors mean the plugin saw edited notes: the index should see them too.
         fresh = cache.last_stats.check in ("cold", "reloaded")
-        hits = self._keywords.candidates(query, k, force_refresh=fresh)
-        return hits, self._keywords.error or ""
+        try:
+            ws = self._ready_workspace(fresh)
+            catalogue = ws.catalogue()
+            stamp = (id(ws.store), catalogue.generation, id(cache), cache.version)
+            memo = self._keyword_memo.get((query, k))
+            if memo is not None and memo[0] == stamp:
+                self._keyword_memo.move_to_end((query, k))
+                return list(memo[1]), ""
+            if self._keyword_scope is None or self._keyword_scope[0] != stamp:
+                rows = frozenset(r for p, rs in catalogue.by_path.items() if cache.has_rows(p) for r in rs)
+                # A scope of every row is no scope: the store's plain top-k is cheaper.
+                self._keyword_scope = (stamp, None if len(rows) == len(catalogue.entries) else rows)
+            hits = KeywordSearcher(ws.store).search(query, SECTIONS_PER_NOTE * k, within=self._keyword_scope[1])
+        except (SmartContextError, OSError, sqlite3.Error) as exc:
+            return [], f"keyword search over the vault's index failed ({exc})"
+        best: dict[str, float] = {}
+        for rowid, score in hits:
+            entry = catalogue.entries.get(rowid)
+            if entry is not None and score > best.get(entry.path, 0.0):
+                best[entry.path] = float(score)
+        found = sorted(best.items(), key=lambda kv: -kv[1])[:k]
+        self._keyword_memo[(query, k)] = (stamp, found)
+        if len(self._keyword_memo) > QUERY_VECTOR_CACHE:
+            self._keyword_memo.popitem(last=False)
+        return list(found), ""
 
     def _rerank_scores(self, query: str) -> tuple[np.ndarray, dict[str, np.ndarray] | None, str]:
         cache = self._cache
@@ -746,28 +823,22 @@ class SmartConnections:
 
 
 def _check_args(limit, min_score, tags, paths, scope):
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
-    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not -1.0 <= min_score <= 1.0:
-        raise InvalidArgument(f"minScore must be a number from -1 to 1, got {min_score!r}")
-    if scope not in SCOPES:
-        raise InvalidArgument(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-    tags = _str_list(tags, "tags")
-    paths = _str_list(paths, "paths")
+    """Both questions' arguments, checked by the vault-semantic profile's option
+    declarations (``query.options``), the ones the tools' schemas are made from: the
+    library, the CLI and MCP accept and refuse the same values. A lone string stands for
+    a list of one tag or folder."""
+    tags = _given(NOTE_TAGS, [tags] if isinstance(tags, str) else tags) or []
+    paths = _given(NOTE_FOLDERS, [paths] if isinstance(paths, str) else paths) or []
     return (
-        int(limit), float(min_score), [t for t in (normalise_tag(x) for x in tags) if t],
-        [normalise_folder(p) for p in paths], scope,
+        int(_given(SEMANTIC_LIMIT, limit)), float(_given(MIN_SIMILARITY, min_score)),
+        [t for t in (normalise_tag(x) for x in tags) if t], [normalise_folder(p) for p in paths],
+        _given(SCOPE, scope),
     )
 
 
-def _str_list(value, name: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise InvalidArgument(f"{name} must be a list of strings, got {value!r}")
-    return list(value)
+def _given(option: Option, value: Any) -> Any:
+    checked = option.check(value)
+    return option.default if checked is None else checked
 
 
 def _mtime(path: Path) -> int | None:

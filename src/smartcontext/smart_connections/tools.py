@@ -18,12 +18,13 @@ function's identity, so a new function per call would build a new reader per cal
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..query.options import SEMANTIC_SEARCH_OPTIONS, SIMILAR_NOTES_OPTIONS
 from ..validate import ToolError
 from ..vault.responses import ok
-from .keyword import forget_workspaces
 from .reader import SemanticSearchResult, SimilarNotesResult, SmartConnections, SmartConnectionsStatus
 
 _readers: dict[tuple, SmartConnections] = {}
@@ -42,55 +43,54 @@ def get_reader(vault: str | Path = ".", **options: Any) -> SmartConnections:
 
 
 def forget_readers() -> None:
-    """Drop every shared reader (their caches go with them) and close the vaults'
-    workspaces they opened for keyword search."""
+    """Drop every shared reader (their caches go with them); each closes the vault
+    workspace it opened for keyword search."""
     with _readers_lock:
         for reader in _readers.values():
             reader.close()
         _readers.clear()
-    forget_workspaces()
 
 
 # -- MCP tools ------------------------------------------------------------------------
 
 
 def semantic_search_tool(
-    vault: str | Path,
-    query: str,
-    limit: int = 10,
-    minScore: float = 0.3,
-    tags: list[str] | None = None,
-    paths: list[str] | None = None,
-    scope: str = "notes",
-    reader: SmartConnections | None = None,
-    **options: Any,
+    vault: str | Path, query: str, reader: SmartConnections | None = None, **given: Any
 ) -> dict[str, Any]:
-    """``semantic_search`` over the vault's Smart Connections vectors, as tool data;
-    ``reader``: the caller's own (a server's), else the shared one of ``vault``."""
-    try:
-        result = (reader or get_reader(vault, **options)).semantic_search(
-            query, limit=limit, min_score=minScore, tags=tags, paths=paths, scope=scope
-        )
-    except OSError as exc:
-        raise ToolError(str(exc)) from exc
-    return semantic_search_answer(result)
+    """``semantic_search`` over the vault's Smart Connections vectors, as tool data.
+
+    given:  the tool's arguments (``SEMANTIC_SEARCH_OPTIONS``: limit, minScore, tags, paths,
+            scope; what is left out takes the declared default); anything else is an
+            option of the shared reader of ``vault``.
+    reader: the caller's own (a server's), else that shared one."""
+    return semantic_search_answer(_ask(vault, reader, given, lambda sc, args: sc.semantic_search(query, **args)))
 
 
 def similar_notes_tool(
-    vault: str | Path,
-    path: str,
-    limit: int = 10,
-    minScore: float = 0.3,
-    scope: str = "notes",
-    reader: SmartConnections | None = None,
-    **options: Any,
+    vault: str | Path, path: str, reader: SmartConnections | None = None, **given: Any
 ) -> dict[str, Any]:
-    """``similar_notes`` from the stored vectors alone, as tool data (``reader`` as above)."""
+    """``similar_notes`` from the stored vectors alone, as tool data (``given`` and
+    ``reader`` as above, from ``SIMILAR_NOTES_OPTIONS``)."""
+    return similar_notes_answer(_ask(vault, reader, given, lambda sc, args: sc.similar_notes(path, **args)))
+
+
+def _ask(vault: str | Path, reader: SmartConnections | None, given: dict[str, Any], question: Callable) -> Any:
+    """``question(reader, arguments)`` as a tool asks it: an unreadable file is a ToolError."""
+    args, options = _split(given)
     try:
-        result = (reader or get_reader(vault, **options)).similar_notes(path, limit=limit, min_score=minScore, scope=scope)
+        return question(reader or get_reader(vault, **options), args)
     except OSError as exc:
         raise ToolError(str(exc)) from exc
-    return similar_notes_answer(result)
+
+
+# The arguments of both questions; the seed's tools spell the score floor minScore.
+_ARGS = {o.name for o in (*SEMANTIC_SEARCH_OPTIONS, *SIMILAR_NOTES_OPTIONS)} | {"min_score"}
+
+
+def _split(given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the question's arguments under the library's names, the reader's options)."""
+    args = {("min_score" if k == "minScore" else k): v for k, v in given.items() if k in _ARGS}
+    return args, {k: v for k, v in given.items() if k not in _ARGS}
 
 
 def semantic_search_answer(result: SemanticSearchResult) -> dict[str, Any]:
@@ -119,28 +119,16 @@ def _answer(message: str, result: SemanticSearchResult | SimilarNotesResult) -> 
 # -- CLI ------------------------------------------------------------------------------
 
 
-def sc_search(
-    query: str,
-    vault: str | Path = ".",
-    limit: int = 10,
-    min_score: float = 0.3,
-    tags: list[str] | None = None,
-    paths: list[str] | None = None,
-    scope: str = "notes",
-    **options: Any,
-) -> SemanticSearchResult:
-    """``smartcontext sc search QUERY [VAULT]``."""
-    return get_reader(vault, **options).semantic_search(
-        query, limit=limit, min_score=min_score, tags=tags, paths=paths, scope=scope
-    )
+def sc_search(query: str, vault: str | Path = ".", **given: Any) -> SemanticSearchResult:
+    """``smartcontext sc search QUERY [VAULT]`` (``given`` as for ``semantic_search_tool``)."""
+    args, options = _split(given)
+    return get_reader(vault, **options).semantic_search(query, **args)
 
 
-def sc_similar(
-    note: str, vault: str | Path = ".", limit: int = 10, min_score: float = 0.3, scope: str = "notes",
-    **options: Any,
-) -> SimilarNotesResult:
-    """``smartcontext sc similar NOTE [VAULT]``."""
-    return get_reader(vault, **options).similar_notes(note, limit=limit, min_score=min_score, scope=scope)
+def sc_similar(note: str, vault: str | Path = ".", **given: Any) -> SimilarNotesResult:
+    """``smartcontext sc similar NOTE [VAULT]`` (``given`` as for ``similar_notes_tool``)."""
+    args, options = _split(given)
+    return get_reader(vault, **options).similar_notes(note, **args)
 
 
 def sc_status(vault: str | Path = ".", **options: Any) -> SmartConnectionsStatus:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .spec import STR_LIST, ToolContext, ToolSpec
+from ..query.options import SEMANTIC_SEARCH_OPTIONS, SIMILAR_NOTES_OPTIONS, json_schema
+from .spec import ToolContext, ToolSpec
 
 # The server's one Smart Connections reader in ``ToolContext.shared``.
 READER_KEY = "smart_connections.reader"
@@ -38,45 +39,19 @@ def smart_connections_tools(ctx: ToolContext) -> list[ToolSpec]:
     def similar_notes(args: dict[str, Any]) -> dict[str, Any]:
         return similar_notes_tool(ctx.root, reader=reader(), **args)
 
-    limit = {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Max results."}
-    min_score = {"type": "number", "minimum": -1, "maximum": 1, "default": 0.3, "description": "Minimum similarity."}
-    scope = {"type": "string", "enum": ["notes", "blocks", "both"], "default": "notes",
-             "description": "Rank whole notes, heading blocks, or both."}
+    # The schemas come from the vault-semantic options, which the reader checks too.
     return [
         ToolSpec(
             "semantic_search",
             "Find notes by meaning with the embeddings the Smart Connections plugin already computed "
             "(.smart-env). Returns paths, scores and snippets.",
-            {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "Search query."},
-                    "limit": limit,
-                    "minScore": min_score,
-                    "tags": {**STR_LIST, "description": "Only notes with one of these tags."},
-                    "paths": {**STR_LIST, "description": "Only notes under these folders."},
-                    "scope": scope,
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+            json_schema(SEMANTIC_SEARCH_OPTIONS, required=["query"]),
             semantic_search, provider="smart_connections",
         ),
         ToolSpec(
             "similar_notes",
             "Notes most similar to a given note, from the Smart Connections embeddings.",
-            {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "minLength": 1, "maxLength": 1000,
-                             "description": "The note's path relative to the vault, e.g. 'Projects/Plan.md'."},
-                    "limit": limit,
-                    "minScore": min_score,
-                    "scope": scope,
-                },
-                "required": ["path"],
-                "additionalProperties": False,
-            },
+            json_schema(SIMILAR_NOTES_OPTIONS, required=["path"]),
             similar_notes, provider="smart_connections",
         ),
     ]
