@@ -1,11 +1,16 @@
 """Topics of a chat without a language model: cluster the message embeddings, label each
-cluster with its most distinctive terms.
+cluster with its most distinctive terms, keep each cluster's members.
 
-Spherical k-means (cosine) with a seeded k-means++ start groups the messages; a cluster's
-label is the pair of terms (words or two-word phrases) most frequent in it relative to
-the whole chat (class-based tf-idf), in Title Case, 2-4 words, as the seed's LLM prompt
-asks. Sticky instruction messages (``chat.sticky``) are left out of the clustering and
-come back as the one sticky topic. Deterministic: the same chat gives the same topics.
+Spherical k-means (cosine) with a seeded k-means++ start groups the messages. A topic is
+named as a person would: 2-3 content words in Title Case (the seed's 2-4), most frequent
+in its cluster relative to the whole chat, never a contraction ("It's"), a stop word, a
+speaker's name, the chat's background (a word in most of its messages), two forms of one
+word ("Dog Dogs") or another topic's word ("X" and "X 2"); clusters whose best word is
+the same are one topic, and clusters of small talk (nothing of their own scores) or of
+under 3% of the messages are none. Each topic keeps its members (``message_ids``): the
+topic filter selects exactly them, so the count a bubble shows is what it selects. Sticky
+instruction messages (``chat.sticky``) are left out of the clustering and come back as the
+one sticky topic. Deterministic: the same chat gives the same topics.
 """
 
 from __future__ import annotations
@@ -54,7 +59,8 @@ CHAT_STOPWORDS = (STOPWORDS - _CHAT_SUBJECTS) | frozenset(
     year years week weeks month months ago recently lately later already yet still
     enjoy enjoyed enjoying bye goodbye congrats congratulations hopefully happened
     happen happens give gave given believe catch matter matters ready brings bring best
-    top stay stayed tough awe part taking pic pics""".split()
+    top stay stayed tough awe part taking pic pics wanted went gone goes doing done
+    person people others ones""".split()
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#'-]*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
@@ -181,37 +187,43 @@ def spherical_kmeans(x: np.ndarray, k: int, iterations: int = 30, seed: int = 0)
     return labels
 
 
-def _candidates(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset[str]) -> list[list[tuple[float, str]]]:
-    """Per cluster, its distinctive terms best first: (score, surface form).
+Candidate = tuple[float, str, frozenset[int]]
+
+
+def _candidates(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset[str]) -> list[list[Candidate]]:
+    """Per cluster, its distinctive terms best first: (score, surface form, the messages
+    using it).
 
     A term's forms count together (``word_key``). Score: the share of the cluster's
     messages using the term times the log of how much likelier it is there than in the
     whole chat (its part of the cluster's divergence from the chat). A term of one message
     names no group, nor does the chat's background (``BACKGROUND_SHARE``)."""
     n = len(texts)
-    per_cluster: list[Counter[tuple[str, ...]]] = [Counter() for _ in range(k)]
+    uses: list[dict[tuple[str, ...], set[int]]] = [{} for _ in range(k)]
     surface: Counter[tuple[tuple[str, ...], str]] = Counter()
-    for text, c in zip(texts, labels):
+    for i, (text, c) in enumerate(zip(texts, labels)):
         keys = {}
         for term in _terms(text, exclude):
             key = tuple(word_key(w) for w in term.split())
             if len(set(key)) < len(key):
                 continue  # "dog dogs": one word twice
             keys.setdefault(key, term)
-        per_cluster[int(c)].update(keys.keys())  # message frequency, not raw counts
+        for key in keys:  # message frequency, not raw counts
+            uses[int(c)].setdefault(key, set()).add(i)
         surface.update(keys.items())
     overall: Counter[tuple[str, ...]] = Counter()
-    for counter in per_cluster:
-        overall.update(counter)
+    for cluster in uses:
+        overall.update({key: len(ids) for key, ids in cluster.items()})
     form: dict[tuple[str, ...], str] = {}
     for (key, term), _ in sorted(surface.items(), key=lambda kv: -kv[1]):
         form.setdefault(key, term)
     sizes = Counter(int(c) for c in labels)
     background = n >= BACKGROUND_FROM
-    out: list[list[tuple[float, str]]] = []
+    out: list[list[Candidate]] = []
     for j in range(k):
         scored = []
-        for key, tf in per_cluster[j].items():
+        for key, ids in uses[j].items():
+            tf = len(ids)
             if tf < 2 and sizes[j] > 2:
                 continue
             p_all = overall[key] / n
@@ -221,32 +233,46 @@ def _candidates(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset
             if p_in <= p_all:
                 continue
             score = p_in * math.log(p_in / p_all) if p_all < 1 else p_in
-            scored.append((score * (1.3 if len(key) > 1 else 1.0), form[key]))
+            scored.append((score * (1.3 if len(key) > 1 else 1.0), form[key], frozenset(ids)))
         scored.sort(key=lambda s: (-s[0], s[1]))
         out.append(scored if scored and scored[0][0] >= MIN_LABEL_SCORE else [])
     return out
 
 
-def _title(words: list[str]) -> str:
-    # A word written with capitals in the chat ("LGBTQ", "iPhone") is kept as written.
-    return " ".join(w if w != w.lower() else w[:1].upper() + w[1:] for w in words)
+def _cased(texts: list[str]) -> dict[str, str]:
+    """Words the chat writes with capitals inside ("LGBTQ", "iPhone"), by lower-case form."""
+    forms: Counter[str] = Counter(w for text in texts for w in _WORD.findall(text) if w[1:] != w[1:].lower())
+    out: dict[str, str] = {}
+    for w, _ in forms.most_common():
+        out.setdefault(w.lower(), w)
+    return out
 
 
-def _label_options(scored: list[tuple[float, str]], tries: int = 6):
+def _title(words: list[str], cased: dict[str, str]) -> str:
+    return " ".join(cased.get(w, w[:1].upper() + w[1:]) for w in words)
+
+
+def _label_options(scored: list[Candidate], taken: set[str], tries: int = 6):
     """Labels for one cluster, best first: 2-3 words from its best terms, no two words of
-    one form; each start term in turn, so a cluster whose best label is taken has others."""
-    terms = [t for _, t in scored]
-    for start in range(min(tries, len(terms))):
-        words: list[str] = []
-        for term in [terms[start]] + terms[:start] + terms[start + 1:]:
+    one form, none a word of another topic's label (``taken``: their ``word_key``), the
+    words after the first taken from terms used in the same messages as it (two subjects
+    side by side, "Yoga Recipe", name neither); each start term in turn."""
+    free = [c for c in scored if not any(word_key(w) in taken for w in c[1].split())]
+    for start in range(min(tries, len(free))):
+        first = free[start]
+        rest = free[:start] + free[start + 1:]
+        # Used together in two messages if any are; else in one.
+        together = [c for c in rest if len(c[2] & first[2]) >= min(2, len(first[2]))] or \
+            [c for c in rest if c[2] & first[2]]
+        words = first[1].split()
+        for _, term, _ids in together:
             parts = term.split()
+            if len(words) >= 2:
+                break
             if any(word_key(p) in {word_key(w) for w in words} for p in parts) or len(words) + len(parts) > 3:
                 continue
             words.extend(parts)
-            if len(words) >= 2:
-                break
-        if words:
-            yield words if len(words) > 1 else words + ["Discussion"]
+        yield words if len(words) > 1 else words + ["Discussion"]
 
 
 def merge_alike(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset[str]) -> np.ndarray:
@@ -266,20 +292,20 @@ def merge_alike(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset
 
 def label_clusters(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset[str] = frozenset(),
                    order: list[int] | None = None) -> list[str | None]:
-    """A 2-4 word Title Case label per cluster from its distinctive terms, no two labels
-    alike (same words in any order or form); None for a cluster with no distinct label
-    (nothing sets it apart, or its label is another's). ``order``: the clusters to name
-    first (the largest), who get the best labels."""
+    """A 2-4 word Title Case label per cluster from its distinctive terms, no word shared
+    by two labels (in any form: "Dog" and "Dogs" are one word), so no two alike; None for
+    a cluster with no label of its own (nothing sets it apart, or only other topics'
+    words do). ``order``: the clusters to name first (the largest), who get the best
+    labels."""
     scored = _candidates(texts, labels, k, exclude)
+    cased = _cased(texts)
     out: list[str | None] = [None] * k
-    used: set[frozenset[str]] = set()
+    taken: set[str] = set()
     for j in order if order is not None else range(k):
-        for words in _label_options(scored[j]):
-            key = frozenset(word_key(w) for w in words)
-            if key not in used:
-                used.add(key)
-                out[j] = _title(words)
-                break
+        for words in _label_options(scored[j], taken):
+            taken.update(word_key(w) for w in words if w != "Discussion")
+            out[j] = _title(words, cased)
+            break
     return out
 
 
