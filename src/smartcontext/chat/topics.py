@@ -15,6 +15,7 @@ one sticky topic. Deterministic: the same chat gives the same topics.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -121,6 +122,7 @@ def _terms(text: str, exclude: frozenset[str] = frozenset()) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
 def word_key(word: str) -> str:
     """One key for a word's forms (dog/dogs, dance/dancing/danced, recipe/recipes): two
     words of a label never share it, and a topic is counted under it."""
@@ -190,7 +192,21 @@ def spherical_kmeans(x: np.ndarray, k: int, iterations: int = 30, seed: int = 0)
 Candidate = tuple[float, str, frozenset[int]]
 
 
-def _candidates(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset[str]) -> list[list[Candidate]]:
+TermMap = dict[tuple[str, ...], str]
+
+
+def message_terms(text: str, exclude: frozenset[str] = frozenset()) -> TermMap:
+    """A message's terms by their forms' key (``word_key`` of each word), each with the
+    form the message uses; a phrase of one word twice ("dog dogs") is none."""
+    keys: TermMap = {}
+    for term in _terms(text, exclude):
+        key = tuple(word_key(w) for w in term.split())
+        if len(set(key)) == len(key):
+            keys.setdefault(key, term)
+    return keys
+
+
+def _candidates(terms: list[TermMap], labels: np.ndarray, k: int) -> list[list[Candidate]]:
     """Per cluster, its distinctive terms best first: (score, surface form, the messages
     using it).
 
@@ -198,16 +214,10 @@ def _candidates(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset
     messages using the term times the log of how much likelier it is there than in the
     whole chat (its part of the cluster's divergence from the chat). A term of one message
     names no group, nor does the chat's background (``BACKGROUND_SHARE``)."""
-    n = len(texts)
+    n = len(terms)
     uses: list[dict[tuple[str, ...], set[int]]] = [{} for _ in range(k)]
     surface: Counter[tuple[tuple[str, ...], str]] = Counter()
-    for i, (text, c) in enumerate(zip(texts, labels)):
-        keys = {}
-        for term in _terms(text, exclude):
-            key = tuple(word_key(w) for w in term.split())
-            if len(set(key)) < len(key):
-                continue  # "dog dogs": one word twice
-            keys.setdefault(key, term)
+    for i, (keys, c) in enumerate(zip(terms, labels)):
         for key in keys:  # message frequency, not raw counts
             uses[int(c)].setdefault(key, set()).add(i)
         surface.update(keys.items())
@@ -275,11 +285,11 @@ def _label_options(scored: list[Candidate], taken: set[str], tries: int = 6):
         yield words if len(words) > 1 else words + ["Discussion"]
 
 
-def merge_alike(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset[str]) -> np.ndarray:
+def merge_alike(terms: list[TermMap], labels: np.ndarray, k: int) -> np.ndarray:
     """Clusters whose best term is the same word (two "Basketball" clusters) made one:
     to a user they are one topic, and two bubbles would read "Basketball Team",
     "Basketball Court"."""
-    scored = _candidates(texts, labels, k, exclude)
+    scored = _candidates(terms, labels, k)
     owner: dict[str, int] = {}
     target = list(range(k))
     sizes = Counter(int(c) for c in labels)
@@ -290,14 +300,14 @@ def merge_alike(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset
     return np.array([target[int(c)] for c in labels])
 
 
-def label_clusters(texts: list[str], labels: np.ndarray, k: int, exclude: frozenset[str] = frozenset(),
+def label_clusters(texts: list[str], labels: np.ndarray, k: int, terms: list[TermMap] | None = None,
                    order: list[int] | None = None) -> list[str | None]:
     """A 2-4 word Title Case label per cluster from its distinctive terms, no word shared
     by two labels (in any form: "Dog" and "Dogs" are one word), so no two alike; None for
     a cluster with no label of its own (nothing sets it apart, or only other topics'
     words do). ``order``: the clusters to name first (the largest), who get the best
     labels."""
-    scored = _candidates(texts, labels, k, exclude)
+    scored = _candidates(terms if terms is not None else [message_terms(t) for t in texts], labels, k)
     cased = _cased(texts)
     out: list[str | None] = [None] * k
     taken: set[str] = set()
@@ -373,7 +383,8 @@ def local_topics(messages: list[Message], vectors: np.ndarray | None, sticky_ids
     with no label of their own are left out (their messages are in no topic)."""
     sticky = set(sticky_ids)
     exclude = speaker_words(messages)
-    keep = [i for i, m in enumerate(messages) if m.id not in sticky and _terms(m.content, exclude)]
+    terms_of = {i: message_terms(m.content, exclude) for i, m in enumerate(messages) if m.id not in sticky}
+    keep = [i for i, t in terms_of.items() if t]
     if not keep:
         return []
     k = choose_k(len(keep))
@@ -386,12 +397,13 @@ def local_topics(messages: list[Message], vectors: np.ndarray | None, sticky_ids
         x = vectors[keep]
         labels = spherical_kmeans(x, k)
     texts = [messages[i].content for i in keep]
-    labels = merge_alike(texts, labels, k, exclude)
+    terms = [terms_of[i] for i in keep]
+    labels = merge_alike(terms, labels, k)
     counts = Counter(int(c) for c in labels)
     smallest = max(2, math.ceil(MIN_TOPIC_SHARE * len(keep)))
     order = sorted((c for c, n in counts.items() if n >= smallest or len(keep) < 2 * smallest),
                    key=lambda c: (-counts[c], c))
-    names = label_clusters(texts, labels, k, exclude, order)
+    names = label_clusters(texts, labels, k, terms, order)
     topics: list[dict[str, Any]] = []
     for c in order:
         if names[c] is None:
