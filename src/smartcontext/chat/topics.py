@@ -51,12 +51,12 @@ CHAT_STOPWORDS = (STOPWORDS - _CHAT_SUBJECTS) | frozenset(
     love like likes liked feel feels felt wow hey oh ah um hmm sorry absolutely totally
     amazing wonderful things stuff able sure cause since ever never always keep kept
     new old first last next back take took come came well way though really im ive youre
-    dont thats whats its youve id yours mine hers ours theirs every another lot much
-    wait soon long little big great awesome fantastic incredible cool fun super real
-    appreciate appreciated help helps helped hope hoping glad proud excited exciting
-    interesting special important true totally sounds looking look looks mean means
+    dont thats whats its youve id yours mine hers ours theirs every another
+    wait soon long little big fantastic incredible fun super real
+    appreciate appreciated help helps helped hope hoping proud excited exciting
+    interesting special important true looking look looks mean means
     meant find found tried try trying remember reminds reminded share shared sharing
-    guess bet wish wishes hear heard let gonna wanna gotta kinda lol haha yup nope
+    guess bet wish wishes hear heard gonna wanna gotta kinda lol haha yup nope
     year years week weeks month months ago recently lately later already yet still
     enjoy enjoyed enjoying bye goodbye congrats congratulations hopefully happened
     happen happens give gave given believe catch matter matters ready brings bring best
@@ -189,10 +189,8 @@ def spherical_kmeans(x: np.ndarray, k: int, iterations: int = 30, seed: int = 0)
     return labels
 
 
-Candidate = tuple[float, str, frozenset[int]]
-
-
-TermMap = dict[tuple[str, ...], str]
+Candidate = tuple[float, str, frozenset[int]]  # score, the term as written, its messages
+TermMap = dict[tuple[str, ...], str]  # a message's terms: word keys -> the term as written
 
 
 def message_terms(text: str, exclude: frozenset[str] = frozenset()) -> TermMap:
@@ -401,6 +399,7 @@ def local_topics(messages: list[Message], vectors: np.ndarray | None, sticky_ids
     labels = merge_alike(terms, labels, k)
     counts = Counter(int(c) for c in labels)
     smallest = max(2, math.ceil(MIN_TOPIC_SHARE * len(keep)))
+    # A chat of three messages has only clusters of one: those are its topics.
     order = sorted((c for c, n in counts.items() if n >= smallest or len(keep) < 2 * smallest),
                    key=lambda c: (-counts[c], c))
     names = label_clusters(texts, labels, k, terms, order)
