@@ -120,7 +120,7 @@ def run_mode(name: str, toml: str, convs: list[dict]) -> dict:
 def render(r: dict) -> str:
     lines = ["# Local chat topics on LoCoMo", "",
              f"`{r['command']}` — {r['date']}, {r['machine']['nproc']} cores, load {r['load_average']}; "
-             f"{len(r['conversations'])} conversations of `locomo/dev.json`. A bubble should select "
+             f"{len(r['conversations'])} conversations of `{r['dataset']}`. A bubble should select "
              f"{int(LOW * 100)}-{int(HIGH * 100)}% of its conversation (share includes the sticky "
              "instructions, always in).", "",
              "| mode | bubbles | share in 2-60% | conversations all in range | min share | max share | "
@@ -160,6 +160,7 @@ def main() -> int:
                          + (f" --dataset {args.dataset}" if args.dataset != LOCOMO else ""),
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
               "load_average": load_average(),
+              "dataset": "locomo/dev.json" if args.dataset == LOCOMO else str(args.dataset),
               "conversations": [c["sample_id"] for c in convs],
               "modes": {name: run_mode(name, toml, convs) for name, toml in modes.items()}}
     stem = args.out or RESULTS_DIR / ("topics.quick" if args.quick else "topics")
