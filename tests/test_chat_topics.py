@@ -285,3 +285,15 @@ def test_threshold_rule_with_embeddings_names_the_topic_that_cleared_nothing(tmp
         assert "matched_nothing" not in answer
         kept = set(sc.chat("pets").history().message_ids)
         assert kept & {m.id for m in msgs if m.id.startswith("ferry-")} and not any(i.startswith("pottery") for i in kept)
+
+
+def test_members_deleted_before_the_topics_are_saved_leave_them(tmp_path):
+    # An extraction reads the chat, a message is deleted meanwhile, the topics are saved:
+    # the stored count is still what the topic selects.
+    msgs, _ = chat_messages()
+    write_chat(tmp_path, "pets", msgs)
+    with Workspace.open(tmp_path) as ws:
+        chat = ws.chats().chat("pets")
+        chat._save_topics([{"label": "Naxos Ferry", "count": 3, "message_ids": ["ferry-0", "ferry-1", "gone"]},
+                           {"label": "Old Topic", "count": 1, "message_ids": ["gone"]}])
+        assert chat.load().topics == [{"label": "Naxos Ferry", "count": 2, "message_ids": ["ferry-0", "ferry-1"]}]

@@ -373,11 +373,12 @@ class Chat:
         return result
 
     def _save_topics(self, topics: list[dict[str, Any]]) -> None:
-        # Ids of messages deleted meanwhile leave the sticky entry.
+        # Ids of messages deleted meanwhile leave the sticky entry and the topics that keep
+        # their members (whose count stays what they select).
         known = self.load().message_ids()
         fixed = []
         for t in topics:
-            if t.get("sticky"):
+            if isinstance(t.get("message_ids"), list):
                 ids = [i for i in t["message_ids"] if i in known]
                 if not ids:
                     continue
