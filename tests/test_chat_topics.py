@@ -297,3 +297,15 @@ def test_members_deleted_before_the_topics_are_saved_leave_them(tmp_path):
         chat._save_topics([{"label": "Naxos Ferry", "count": 3, "message_ids": ["ferry-0", "ferry-1", "gone"]},
                            {"label": "Old Topic", "count": 1, "message_ids": ["gone"]}])
         assert chat.load().topics == [{"label": "Naxos Ferry", "count": 2, "message_ids": ["ferry-0", "ferry-1"]}]
+
+
+def test_a_short_chat_keeps_topics_of_one_message():
+    # Four turns make three clusters; in so short a chat a cluster of one turn is a topic.
+    msgs = [Message("1", "user", "How do I feed a sourdough starter?"),
+            Message("2", "assistant", "Feed it flour and water every day."),
+            Message("3", "user", "Which ferry goes from Piraeus to Naxos?"),
+            Message("4", "assistant", "Blue Star ferries sail daily from Piraeus to Naxos.")]
+    vectors = np.stack([AXES[0], AXES[1], AXES[2], AXES[2]])
+    topics = local_topics(msgs, vectors, [])
+    assert sorted(t["count"] for t in topics) == [1, 1, 2], topics
+    assert any("sourdough" in t["label"].lower() for t in topics)

@@ -28,8 +28,8 @@ from ..retrieval.keyword import STOPWORDS
 from .files import STICKY_LABEL, Message
 
 MIN_TOPICS, MAX_TOPICS = 3, 8
-# A cluster smaller than this share of the clustered messages (or than 2 messages) is no
-# topic: a bubble selecting well under 2% of a long chat is noise to a user.
+# A cluster smaller than this share of the clustered messages is no topic: a bubble
+# selecting well under 2% of a long chat is noise to a user.
 MIN_TOPIC_SHARE = 0.03
 # A word in more than this share of the chat's messages is its background (the speakers'
 # names, "photo" in a chat of shared photos): it tells no topic from another. Chats under
@@ -398,10 +398,9 @@ def local_topics(messages: list[Message], vectors: np.ndarray | None, sticky_ids
     terms = [terms_of[i] for i in keep]
     labels = merge_alike(terms, labels, k)
     counts = Counter(int(c) for c in labels)
-    smallest = max(2, math.ceil(MIN_TOPIC_SHARE * len(keep)))
-    # A chat of three messages has only clusters of one: those are its topics.
-    order = sorted((c for c, n in counts.items() if n >= smallest or len(keep) < 2 * smallest),
-                   key=lambda c: (-counts[c], c))
+    # In a short chat a cluster of one message is a topic (3 clusters of 4 messages).
+    smallest = math.ceil(MIN_TOPIC_SHARE * len(keep))
+    order = sorted((c for c, n in counts.items() if n >= smallest), key=lambda c: (-counts[c], c))
     names = label_clusters(texts, labels, k, terms, order)
     topics: list[dict[str, Any]] = []
     for c in order:
