@@ -213,6 +213,14 @@ def test_each_local_bubble_selects_its_count(tmp_path):
         both = [t["label"] for t in regular[:2]]
         sc.set_filter(both, chat_id="pets")
         assert set(chat.history().message_ids) == {"s0", *regular[0]["message_ids"], *regular[1]["message_ids"]}
+        # A message added since the extraction joins a topic whose label it matches (the
+        # seed's rule) until the next extraction counts it in.
+        ferry = next(t for t in regular if "ferry" in t["label"].lower() or "naxos" in t["label"].lower())
+        sc.set_filter([ferry["label"]], chat_id="pets")
+        chat.add_message("user", "Does the Naxos ferry take cars?", id="late-ferry", extract=False)
+        chat.add_message("user", "My clay bowl cracked again.", id="late-clay", extract=False)
+        kept = set(chat.history().message_ids)
+        assert kept == {"s0", "late-ferry", *ferry["message_ids"]}
 
 
 # Topics as an LLM writes them (label and count, no members): the seed's threshold rule.
@@ -254,12 +262,12 @@ def test_topic_filter_mixes_members_and_the_threshold_rule():
             Message("m3", "user", "c")]
     mv = np.array([[0.0, 1.0], [0.9, 0.1], [0.1, 0.9], [0.0, 1.0]], dtype=np.float32)
     members = {"Local": ["m3", "gone"]}  # an id deleted since extraction selects nothing
-    lab = np.array([[1.0, 0.0]], dtype=np.float32)  # one row: the topic without members
+    lab = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)  # a row per active topic
     res = topic_filter("c", msgs, ["s"], ["Local", "LLM"], True, 0.7, mv, lab, members)
     assert res.mode == "topics" and res.message_ids == ["s", "m1", "m3"] and res.matched_nothing == []
     only = topic_filter("c", msgs, ["s"], ["Local"], True, 0.7, members=members)
     assert only.message_ids == ["s", "m3"]
-    none = topic_filter("c", msgs, ["s"], ["LLM"], True, 0.99, mv, lab, members)
+    none = topic_filter("c", msgs, ["s"], ["LLM"], True, 0.99, mv, lab[1:], members)
     assert none.mode == "topics-fallback" and none.matched_nothing == ["LLM"] and len(none.messages) == 4
 
 

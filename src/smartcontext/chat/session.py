@@ -25,7 +25,7 @@ from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
-from .filter import HistoryResult, threshold_filter, topic_filter, topic_members
+from .filter import HistoryResult, members_end, threshold_filter, topic_filter, topic_members
 from .keywords import ChatKeywords
 from .sticky import sticky_message_ids
 from .topics import TopicResult, local_topics, term_vectors, with_sticky
@@ -450,17 +450,18 @@ class Chat:
             if not ctx.active_topics or not ctx.embedding_search:
                 return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, ctx.embedding_search, 0.0)
             members = topic_members(data.topics)
-            scored = [t for t in ctx.active_topics if t not in members]
-            if not scored:  # every selected topic keeps its members: no vectors needed
-                return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True, 0.0, members=members)
+            active = ctx.active_topics
+            if all(t in members for t in active) and members_end(data.messages, members) >= len(data.messages):
+                # Every selected topic keeps its members and no message came since: no vectors.
+                return topic_filter(self.chat_id, data.messages, sticky, active, True, 0.0, members=members)
             embedder = self.context.embedder()
             if embedder is None:
                 # Embeddings off: a message is on a topic when it uses one of the label's words.
-                mv, lv = term_vectors(data.messages, scored)
-                return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True, 1e-6, mv, lv, members)
-            return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True,
+                mv, lv = term_vectors(data.messages, active)
+                return topic_filter(self.chat_id, data.messages, sticky, active, True, 1e-6, mv, lv, members)
+            return topic_filter(self.chat_id, data.messages, sticky, active, True,
                                 ctx.similarity_threshold, self.matrix(data.messages),
-                                embed_labels(embedder, scored), members)
+                                embed_labels(embedder, active), members)
         embedder = self.context.embedder()
         if embedder is None and mode == "threshold":
             raise InvalidArgument("the threshold history compares embeddings, and embeddings are off "
