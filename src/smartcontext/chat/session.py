@@ -25,7 +25,7 @@ from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
-from .filter import HistoryResult, threshold_filter, topic_filter
+from .filter import HistoryResult, members_end, threshold_filter, topic_filter, topic_members
 from .keywords import ChatKeywords
 from .sticky import sticky_message_ids
 from .topics import TopicResult, local_topics, term_vectors, with_sticky
@@ -205,9 +205,13 @@ class SmartContext:
         self.active_topics = topics
         self._save_state()
         self.events.emit(FILTER_CHANGED, {"active_topics": list(topics), "chat_id": self.current_chat_id})
+        answer: dict[str, Any] = {"status": "success", "active_topics": list(topics)}
         if self.current_chat_id and topics and self.embedding_search:
-            self.chat().highlight()
-        return {"status": "success", "active_topics": list(topics)}
+            result = self.chat().highlight()
+            if result.matched_nothing:
+                # The seed's answer, plus what a panel must say: these bubbles selected nothing.
+                answer.update(matched_nothing=result.matched_nothing, status_line=result.status_line())
+        return answer
 
     def get_topics(self, chat_id: str | None = None) -> dict[str, Any]:
         """The topics of the chat and how many messages it has."""
@@ -369,11 +373,12 @@ class Chat:
         return result
 
     def _save_topics(self, topics: list[dict[str, Any]]) -> None:
-        # Ids of messages deleted meanwhile leave the sticky entry.
+        # Ids of messages deleted meanwhile leave the sticky entry and the topics that keep
+        # their members (whose count stays what they select).
         known = self.load().message_ids()
         fixed = []
         for t in topics:
-            if t.get("sticky"):
+            if isinstance(t.get("message_ids"), list):
                 ids = [i for i in t["message_ids"] if i in known]
                 if not ids:
                     continue
@@ -444,14 +449,19 @@ class Chat:
         if mode == "topics":
             if not ctx.active_topics or not ctx.embedding_search:
                 return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, ctx.embedding_search, 0.0)
+            members = topic_members(data.topics)
+            active = ctx.active_topics
+            if all(t in members for t in active) and members_end(data.messages, members) >= len(data.messages):
+                # Every selected topic keeps its members and no message came since: no vectors.
+                return topic_filter(self.chat_id, data.messages, sticky, active, True, 0.0, members=members)
             embedder = self.context.embedder()
             if embedder is None:
                 # Embeddings off: a message is on a topic when it uses one of the label's words.
-                mv, lv = term_vectors(data.messages, ctx.active_topics)
-                return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True, 1e-6, mv, lv)
-            return topic_filter(self.chat_id, data.messages, sticky, ctx.active_topics, True,
+                mv, lv = term_vectors(data.messages, active)
+                return topic_filter(self.chat_id, data.messages, sticky, active, True, 1e-6, mv, lv, members)
+            return topic_filter(self.chat_id, data.messages, sticky, active, True,
                                 ctx.similarity_threshold, self.matrix(data.messages),
-                                embed_labels(embedder, ctx.active_topics))
+                                embed_labels(embedder, active), members)
         embedder = self.context.embedder()
         if embedder is None and mode == "threshold":
             raise InvalidArgument("the threshold history compares embeddings, and embeddings are off "
@@ -574,9 +584,14 @@ class Chat:
             return []
         return [messages[i].id for i in self._keywords.rank(messages, query, limit)]
 
-    def highlight(self) -> list[str]:
-        """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps."""
-        ids = self.history(mode="topics").message_ids
-        self.context.events.emit(HIGHLIGHT_APPLIED, {"message_ids": ids})
-        return ids
+    def highlight(self) -> HistoryResult:
+        """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps
+        (and, when a selected topic matched no message, ``matched_nothing`` and the
+        ``status_line`` that says so); returns the filter's result."""
+        result = self.history(mode="topics")
+        payload: dict[str, Any] = {"message_ids": result.message_ids}
+        if result.matched_nothing:
+            payload.update(matched_nothing=result.matched_nothing, status_line=result.status_line())
+        self.context.events.emit(HIGHLIGHT_APPLIED, payload)
+        return result
 

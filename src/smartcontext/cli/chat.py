@@ -100,6 +100,8 @@ def set_filter(
         _print_events(events)
         out_console.print(("Active topics: " + ", ".join(answer["active_topics"])) if answer["active_topics"]
                           else "Filter cleared: all messages in context", highlight=False, markup=False)
+        if answer.get("matched_nothing"):
+            out_console.print(answer["status_line"], highlight=False, markup=False)
 
 
 @chat_app.command("mode")

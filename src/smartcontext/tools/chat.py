@@ -90,14 +90,16 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
     return [
         ToolSpec("smart_context_set_filter",
                  "Select chat topics (labels from smart_context_get_topics): the history sent to the model "
-                 "keeps the messages similar to them, plus the sticky instructions. An empty list clears the "
-                 "filter. Emits smart_context.filter_changed (and highlight_applied).",
+                 "keeps each topic's messages (a topic listing message_ids keeps those; others, the messages "
+                 "similar to the label), plus the sticky instructions; topics that selected no message are "
+                 "named in matched_nothing. An empty list clears the filter. Emits "
+                 "smart_context.filter_changed (and highlight_applied).",
                  obj({"topics": {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxItems": 50},
                       "chat_id": CHAT_ID}, ["topics"]),
                  set_filter, read_only=False, provider="chat", lock=lock),
         ToolSpec("smart_context_get_topics",
-                 "The topics of a chat ({label, count}, plus the sticky 'Instructions & Preferences' entry "
-                 "with its message_ids) and its total_messages.",
+                 "The topics of a chat ({label, count}, message_ids for topics that keep their members, plus "
+                 "the sticky 'Instructions & Preferences' entry with its message_ids) and its total_messages.",
                  obj({"chat_id": CHAT_ID}), get_topics, provider="chat", lock=lock),
         ToolSpec("smart_context_set_similarity_mode",
                  "Turn the topic filter's embedding search on or off (off: the whole history is sent).",

@@ -153,8 +153,10 @@
   });
 
   window.addEventListener('smart_context.highlight_applied', function (e) {
-    var ids = (e.detail && e.detail.message_ids) || [];
-    if (scActive.size) setStatus(statusFor(ids.length));
+    var d = e.detail || {};
+    // A selected topic that matched no message: the server's line names it (else the
+    // filter falls back to every message and the bubble looks as if it did nothing).
+    if (scActive.size) setStatus(d.status_line || statusFor((d.message_ids || []).length));
   });
 
   // Read the server's state: on load (so a reload keeps the filter), on switching chats and
