@@ -16,7 +16,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,7 +26,8 @@ from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus,
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
 from .filter import HistoryResult, threshold_filter, topic_filter
-from .keywords import ChatKeywords
+from ..sources.chat import INDEX_ENCODING
+from .rows import ChatRows
 from .sticky import sticky_message_ids
 from .topics import TopicResult, local_topics, term_vectors, with_sticky
 from .vectors import MessageVectors, embed_labels, same_objects
@@ -251,7 +252,7 @@ class Chat:
         self._indexed_sig: tuple | None = None
         self._token_memo: dict[str, dict[str, int]] = {}
         self._token_list: tuple[str, tuple[Message, ...], list[int]] | None = None
-        self._keywords = ChatKeywords()
+        self._rows = ChatRows()
         self._position_memo: tuple[tuple[Message, ...], dict[str, int], set[str]] | None = None
         self._synced_paths: set[str] = set()
         self.last_written: str | None = None  # the chat file the last write changed (to re-index)
@@ -424,8 +425,9 @@ class Chat:
               threshold, the seed's rule with the message as query), ``all``.
               Default: ``topics`` when a topic filter is active, else ``auto`` with a
               pending message, else ``all``.
-        sync: kept for callers of the index-backed ranking; the history ranks the chat's
-              own messages (``chat.keywords``) and reads nothing from the index.
+        sync: bring the workspace index up to date with the chat's files first (the
+              keyword ranking and the token counts come from the chat's rows in it);
+              False when the caller re-indexes what it writes (the tools do).
         """
         ctx = self.context
         mode = self.history_mode(pending, mode)
@@ -472,20 +474,40 @@ class Chat:
         return "topics" if ctx.active_topics and ctx.embedding_search else ("auto" if pending else "all")
 
     def _auto(self, data, sticky, pending, matrix, query, max_tokens, share, sync=True) -> HistoryResult:
+        from ..query.profiles import CHAT_HISTORY
         from .auto import auto_filter
 
         encoding = self.workspace.config.context.encoding
         messages = data.messages
-        counts = self.token_counts(messages, encoding)
+        if sync:
+            self.sync_index()
+        rows = self.index_rows()
+        counts = self.token_counts(messages, encoding, rows)
         index_of, speakers = self._positions(messages)
+        pool = min(len(messages), int(CHAT_HISTORY.constants["keyword_pool"]))
         return auto_filter(
-            self.chat_id, messages, sticky,
-            [messages[i].id for i in self._keywords.rank(messages, pending, len(messages))],
+            self.chat_id, messages, sticky, self._ranked(pending, pool, rows),
             matrix, query, max_tokens=max_tokens,
             share=share if share is not None else self.context.config.history_share,
             neighbours=self.context.config.neighbours, encoding=encoding,
             token_counts=counts, pending=pending, index_of=index_of, speakers=speakers,
         )
+
+    def index_rows(self) -> ChatRows | None:
+        """This chat's message rows in the workspace index (None when it has no index)."""
+        ws = self.workspace
+        if not ws.has_index:
+            return None
+        return self._rows.refresh(ws.store, self.paths())
+
+    def _ranked(self, query: str, limit: int, rows: ChatRows | None) -> list[str]:
+        """Message ids, best first: the index's keyword search scoped to this chat's rows."""
+        from ..retrieval.keyword import KeywordSearcher
+
+        if rows is None or not rows.message_of or not query.strip() or limit < 1:
+            return []
+        hits = KeywordSearcher(self.workspace.store).search(query, limit, within=rows.message_of)
+        return [rows.message_of[r] for r, _ in hits]
 
     def _positions(self, messages: list[Message]) -> tuple[dict[str, int], set[str]]:
         """Each message's position by id, and the chat's speakers: kept across calls and
@@ -502,37 +524,47 @@ class Chat:
         self._position_memo = (tuple(messages), index_of, speakers)
         return index_of, speakers
 
-    def token_counts(self, messages: list[Message], encoding: str) -> list[int]:
+    def token_counts(self, messages: list[Message], encoding: str, rows: ChatRows | None = None) -> list[int]:
         """Exact tokens of each message as the model reads it (``render_message``).
 
-        Counted once per rendered text; a chat read again from an unchanged file holds
-        the same message objects, so the whole list is reused without rendering."""
-        from ..tokens import count_many
-        from .auto import render_message
-
+        ``rows``: the chat's index rows, whose counts (made when the file was indexed, in
+        ``INDEX_ENCODING``) are used for the messages they hold; the others are counted
+        here, once per rendered text. A chat read again from an unchanged file holds the
+        same message objects, so the whole list is reused without rendering."""
         last = self._token_list
         if last is not None and last[0] == encoding and same_objects(last[1], messages):
             return last[2]
-        memo = self._token_memo.setdefault(encoding, {})
+        known = rows.by_message if rows is not None and encoding == INDEX_ENCODING else {}
         if last is not None and last[0] == encoding and _extends(last[1], messages):
             # Messages appended to the same chat: count only those.
-            new = [render_message(m) for m in messages[len(last[1]):]]
-            todo = [t for t in dict.fromkeys(new) if t not in memo]
-            if todo:
-                memo.update(zip(todo, count_many(todo, encoding)))
-            counts = last[2] + [memo[t] for t in new]
-            self._token_list = (encoding, tuple(messages), counts)
-            return counts
-        texts = [render_message(m) for m in messages]
-        todo = [t for t in dict.fromkeys(texts) if t not in memo]
-        if todo:
-            memo.update(zip(todo, count_many(todo, encoding)))
-        counts = [memo[t] for t in texts]
-        if len(memo) > 4 * len(texts) + 1000:
-            # Edited and deleted messages leave their counts behind: keep only the live ones.
-            self._token_memo[encoding] = {t: memo[t] for t in texts}
+            counts = last[2] + self._count(messages[len(last[1]):], encoding, known)
+        else:
+            counts = self._count(messages, encoding, known)
         self._token_list = (encoding, tuple(messages), counts)
         return counts
+
+    def _count(self, messages: Sequence[Message], encoding: str, known: dict[str, tuple[int, int]]) -> list[int]:
+        from ..tokens import count_many
+        from .auto import render_message
+
+        out: list[int] = []
+        todo: dict[int, str] = {}
+        for i, m in enumerate(messages):
+            row = known.get(m.id)
+            out.append(row[1] if row is not None else 0)
+            if row is None:
+                todo[i] = render_message(m)
+        if todo:
+            memo = self._token_memo.setdefault(encoding, {})
+            new = [t for t in dict.fromkeys(todo.values()) if t not in memo]
+            if new:
+                memo.update(zip(new, count_many(new, encoding)))
+            for i, text in todo.items():
+                out[i] = memo[text]
+            if len(memo) > 4 * len(messages) + 1000:
+                # Edited and deleted messages leave their counts behind: keep only the live ones.
+                self._token_memo[encoding] = {t: memo[t] for t in todo.values()}
+        return out
 
     def sync_index(self) -> None:
         """Bring the workspace index up to date with this chat's files (those that changed
@@ -565,14 +597,11 @@ class Chat:
         return sig is not None and sig != self._indexed_sig
 
     def keyword_ranking(self, query: str, limit: int, sync: bool = True) -> list[str]:
-        """Message ids of this chat, best first, by BM25 over the chat's own messages
-        (``chat.keywords``: built once, extended by appended messages). ``sync`` is
-        accepted for callers of the index-backed ranking this replaced; the workspace
-        index is not read."""
-        messages = self.load().messages
-        if not query.strip():
-            return []
-        return [messages[i].id for i in self._keywords.rank(messages, query, limit)]
+        """Message ids of this chat, best first, by the workspace index's keyword (BM25)
+        search scoped to the chat's rows (``sync``: re-index the chat's changed files first)."""
+        if sync:
+            self.sync_index()
+        return self._ranked(query, limit, self.index_rows())
 
     def highlight(self) -> list[str]:
         """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps."""
