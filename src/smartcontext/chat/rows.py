@@ -35,20 +35,39 @@ class ChatRows:
         changed = (store.changed_paths(self._generation)
                    if store is self._store and self._generation is not None else None)
         stale = [p for p in paths if p not in self._by_path or changed is None or p in changed]
+        gone = [p for p in self._by_path if p not in paths]
+        fresh: dict[str, dict[str, tuple[int, int]]] = {p: {} for p in stale}
         if stale:
-            fresh: dict[str, dict[str, tuple[int, int]]] = {p: {} for p in stale}
-            for row in store.item_light_rows(stale):
-                if row.kind == "message" and row.path in fresh:
-                    fresh[row.path][row.qualname] = (row.rowid, row.tokens)
+            found = store.item_sizes(stale, "message")
+            if len(stale) == 1:  # the common case (the JSON file, or the segment written): at C speed
+                fresh[stale[0]] = {mid: (rowid, tokens) for rowid, _, mid, tokens in found}
+            else:
+                for rowid, path, mid, tokens in found:
+                    if path in fresh:
+                        fresh[path][mid] = (rowid, tokens)
+        if paths[:1] == self._paths[:1] and paths[0] not in stale and not gone:
+            # Only log segments changed (an append): their messages follow the JSON
+            # file's, so the maps are patched rather than rebuilt for 50,000 messages.
+            for p in stale:
+                for mid, (rowid, _) in self._by_path.get(p, {}).items():
+                    self.message_of.pop(rowid, None)
+                    if self.by_message.get(mid, (None,))[0] == rowid:
+                        del self.by_message[mid]
             self._by_path.update(fresh)
-        for p in [p for p in self._by_path if p not in paths]:
-            del self._by_path[p]
-        if stale or paths != self._paths:
+            for p in stale:
+                for mid, row in fresh[p].items():
+                    if mid not in self.by_message:
+                        self.by_message[mid] = row
+                        self.message_of[row[0]] = mid
+        else:
+            self._by_path.update(fresh)
+            for p in gone:
+                del self._by_path[p]
             by_message: dict[str, tuple[int, int]] = {}
-            for p in paths:
-                for mid, row in self._by_path[p].items():
-                    # A rewrite cut short leaves a message in two files: the chat reads the first.
-                    by_message.setdefault(mid, row)
+            # A rewrite cut short leaves a message in two files: the chat reads the first,
+            # so the earlier files are laid over the later ones.
+            for p in reversed(paths):
+                by_message.update(self._by_path[p])
             self.by_message = by_message
             self.message_of = {rowid: mid for mid, (rowid, _) in by_message.items()}
         self._store, self._generation, self._paths = store, generation, paths

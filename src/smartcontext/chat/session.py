@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -486,7 +487,7 @@ class Chat:
         index_of, speakers = self._positions(messages)
         pool = min(len(messages), int(CHAT_HISTORY.constants["keyword_pool"]))
         return auto_filter(
-            self.chat_id, messages, sticky, self._ranked(pending, pool, rows),
+            self.chat_id, messages, sticky, self._ranked(pending, pool, rows, speakers),
             matrix, query, max_tokens=max_tokens,
             share=share if share is not None else self.context.config.history_share,
             neighbours=self.context.config.neighbours, encoding=encoding,
@@ -500,12 +501,20 @@ class Chat:
             return None
         return self._rows.refresh(ws.store, self.paths())
 
-    def _ranked(self, query: str, limit: int, rows: ChatRows | None) -> list[str]:
-        """Message ids, best first: the index's keyword search scoped to this chat's rows."""
+    def _ranked(self, query: str, limit: int, rows: ChatRows | None, speakers: set[str]) -> list[str]:
+        """Message ids, best first: the index's keyword search scoped to this chat's rows.
+
+        The speaker the query names is a signal of its own (``auto_filter``'s boost); as a
+        keyword too, the index's statistics (a name rare in the workspace, common in its
+        chat) would weigh it twice."""
         from ..retrieval.keyword import KeywordSearcher
+        from .auto import named_speaker
 
         if rows is None or not rows.message_of or not query.strip() or limit < 1:
             return []
+        speaker = named_speaker(query, list(speakers))
+        if speaker is not None:
+            query = re.sub(rf"(?<!\w){re.escape(speaker)}(?!\w)", " ", query, flags=re.IGNORECASE)
         hits = KeywordSearcher(self.workspace.store).search(query, limit, within=rows.message_of)
         return [rows.message_of[r] for r, _ in hits]
 
@@ -597,11 +606,13 @@ class Chat:
         return sig is not None and sig != self._indexed_sig
 
     def keyword_ranking(self, query: str, limit: int, sync: bool = True) -> list[str]:
-        """Message ids of this chat, best first, by the workspace index's keyword (BM25)
-        search scoped to the chat's rows (``sync``: re-index the chat's changed files first)."""
+        """Message ids of this chat, best first, as the automatic history ranks them: the
+        workspace index's keyword (BM25) search scoped to the chat's rows (``sync``:
+        re-index the chat's changed files first)."""
         if sync:
             self.sync_index()
-        return self._ranked(query, limit, self.index_rows())
+        messages = self.load().messages
+        return self._ranked(query, limit, self.index_rows(), self._positions(messages)[1])
 
     def highlight(self) -> list[str]:
         """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps."""

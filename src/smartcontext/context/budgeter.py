@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..query.packers import PASS, greedy_fill
+from ..query.packers import PASS, Outcome, greedy_fill
 from ..retrieval.scoring import ScoredItem
 from ..store.base import StoredItem
 from .models import OMIT_BUDGET, OMIT_DUPLICATE, ExtractionConfig, SelectedItem
@@ -62,7 +62,7 @@ def plan_budget(
     files: set[str] = set()
     full_used = 0
 
-    def offer(cand: ScoredItem, room: int) -> int | None | object:
+    def offer(cand: ScoredItem, room: int) -> Outcome:
         nonlocal full_used
         si = stored.get(cand.rowid)
         if si is None:

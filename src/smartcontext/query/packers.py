@@ -14,9 +14,9 @@ candidate costs and what taking it records, which the caller's ``offer`` decides
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
-__all__ = ["PASS", "fill_by_size", "greedy_fill"]
+__all__ = ["PASS", "Outcome", "fill_by_size", "greedy_fill"]
 
 T = TypeVar("T")
 
@@ -29,12 +29,14 @@ class _Pass:
 # What ``offer`` returns for a candidate passed over without a try (a duplicate, one
 # shown inside another already): neither taken nor a miss.
 PASS = _Pass()
+# What an offer did: tokens taken, None (a miss) or PASS.
+Outcome: TypeAlias = "int | None | _Pass"
 
 
 def greedy_fill(
     ranked: Iterable[T],
     budget: int,
-    offer: Callable[[T, int], "int | None | _Pass"],
+    offer: Callable[[T, int], Outcome],
     used: int = 0,
     max_misses: int | None = None,
 ) -> int:
@@ -54,10 +56,10 @@ def greedy_fill(
             if max_misses is not None and misses >= max_misses:
                 break
             continue
-        if spent is PASS:
+        if isinstance(spent, _Pass):
             continue
         misses = 0
-        used += spent  # type: ignore[operator]
+        used += spent
         if used >= budget:
             break
     return used
@@ -71,7 +73,7 @@ def fill_by_size(order: Iterable[int], sizes: Sequence[int], budget: int, chosen
     if used >= budget:
         return used
 
-    def offer(i: int, room: int) -> int | None | _Pass:
+    def offer(i: int, room: int) -> Outcome:
         if chosen[i]:
             return PASS
         if sizes[i] > room:

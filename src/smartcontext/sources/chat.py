@@ -106,6 +106,9 @@ class ChatData:
         return {m.id for m in self.messages}
 
 
+_MESSAGE_KEYS = frozenset(("id", "role", "content", "timestamp"))
+
+
 def parse_chat(raw: Any, where: str) -> ChatData:
     """Check and convert the JSON of a chat file; ``where`` names it in errors."""
     if not isinstance(raw, dict):
@@ -136,8 +139,11 @@ def parse_chat(raw: Any, where: str) -> ChatData:
         if not isinstance(role, str):
             raise ChatFileError(f"{where}: message {mid!r} has a 'role' that is not a string")
         ts = m.get("timestamp")
-        extra = {k: v for k, v in m.items() if k not in ("id", "role", "content", "timestamp")}
-        messages.append(Message(mid, role, content_text(m.get("content")),
+        content = m.get("content")
+        # A long chat is read on its history's first answer: the common message (the
+        # known keys only, string content) costs no further call.
+        extra = {} if m.keys() <= _MESSAGE_KEYS else {k: v for k, v in m.items() if k not in _MESSAGE_KEYS}
+        messages.append(Message(mid, role, content if type(content) is str else content_text(content),
                                 None if ts is None else str(ts), extra))
     extra = {k: v for k, v in raw.items() if k not in ("messages", "topics")}
     return ChatData(messages, list(topics_raw), extra)

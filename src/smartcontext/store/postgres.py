@@ -610,6 +610,13 @@ class PostgresStore:
             ).fetchall()
         return [CatalogueRow(*r) for r in rows]
 
+    def item_sizes(self, paths: Sequence[str], kind: str) -> list[tuple[int, str, str, int]]:
+        with self._conn() as conn:
+            return [tuple(r) for r in conn.execute(
+                "SELECT rowid, path, qualname, tokens FROM items WHERE kind = %s AND path = ANY(%s) "
+                "ORDER BY rowid", (kind, list(paths)),
+            ).fetchall()]
+
     def item_count(self) -> int:
         with self._conn() as conn:
             return _one(conn.execute("SELECT count(*) FROM items"))[0]
