@@ -59,6 +59,10 @@ class ChatWorkspace(Protocol):
 STATE_FILE = "chat_state.json"
 EVENTS_FILE = "chat_events.jsonl"
 HISTORY_MODES = ("auto", "topics", "threshold", "all")
+# Keyword ranks asked of the index per history: a rank past this lends under 1/2,000 of the
+# best turn's fused score, and asking for all of a 50,000-message chat's matches costs the
+# index's search about twice the time (bench/chat_scale.py).
+KEYWORD_POOL = 2000
 LOCAL_METHOD = "local:kmeans-terms+rules"
 COMMANDS = ("smart_context.set_filter", "smart_context.get_topics", "smart_context.set_similarity_mode")
 
@@ -475,7 +479,6 @@ class Chat:
         return "topics" if ctx.active_topics and ctx.embedding_search else ("auto" if pending else "all")
 
     def _auto(self, data, sticky, pending, matrix, query, max_tokens, share, sync=True) -> HistoryResult:
-        from ..query.profiles import CHAT_HISTORY
         from .auto import auto_filter
 
         encoding = self.workspace.config.context.encoding
@@ -485,7 +488,7 @@ class Chat:
         rows = self.index_rows()
         counts = self.token_counts(messages, encoding, rows)
         index_of, speakers = self._positions(messages)
-        pool = min(len(messages), int(CHAT_HISTORY.constants["keyword_pool"]))
+        pool = min(len(messages), KEYWORD_POOL)
         return auto_filter(
             self.chat_id, messages, sticky, self._ranked(pending, pool, rows, speakers),
             matrix, query, max_tokens=max_tokens,

@@ -135,10 +135,6 @@ CHAT_HISTORY = Profile(
         # Selection order is score * tokens ** this: at equal relevance a longer turn
         # holds more of what a question asks than "Wow!" (score per token lost 0.08).
         "length_exponent": 0.75,
-        # Keyword ranks asked of the index per history: a rank past this lends under
-        # 1/2,000 of the best turn's fused score, and asking for all of a 50,000-message
-        # chat's matches costs the index's search about twice the time (bench/chat_scale.py).
-        "keyword_pool": 2000,
     }),
 )
 
