@@ -10,7 +10,7 @@ history) unless ``--model`` names one: the numbers are the chat layer's, not a m
 The measured process opens the folder as a server does, indexes it (the chat's messages
 are items of the index), then answers. Rows: ``add``: median and worst of ``--adds`` user messages appended (file write plus
 re-index of what changed); ``history cold``: the first automatic history of the process
-(loads the chat and builds its keyword postings); ``history warm``: median over the
+(reads the chat file and the chat's rows in the index: ids, exact token counts); ``history warm``: median over the
 questions, with an add between each (so every answer sees a new message); ``peak RSS``.
 
     python bench/chat_scale.py --quick            # 1,000 and 10,000 messages

@@ -1,7 +1,8 @@
 """Long chats: past ``APPEND_FROM`` messages a chat grows by JSON Lines segments beside
 its JSON file, so adding a message writes (and re-indexes) one small segment whatever
 the chat's length; reading puts the pieces back in order; a rewrite folds them in; a
-line torn by a crash is ignored. The automatic history ranks the chat's own messages.
+line torn by a crash is ignored. The automatic history ranks the chat's messages through the
+workspace index's keyword search, scoped to the chat.
 Small chats built in temp folders, with the thresholds lowered."""
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import pytest
 
 from smartcontext.chat import files
 from smartcontext.chat.files import ChatFile, Message
-from smartcontext.chat.keywords import ChatKeywords
 from smartcontext.tools import ToolRegistry
 from smartcontext.workspace import Workspace
 
@@ -99,12 +99,50 @@ def test_segments_are_indexed_and_the_history_finds_their_messages(long_chat):
         registry.close()
 
 
-def test_keyword_ranking_is_bm25_over_the_chat_and_follows_appends():
-    kw = ChatKeywords()
-    msgs = [Message("a", "user", "The ferry to Naxos"), Message("b", "user", "Sourdough starter"),
-            Message("c", "Caroline", "ferries and ferry tickets, ferry times")]
-    assert kw.rank(msgs, "ferry", 10) == [2, 0]
-    assert kw.rank(msgs, "what did Caroline say", 10) == [2]  # the speaker is a term
-    more = [*msgs, Message("d", "user", "getNetrcAuth fails in get_netrc_auth")]
-    assert kw.rank(more, "netrc auth", 10) == [3]
-    assert kw.rank([msgs[1]], "ferry", 10) == []  # another chat: built again
+def test_keyword_ranking_is_the_index_search_scoped_to_the_chat_and_follows_appends(long_chat):
+    memory = long_chat / ".memory"
+    (memory / "other.json").write_text(json.dumps({"messages": [
+        {"id": "o1", "role": "user", "content": "the ferry to Naxos, ferry tickets, ferry times"}], "topics": []}))
+    ws = Workspace.open(long_chat)
+    try:
+        ws.index(embeddings=False)
+        chat = ws.chats().chat("long")
+        for n, text in enumerate(["The ferry to Naxos", "Sourdough starter", "ferries and ferry tickets, ferry times"]):
+            chat.add_message("Caroline" if n == 2 else "user", text, id=f"f{n}", extract=False)
+        ranked = chat.keyword_ranking("ferry", 10)
+        assert ranked[:2] == ["f2", "f0"] and "o1" not in ranked  # the other chat is out of scope
+        # A speaker is searchable with the text; the one a history's message names is the
+        # speaker signal's (auto_filter's boost), not a keyword as well.
+        assert any(h.path == ".memory/long.00001.jsonl" for h in ws.search("Caroline", mode="keyword"))
+        assert chat.keyword_ranking("what did Caroline say", 10) == []
+        assert chat.keyword_ranking("Caroline's tickets", 10) == ["f2"]
+        chat.add_message("user", "getNetrcAuth fails in get_netrc_auth", id="f3", extract=False)
+        assert chat.keyword_ranking("netrc auth", 10) == ["f3"]  # appended, re-indexed, found
+        assert chat.keyword_ranking("netrc auth", 10, sync=False) == ["f3"]
+    finally:
+        ws.close()
+
+
+def test_token_counts_come_from_the_index_rows_and_are_exact(long_chat):
+    from smartcontext.chat.auto import render_message
+    from smartcontext.tokens import count_many
+
+    ws = Workspace.open(long_chat)
+    try:
+        ws.index(embeddings=False)
+        chat = ws.chats().chat("long")
+        chat.add_message("user", "a longer message, with punctuation: it counts exactly!", id="t1",
+                         timestamp="2026-01-02T03:04:05+0000", extract=False)
+        chat.sync_index()  # the library's add does not index (the tools re-index what they write)
+        messages = chat.messages()
+        rows = chat.index_rows()
+        assert rows is not None and set(rows.by_message) == {m.id for m in messages}
+        exact = count_many([render_message(m) for m in messages])
+        assert [rows.by_message[m.id][1] for m in messages] == exact
+        fresh = ws.chats().chat("long")  # a new Chat: counts read from the rows, none computed
+        assert fresh.token_counts(messages, "cl100k_base", fresh.index_rows()) == exact
+        assert fresh._token_memo == {}
+        assert fresh.token_counts(messages, "o200k_base", fresh.index_rows()) == count_many(
+            [render_message(m) for m in messages], "o200k_base")  # another encoding: counted here
+    finally:
+        ws.close()

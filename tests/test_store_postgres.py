@@ -323,3 +323,24 @@ def test_deferred_vector_index_is_built_once_at_the_end(pg, tmp_path):
     assert indexed()
     after = s.nearest("m", vecs[5], 5)
     assert during[0][0] == after[0][0] == rowids[5]
+
+
+def test_item_sizes_reads_one_kind_at_some_paths_alike_on_both_stores(pg, tmp_path):
+    # The narrow read of a chat's messages (chat.rows): the same answer from both backends.
+    answers = []
+    for store in (pg("sizes"), open_store(tmp_path / "i.db")):
+        _put(store, "m.py", ["f", "g"])
+        _put(store, "n.py", ["h"])
+        store.replace_file(path="o.py", mtime_ns=1, size=1, hash="h", language="python", source="code",
+                           module="o", warnings=[],
+                           items=[(Item(id="o.py", path="o.py", kind="module", name="o", qualname="o",
+                                        start_line=1, end_line=1, text="x", language="python", tokens=7),
+                                   "o", 1, "c-o")], edges=[])
+        rows = store.item_sizes(["m.py", "o.py"], "function")
+        assert [r[0] for r in rows] == sorted(r[0] for r in rows)
+        answers.append([(path, qual, tokens) for _, path, qual, tokens in rows])
+        assert store.item_sizes(["o.py"], "module")[0][1:] == ("o.py", "o", 7)
+        assert store.item_sizes(["nowhere.py"], "function") == []
+        if not hasattr(store, "workspace"):
+            store.close()
+    assert answers[0] == answers[1] == [("m.py", "f", 5), ("m.py", "g", 5)]

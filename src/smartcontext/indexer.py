@@ -108,8 +108,9 @@ MINIFIED_LINE_CHARS = 20_000
 def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedFile:
     """Parse one file with its source. Never raises: a source's bug becomes text windows,
     and so does a file with minified lines."""
-    if (source.name != TEXT_SOURCE and len(data) > MINIFIED_LINE_CHARS
-            and _longest_line(data) > MINIFIED_LINE_CHARS):
+    # A source of data files (chats: JSON written on one line) parses long lines as usual.
+    if (source.name != TEXT_SOURCE and not getattr(source, "long_lines", False)
+            and len(data) > MINIFIED_LINE_CHARS and _longest_line(data) > MINIFIED_LINE_CHARS):
         parsed = text_windows(path, decode(data))
         parsed.warnings.append(
             f"{path}: lines over {MINIFIED_LINE_CHARS:,} characters (minified?); indexed as text windows"
@@ -178,9 +179,10 @@ def _rows(source: Source, path: str, items: list[Item], text: str) -> tuple[str,
     # SWE-bench Lite, planning with exact counts was slower and no better.
     # A signature is shown with the first line of its docstring (budgeter.signature_text),
     # so that is what it costs: the whole docstring made plans drop signatures that fit.
+    # A source that counted exactly already (chat messages: their rendered lines) keeps it.
     sig_counts = [_estimate_tokens(f"{it.signature}\n{it.doc_summary}".strip()) for it in items]
     for item in items:
-        item.tokens = _estimate_tokens(item.text)
+        item.tokens = item.tokens or _estimate_tokens(item.text)
     bodies = list(source.fts_bodies(items, text))
     if len(bodies) != len(items):
         raise ValueError(f"fts_bodies gave {len(bodies)} bodies for {len(items)} items")

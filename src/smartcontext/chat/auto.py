@@ -23,9 +23,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..query.fusion import reciprocal_rank
+from ..query.packers import fill_by_size
 from ..query.profiles import CHAT_HISTORY
 from .filter import HistoryResult
 from .files import Message
+from ..sources.chat import render_line
 from .vectors import GENERIC_ROLES
 
 # The chat-history profile's measured constants (query/profiles.py says how each was
@@ -39,8 +41,7 @@ LENGTH_EXPONENT = CHAT_HISTORY.constants["length_exponent"]
 
 def render_message(m: Message) -> str:
     """A message as the model reads it: date (when known), role, text."""
-    head = f"[{m.timestamp}] " if m.timestamp else ""
-    return f"{head}{m.role}: {m.content}"
+    return render_line(m.role, m.content, m.timestamp)
 
 
 def fuse(rankings: Sequence[Sequence[int] | np.ndarray], n: int, weights: Sequence[float] | None = None,
@@ -94,7 +95,8 @@ def auto_filter(
 ) -> HistoryResult:
     """Keep the messages that best answer the pending message within the budget.
 
-    keyword_ranking: message ids, best first, from the index's keyword search.
+    keyword_ranking: message ids, best first, from the index's keyword search scoped to
+                     the chat (``Chat.keyword_ranking``).
     token_counts:    tokens of ``render_message`` per message (counted here when None).
     weights:         of the keyword and the semantic ranking in the fusion
                      (``FUSION_WEIGHTS`` when None).
@@ -133,21 +135,14 @@ def auto_filter(
     chosen = np.zeros(n, dtype=bool)
     for i in sticky:
         chosen[pos[i]] = True
-    used = int(counts[chosen].sum())
     # Best first; ties (no signal at all) go to the most recent turns.
     key = scores * np.maximum(counts, 1) ** LENGTH_EXPONENT
     order = np.lexsort((-np.arange(n), -key))
-    sizes = counts.tolist()
-    for i in order.tolist():
-        if used >= budget:
-            break
-        if chosen[i] or sizes[i] + used > budget:
-            continue
-        chosen[i] = True
-        used += sizes[i]
-    kept = [messages[i] for i in np.flatnonzero(chosen).tolist()]
+    taken = chosen.tolist()
+    used = fill_by_size(order.tolist(), counts.tolist(), budget, taken, int(counts[chosen].sum()))
+    kept = [messages[i] for i, keep in enumerate(taken) if keep]
     return HistoryResult(
         chat_id=chat_id, mode="auto", messages=kept, total_messages=n,
-        sticky_ids=[messages[i].id for i in sorted(pos[i] for i in sticky)], tokens=int(used),
+        sticky_ids=[messages[i].id for i in sorted(pos[i] for i in sticky)], tokens=used,
         total_tokens=total, budget=budget, signals=signals,
     )

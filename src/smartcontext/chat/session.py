@@ -13,10 +13,11 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,7 +27,8 @@ from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus,
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
 from .filter import HistoryResult, members_end, threshold_filter, topic_filter, topic_members
-from .keywords import ChatKeywords
+from ..sources.chat import INDEX_ENCODING
+from .rows import ChatRows
 from .sticky import sticky_message_ids
 from .topics import TopicResult, local_topics, term_vectors, with_sticky
 from .vectors import MessageVectors, embed_labels, same_objects
@@ -57,6 +59,10 @@ class ChatWorkspace(Protocol):
 STATE_FILE = "chat_state.json"
 EVENTS_FILE = "chat_events.jsonl"
 HISTORY_MODES = ("auto", "topics", "threshold", "all")
+# Keyword ranks asked of the index per history: a rank past this lends under 1/2,000 of the
+# best turn's fused score, and asking for all of a 50,000-message chat's matches costs the
+# index's search about twice the time (bench/chat_scale.py).
+KEYWORD_POOL = 2000
 LOCAL_METHOD = "local:kmeans-terms+rules"
 COMMANDS = ("smart_context.set_filter", "smart_context.get_topics", "smart_context.set_similarity_mode")
 
@@ -255,7 +261,7 @@ class Chat:
         self._indexed_sig: tuple | None = None
         self._token_memo: dict[str, dict[str, int]] = {}
         self._token_list: tuple[str, tuple[Message, ...], list[int]] | None = None
-        self._keywords = ChatKeywords()
+        self._rows = ChatRows()
         self._position_memo: tuple[tuple[Message, ...], dict[str, int], set[str]] | None = None
         self._synced_paths: set[str] = set()
         self.last_written: str | None = None  # the chat file the last write changed (to re-index)
@@ -429,8 +435,9 @@ class Chat:
               threshold, the seed's rule with the message as query), ``all``.
               Default: ``topics`` when a topic filter is active, else ``auto`` with a
               pending message, else ``all``.
-        sync: kept for callers of the index-backed ranking; the history ranks the chat's
-              own messages (``chat.keywords``) and reads nothing from the index.
+        sync: bring the workspace index up to date with the chat's files first (the
+              keyword ranking and the token counts come from the chat's rows in it);
+              False when the caller re-indexes what it writes (the tools do).
         """
         ctx = self.context
         mode = self.history_mode(pending, mode)
@@ -486,16 +493,43 @@ class Chat:
 
         encoding = self.workspace.config.context.encoding
         messages = data.messages
-        counts = self.token_counts(messages, encoding)
+        if sync:
+            self.sync_index()
+        rows = self.index_rows()
+        counts = self.token_counts(messages, encoding, rows)
         index_of, speakers = self._positions(messages)
+        pool = min(len(messages), KEYWORD_POOL)
         return auto_filter(
-            self.chat_id, messages, sticky,
-            [messages[i].id for i in self._keywords.rank(messages, pending, len(messages))],
+            self.chat_id, messages, sticky, self._ranked(pending, pool, rows, speakers),
             matrix, query, max_tokens=max_tokens,
             share=share if share is not None else self.context.config.history_share,
             neighbours=self.context.config.neighbours, encoding=encoding,
             token_counts=counts, pending=pending, index_of=index_of, speakers=speakers,
         )
+
+    def index_rows(self) -> ChatRows | None:
+        """This chat's message rows in the workspace index (None when it has no index)."""
+        ws = self.workspace
+        if not ws.has_index:
+            return None
+        return self._rows.refresh(ws.store, self.paths())
+
+    def _ranked(self, query: str, limit: int, rows: ChatRows | None, speakers: set[str]) -> list[str]:
+        """Message ids, best first: the index's keyword search scoped to this chat's rows.
+
+        The speaker the query names is a signal of its own (``auto_filter``'s boost); as a
+        keyword too, the index's statistics (a name rare in the workspace, common in its
+        chat) would weigh it twice."""
+        from ..retrieval.keyword import KeywordSearcher
+        from .auto import named_speaker
+
+        if rows is None or not rows.message_of or not query.strip() or limit < 1:
+            return []
+        speaker = named_speaker(query, list(speakers))
+        if speaker is not None:
+            query = re.sub(rf"(?<!\w){re.escape(speaker)}(?!\w)", " ", query, flags=re.IGNORECASE)
+        hits = KeywordSearcher(self.workspace.store).search(query, limit, within=rows.message_of)
+        return [rows.message_of[r] for r, _ in hits]
 
     def _positions(self, messages: list[Message]) -> tuple[dict[str, int], set[str]]:
         """Each message's position by id, and the chat's speakers: kept across calls and
@@ -512,37 +546,47 @@ class Chat:
         self._position_memo = (tuple(messages), index_of, speakers)
         return index_of, speakers
 
-    def token_counts(self, messages: list[Message], encoding: str) -> list[int]:
+    def token_counts(self, messages: list[Message], encoding: str, rows: ChatRows | None = None) -> list[int]:
         """Exact tokens of each message as the model reads it (``render_message``).
 
-        Counted once per rendered text; a chat read again from an unchanged file holds
-        the same message objects, so the whole list is reused without rendering."""
-        from ..tokens import count_many
-        from .auto import render_message
-
+        ``rows``: the chat's index rows, whose counts (made when the file was indexed, in
+        ``INDEX_ENCODING``) are used for the messages they hold; the others are counted
+        here, once per rendered text. A chat read again from an unchanged file holds the
+        same message objects, so the whole list is reused without rendering."""
         last = self._token_list
         if last is not None and last[0] == encoding and same_objects(last[1], messages):
             return last[2]
-        memo = self._token_memo.setdefault(encoding, {})
+        known = rows.by_message if rows is not None and encoding == INDEX_ENCODING else {}
         if last is not None and last[0] == encoding and _extends(last[1], messages):
             # Messages appended to the same chat: count only those.
-            new = [render_message(m) for m in messages[len(last[1]):]]
-            todo = [t for t in dict.fromkeys(new) if t not in memo]
-            if todo:
-                memo.update(zip(todo, count_many(todo, encoding)))
-            counts = last[2] + [memo[t] for t in new]
-            self._token_list = (encoding, tuple(messages), counts)
-            return counts
-        texts = [render_message(m) for m in messages]
-        todo = [t for t in dict.fromkeys(texts) if t not in memo]
-        if todo:
-            memo.update(zip(todo, count_many(todo, encoding)))
-        counts = [memo[t] for t in texts]
-        if len(memo) > 4 * len(texts) + 1000:
-            # Edited and deleted messages leave their counts behind: keep only the live ones.
-            self._token_memo[encoding] = {t: memo[t] for t in texts}
+            counts = last[2] + self._count(messages[len(last[1]):], encoding, known)
+        else:
+            counts = self._count(messages, encoding, known)
         self._token_list = (encoding, tuple(messages), counts)
         return counts
+
+    def _count(self, messages: Sequence[Message], encoding: str, known: dict[str, tuple[int, int]]) -> list[int]:
+        from ..tokens import count_many
+        from .auto import render_message
+
+        out: list[int] = []
+        todo: dict[int, str] = {}
+        for i, m in enumerate(messages):
+            row = known.get(m.id)
+            out.append(row[1] if row is not None else 0)
+            if row is None:
+                todo[i] = render_message(m)
+        if todo:
+            memo = self._token_memo.setdefault(encoding, {})
+            new = [t for t in dict.fromkeys(todo.values()) if t not in memo]
+            if new:
+                memo.update(zip(new, count_many(new, encoding)))
+            for i, text in todo.items():
+                out[i] = memo[text]
+            if len(memo) > 4 * len(messages) + 1000:
+                # Edited and deleted messages leave their counts behind: keep only the live ones.
+                self._token_memo[encoding] = {t: memo[t] for t in todo.values()}
+        return out
 
     def sync_index(self) -> None:
         """Bring the workspace index up to date with this chat's files (those that changed
@@ -575,14 +619,13 @@ class Chat:
         return sig is not None and sig != self._indexed_sig
 
     def keyword_ranking(self, query: str, limit: int, sync: bool = True) -> list[str]:
-        """Message ids of this chat, best first, by BM25 over the chat's own messages
-        (``chat.keywords``: built once, extended by appended messages). ``sync`` is
-        accepted for callers of the index-backed ranking this replaced; the workspace
-        index is not read."""
+        """Message ids of this chat, best first, as the automatic history ranks them: the
+        workspace index's keyword (BM25) search scoped to the chat's rows (``sync``:
+        re-index the chat's changed files first)."""
+        if sync:
+            self.sync_index()
         messages = self.load().messages
-        if not query.strip():
-            return []
-        return [messages[i].id for i in self._keywords.rank(messages, query, limit)]
+        return self._ranked(query, limit, self.index_rows(), self._positions(messages)[1])
 
     def highlight(self) -> HistoryResult:
         """Emit ``smart_context.highlight_applied`` with the ids the active filter keeps

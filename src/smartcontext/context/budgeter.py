@@ -1,4 +1,5 @@
-"""Fit ranked items into a token budget, keeping structure.
+"""Fit ranked items into a token budget, keeping structure: the ``code`` packer of the
+packer family (``query.packers.greedy_fill`` walks the candidates; this module prices them).
 
 Greedy by score: the top items get their full code while the full-code share of the
 budget lasts, the rest get signatures; a method brings its class header; an item whose
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..query.packers import PASS, Outcome, greedy_fill
 from ..retrieval.scoring import ScoredItem
 from ..store.base import StoredItem
 from .models import OMIT_BUDGET, OMIT_DUPLICATE, ExtractionConfig, SelectedItem
@@ -58,13 +60,13 @@ def plan_budget(
     costs: dict[str, int] = {}
     full_ids: set[str] = set()
     files: set[str] = set()
-    used = full_used = 0
-    misses = 0
+    full_used = 0
 
-    for cand in ranked:
+    def offer(cand: ScoredItem, room: int) -> Outcome:
+        nonlocal full_used
         si = stored.get(cand.rowid)
         if si is None:
-            continue
+            return PASS
         item = si.item
         if item.id in chosen:
             prev = chosen[item.id]
@@ -72,9 +74,9 @@ def plan_budget(
                 prev.context_only = False
                 prev.score = cand.score
                 prev.signals = cand.signals()
-            continue
+            return PASS
         if _shown_in(si, stored, parents, full_ids, plan, cand):
-            continue  # already visible inside an ancestor shown in full
+            return PASS  # already visible inside an ancestor shown in full
         file_cost = 0 if item.path in files else file_costs.get(item.path, PER_FILE_OVERHEAD)
         parent_cost = 0
         parent_si = None
@@ -97,7 +99,6 @@ def plan_budget(
         # The share for whole bodies is of code: a file's imports line counts against the
         # budget, not against that share.
         imports_cost = max(0, file_cost - PER_FILE_OVERHEAD)
-        room = budget - used
         mode, cost = _mode(full_ok, full_cost, sig_cost if si.sig_tokens > 0 else None, room,
                            full_budget - full_used + imports_cost)
         if mode is None:
@@ -105,11 +106,8 @@ def plan_budget(
                 plan.truncated = True
                 plan.skipped_for_budget += 1
             _drop(plan, cand, OMIT_BUDGET, sig_cost if si.sig_tokens > 0 else full_cost, room)
-            misses += 1
-            if misses >= MAX_CONSECUTIVE_MISSES:
-                break
-            continue
-        misses = 0
+            return None
+        spent = cost
         if parent_cost and parent_si is not None:
             chosen[parent_si.item.id] = SelectedItem(
                 parent_si.item, cand.score, "signature", {}, context_only=True
@@ -120,16 +118,16 @@ def plan_budget(
         chosen[item.id] = sel
         costs[item.id] = cost
         files.add(item.path)
-        used += cost + parent_cost
         if mode == "full":
             full_used += cost - imports_cost
             full_ids.add(item.id)
             # A parent header chosen earlier is now visible inside this item.
             for other_id in [k for k, c in chosen.items() if c.context_only and _is_inside(c.item, item)]:
-                used -= costs.pop(other_id, 0)
+                spent -= costs.pop(other_id, 0)
                 del chosen[other_id]
-        if used >= budget:
-            break
+        return spent
+
+    used = greedy_fill(ranked, budget, offer, max_misses=MAX_CONSECUTIVE_MISSES)
     plan.selected = list(chosen.values())
     plan.used = used
     return plan

@@ -210,6 +210,12 @@ class ItemStore(Protocol):
 
     def file_warnings(self) -> dict[str, list[str]]: ...
 
+    def item_sizes(self, paths: Sequence[str], kind: str) -> list[tuple[int, str, str, int]]:
+        """(rowid, path, qualname, tokens) of the items of ``kind`` at ``paths``, in row id
+        order: the narrow read of one chat's messages (``chat.rows``), without the
+        catalogue's other columns."""
+        ...
+
     def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
         """(rowid, tag) for every tag in every item's ``meta["tags"]`` (of the items at
         ``paths``, when given), as written."""

@@ -559,6 +559,13 @@ class PostgresStore(StoreBase):
             ).fetchall()
         return [CatalogueRow(*r) for r in rows]
 
+    def item_sizes(self, paths: Sequence[str], kind: str) -> list[tuple[int, str, str, int]]:
+        with self._conn() as conn:
+            return [tuple(r) for r in conn.execute(
+                "SELECT rowid, path, qualname, tokens FROM items WHERE kind = %s AND path = ANY(%s) "
+                "ORDER BY rowid", (kind, list(paths)),
+            ).fetchall()]
+
     def _count(self, *tables: str) -> tuple[int, ...]:
         counts = sql.SQL(", ").join(
             sql.SQL("(SELECT count(*) FROM {})").format(sql.Identifier(table)) for table in tables

@@ -590,6 +590,18 @@ class SQLiteStore(StoreBase):
             for path, w in self.db.execute("SELECT path, warnings FROM files WHERE warnings != '[]'")
         }
 
+    def item_sizes(self, paths: Sequence[str], kind: str) -> list[tuple[int, str, str, int]]:
+        found: list[tuple[int, str, str, int]] = []
+        for marks, chunk in _in_chunks(dict.fromkeys(paths)):
+            for where in _PATH_WHERE:
+                found.extend(self.db.execute(
+                    "SELECT i.rowid, COALESCE(i.path, f.path), i.qualname, i.tokens FROM items i "
+                    f"JOIN files f ON f.id = i.file_id WHERE i.kind = ? AND {where.format(marks)}",
+                    (kind, *chunk),
+                ))
+        found.sort()
+        return found
+
     def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
         select = (
             "SELECT i.rowid, t.value FROM items i JOIN files f ON f.id = i.file_id, "
@@ -1112,7 +1124,7 @@ _READS = {
     "generation", "get_meta", "file_states", "changed_paths", "items_by_rowids", "items_by_ids",
     "items_in_paths", "item_light_rows", "item_count", "counts", "kind_counts", "file_warnings",
     "tag_rows", "keyword_search", "keyword_search_with_files", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
-    "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
+    "item_sizes", "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
 }
 # The shared methods (store/shared.py) are wrapped too: they run the primitives here.
 for _name in dir(SQLiteStore):

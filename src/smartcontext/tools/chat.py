@@ -7,10 +7,11 @@ the ``events`` the call emitted, so clients that cannot subscribe still see them
 
 Locking: the tools that change the chat state (filter, mode, topics, messages) run one at
 a time under the server's chat lock, so each answer lists only its own events. The index
-is shared as the other tools share it: ``chat_history`` ranks the chat's own messages
-(``chat.keywords``) and reads under the shared read lock; ``chat_add_message`` appends and
-re-indexes the file it wrote (a long chat's last log segment) under the write lock, and
-extracts topics after releasing it (an LLM call never holds up readers).
+is shared as the other tools share it: ``chat_history`` ranks the chat's messages by the
+index's keyword search scoped to the chat's rows, under the shared read lock;
+``chat_add_message`` appends and re-indexes the file it wrote (a long chat's last log
+segment) under the write lock, and extracts topics after releasing it (an LLM call never
+holds up readers).
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ def chat_tools(ctx: ToolContext) -> list[ToolSpec]:
     def history(args: dict[str, Any]) -> dict[str, Any]:
         chat = chats().chat(args.get("chat_id"), must_exist=True)
         pending = args.get("message")
-        # The history ranks the chat's own messages (chat.keywords): no index to sync first.
+        # The history ranks through the index: built on first need (as every reading tool
+        # does), kept current by chat_add_message (it re-indexes what it writes) and by the
+        # server's re-check of the folder for files changed by others.
+        ctx.ready_workspace()
         with ctx.reading():
             result = chat.history(pending, mode=args.get("mode"), max_tokens=args.get("max_tokens"),
                                   share=args.get("share"), sync=False)
