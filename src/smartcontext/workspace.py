@@ -132,7 +132,10 @@ class Workspace:
         self._embedder: Embedder | None = None
         self._chats: SmartContext | None = None
         self._background: BackgroundEmbedding | None = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the cached state above: held for moments only
+        # Index runs and per-file updates, one at a time. Apart from ``_lock`` so a question
+        # (which needs the store and the catalogue) never waits for a write to finish.
+        self._writing = threading.RLock()
         self._skipped: tuple[object, dict[str, list[tuple[str, str]]]] | None = None
 
     # -- opening -------------------------------------------------------------------
@@ -283,7 +286,7 @@ class Workspace:
                     p.unlink()
 
     def _index(self, embeddings, progress, workers, stop) -> IndexStats:
-        with self._lock:
+        with self._writing:
             t0 = time.perf_counter()
             stats = self._indexer().run(progress, workers, stop)
             # e.g. "the index was written in an older format; it was reset and is rebuilt"
@@ -351,7 +354,7 @@ class Workspace:
                     a server passes False and lets its background embedder do it.
         """
         rel = [self._relative(p) for p in paths]
-        with self._lock:
+        with self._writing:
             stats = self._indexer().update_paths(rel)
             if self.keeps_vectors if embeddings is None else embeddings:
                 try:
@@ -389,7 +392,9 @@ class Workspace:
             if self._catalogue is None:  # a process's first: from the saved one when it can
                 saved = None if self.store_url else self.index_dir / CATALOGUE_FILE
                 self._catalogue = Catalogue.open(self.store, saved, self.store.get_meta("index_id") or "")
-            else:  # a write re-reads only the files it changed
+            elif self.store.generation() > self._catalogue.generation:
+                # A write re-reads only the files it changed. A question on an older
+                # snapshot than the catalogue's keeps the newer one (never step back).
                 self._catalogue = self._catalogue.updated(self.store)
             return self._catalogue
 

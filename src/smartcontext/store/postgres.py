@@ -396,11 +396,13 @@ class PostgresStore:
 
     # -- files -------------------------------------------------------------------------
 
-    def file_states(self) -> dict[str, FileState]:
+    def file_states(self, paths: Sequence[str] | None = None) -> dict[str, FileState]:
+        query = "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
         with self._conn() as conn:
-            rows = conn.execute(
-                "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
-            ).fetchall()
+            if paths is None:
+                rows = conn.execute(query).fetchall()
+            else:  # a tool's write re-reads a file or two: not every file's row
+                rows = conn.execute(query + " WHERE path = ANY(%s)", (list(paths),)).fetchall()
         return {r[1]: FileState(*r) for r in rows}
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:

@@ -251,6 +251,24 @@ class SQLiteStore:
                 if conn in self._all_readers:  # not closed meanwhile
                     self._idle_readers.append(conn)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside sees the index as one commit left it: one
+        reader connection held in one read transaction (WAL keeps that snapshot while
+        writers commit). So a question made of several queries never mixes an edit's
+        before and after, and needs no lock against writers. Nested, and inside a write
+        on this thread, it adds nothing."""
+        if self._writer == threading.get_ident() or getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self._read() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")  # a read transaction: nothing to keep or lose
+
     def check(self, full: bool = False) -> str | None:
         """None when the index is sound, else the first problem found: damage an earlier
         query met (remembered beside the file, since a damaged file cannot record it),
@@ -399,10 +417,14 @@ class SQLiteStore:
 
     # -- files -------------------------------------------------------------------
 
-    def file_states(self) -> dict[str, FileState]:
-        rows = self.db.execute(
-            "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
-        ).fetchall()
+    def file_states(self, paths: Sequence[str] | None = None) -> dict[str, FileState]:
+        query = "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
+        if paths is None:
+            rows = self.db.execute(query).fetchall()
+        else:  # a tool's write re-reads a file or two: not every file's row
+            rows = [r for chunk in _chunks(list(paths), _CHUNK)
+                    for r in self.db.execute(f"{query} WHERE path IN ({','.join('?' * len(chunk))})",
+                                             chunk).fetchall()]
         return {r[1]: FileState(*r) for r in rows}
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:

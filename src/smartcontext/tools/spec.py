@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,8 +101,8 @@ class ToolContext:
         # alone, so a question never sees a half-updated index and never waits for
         # another question.
         self.index_lock = ReadWriteLock()
-        # Writes to the vault's files: one at a time, while read-only vault tools share it.
-        self.vault_lock = ReadWriteLock()
+        # Writes to the vault's files: one at a time (read-only vault tools do not take it).
+        self.vault_lock = threading.RLock()
         self._refreshing = threading.Lock()
         self._indexed = False
         self._last_refresh = float("-inf")
@@ -167,9 +168,18 @@ class ToolContext:
         except RuntimeError:  # no thread could be started: questions go on without vectors
             pass
 
-    def reading(self):
-        """Hold while a tool reads the index (shared with other readers)."""
-        return self.index_lock.reader
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold while a tool reads the index: shared with other readers, and, on a store
+        that offers snapshots (SQLite), one consistent view of it for the whole question,
+        so a tool's write (``files_changed``) goes on meanwhile instead of waiting."""
+        with self.index_lock.reader:
+            snapshot = getattr(self.workspace.store, "snapshot", None)
+            if snapshot is None:
+                yield
+                return
+            with snapshot():
+                yield
 
     def _refresh_wait(self) -> float:
         if self._refresh_seconds <= CHEAP_REFRESH:
@@ -179,11 +189,18 @@ class ToolContext:
     def files_changed(self, paths: list[str]) -> None:
         """Re-index files a tool wrote. Without an index yet there is nothing to update:
         the first build will read them (and updating first would leave an index holding
-        only these files)."""
-        with self.index_lock.writer:
-            if not self.workspace.has_index:
+        only these files).
+
+        Questions do not wait for it where the store gives each a snapshot (``reading``):
+        a file's rows are replaced in one transaction, so a question sees the index
+        before or after it, never between. Elsewhere it waits for the questions in
+        flight and holds new ones off, as a refresh does."""
+        ws = self.workspace
+        exclusive = getattr(ws.store, "snapshot", None) is None
+        with self.index_lock.writer if exclusive else nullcontext():
+            if not ws.has_index:
                 return
-            self.workspace.update_files(paths, embeddings=False)
+            ws.update_files(paths, embeddings=False)
         self.embed_pending()
 
     def warm_up(self) -> threading.Thread:
