@@ -123,7 +123,7 @@ def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedF
         return parsed
 
 
-def _content_hash(file: DiscoveredFile) -> str | None:
+def _file_hash(file: DiscoveredFile) -> str | None:
     """The hash ``_process`` stores for the file's content now; None when unreadable."""
     try:
         return hashlib.sha1(read_regular(file.abs_path)).hexdigest()
@@ -408,7 +408,7 @@ class Indexer:
         # found "changes" and re-indexed the whole folder.
         if len(recheck) > _RECHECK_MAX:
             return True  # a run stores their stamps and moves the window past them
-        return any(_content_hash(f) != known_hash for f, known_hash in recheck)
+        return any(_file_hash(f) != known_hash for f, known_hash in recheck)
 
     def _content_skips(self) -> dict[str, list]:
         """Files left out for their content (binary, generated) as last read:
