@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 
 from ..config import DEFAULT_REFRESH_INTERVAL
-from ..errors import DiskFull, IndexUnwritable
+from ..errors import DiskFull, IndexDamaged, IndexUnwritable
 from ..validate import compile_schema
 from .rwlock import ReadWriteLock
 
@@ -136,17 +136,30 @@ class ToolContext:
         if self.refresh_interval < 0 or time.monotonic() - self._last_refresh < self._refresh_wait():
             return ws
         # One thread checks the folder; the others answer from the current index meanwhile.
-        # The check only reads (a walk and a comparison of stamps): readers go on, and the
-        # index is locked for writing only when files did change.
         if not self._refreshing.acquire(blocking=False):
             return ws
+        if self.refresh_interval == 0:  # asked for: before every question, so in it
+            self._refresh()
+            return ws
+        # The check walks the whole folder (a second on a vault of 6,500 notes): the
+        # question that finds it due answers at once from the index, and the check runs on
+        # a thread of its own, so no question's answer waits for a walk.
+        try:
+            threading.Thread(target=self._refresh, name="smartcontext-refresh", daemon=True).start()
+        except RuntimeError:  # no thread could be started: check in this question
+            self._refresh()
+        return ws
+
+    def _refresh(self) -> None:
+        """Check the folder for changed files and index them; called holding ``_refreshing``,
+        which it releases."""
+        ws = self.workspace
         try:
             now = time.monotonic()
-            if now - self._last_refresh >= self._refresh_wait():
+            if now - self._last_refresh >= self._refresh_wait() and not self.stopping.is_set():
                 if ws.pending_changes():
                     try:
-                        with self.index_lock.writer:
-                            ws.index(embeddings=False, stop=self.stopping)
+                        self._index_changes()
                     except (DiskFull, IndexUnwritable) as exc:
                         # The index is whole; answers come from it until there is room again.
                         log.warning("the index was not updated: %s", exc)
@@ -154,9 +167,28 @@ class ToolContext:
                         self.embed_pending()
                 self._last_refresh = time.monotonic()
                 self._refresh_seconds = self._last_refresh - now
+        except Exception as exc:  # on its own thread nobody else would hear of it
+            if self.refresh_interval == 0:
+                raise
+            log.warning("checking %s for changed files failed: %s", self.root, exc)
         finally:
             self._refreshing.release()
-        return ws
+
+    def _index_changes(self) -> None:
+        """Index changed files. Where questions read snapshots, beside them: each file is
+        replaced in one transaction, so a question sees it before or after, never between.
+        A damaged index is rebuilt with the questions held off (the files are replaced),
+        and so is every refresh on a store without snapshots."""
+        ws = self.workspace
+        if getattr(ws.store, "snapshot", None) is not None:
+            try:
+                with self.index_lock.reader:  # shared, as in files_changed
+                    ws.index(embeddings=False, stop=self.stopping, repair=False)
+                return
+            except IndexDamaged:
+                pass
+        with self.index_lock.writer:
+            ws.index(embeddings=False, stop=self.stopping)
 
     def embed_pending(self) -> None:
         """Start (or wake) the background embedder for items without vectors; nothing
@@ -196,8 +228,10 @@ class ToolContext:
         before or after it, never between. Elsewhere it waits for the questions in
         flight and holds new ones off, as a refresh does."""
         ws = self.workspace
+        # Shared, like a question: only what needs the index alone (a first build, a
+        # repair, closing) waits for it.
         exclusive = getattr(ws.store, "snapshot", None) is None
-        with self.index_lock.writer if exclusive else nullcontext():
+        with self.index_lock.writer if exclusive else self.index_lock.reader:
             if not ws.has_index:
                 return
             ws.update_files(paths, embeddings=False)
@@ -230,6 +264,10 @@ class ToolContext:
         job = self.workspace.background
         if job is not None:
             job.stop()  # no new batch starts; closing the workspace waits for the one in flight
+        # A check for changes on its own thread ends after the file it is storing.
+        refreshing = self._refreshing.acquire(timeout=wait)
+        if refreshing:
+            self._refreshing.release()
         if self.index_lock.acquire_write(timeout=wait):
             try:
                 self.workspace.close()
