@@ -398,6 +398,20 @@ class Workspace:
                 self._catalogue = self._catalogue.updated(self.store)
             return self._catalogue
 
+    def release_memory(self) -> None:
+        """Drop what the store caches for questions (decoded files, full-text answers,
+        idle connections) and return freed memory to the system: for a server gone idle.
+        The catalogue and vectors stay (the next question needs them whole)."""
+        with self._lock:
+            store = self._store
+            self._skipped = None
+        release = getattr(store, "release_memory", None)
+        if release is not None:
+            release()
+        from .memory import return_free_memory
+
+        return_free_memory()
+
     def vectors(self) -> tuple[VectorIndex | StoreVectorIndex, Any] | None:
         """The vector index and query embedder, or None when there are no vectors to use.
 

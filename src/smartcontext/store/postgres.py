@@ -259,6 +259,11 @@ class PostgresStore:
     def close(self) -> None:
         self.pool.close()
 
+    def release_memory(self) -> None:
+        """Drop the decoded files kept for reads (a server gone idle); they are read again."""
+        with self._files_lock:
+            self._files.clear()
+
     def check(self, full: bool = False) -> str | None:
         """None when the index answers. PostgreSQL guards its own pages (WAL, checksums),
         so there is no damage marker as for a SQLite file; ``full`` reads every table."""

@@ -86,6 +86,8 @@ _TEXT_CACHE_CHARS = 24_000_000
 # pairs in all (about 100 bytes each); a filtered search asks for every match, so one
 # answer may hold tens of thousands, and one over a quarter of the budget is not kept.
 _SEARCH_PAIRS_KEPT = 200_000
+# Idle reader connections kept for the next questions (see ``_read``).
+_IDLE_READERS_KEPT = 4
 
 # bm25() weights of the FTS columns name, path, body, kind.
 _BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
@@ -247,9 +249,42 @@ class SQLiteStore:
             yield conn
         finally:
             self._local.conn = None
+            surplus = False
             with self._readers_lock:
                 if conn in self._all_readers:  # not closed meanwhile
-                    self._idle_readers.append(conn)
+                    # A burst of questions opens a connection each (with its own page
+                    # cache, up to 2 MB); afterwards a few are kept for the next ones.
+                    surplus = len(self._idle_readers) >= _IDLE_READERS_KEPT
+                    if surplus:
+                        self._all_readers.remove(conn)
+                    else:
+                        self._idle_readers.append(conn)
+            if surplus:
+                conn.close()
+
+    def release_memory(self) -> None:
+        """Give back what caches hold (decoded files, full-text answers, idle reader
+        connections and SQLite's page caches); they fill again as questions come. For a
+        server that has gone idle."""
+        with self._files_lock:
+            self._files.clear()
+            self._files_chars = 0
+        with self._searches_lock:
+            self._searches.clear()
+            self._search_pairs = 0
+        with self._readers_lock:
+            idle, self._idle_readers = self._idle_readers, []
+            for conn in idle:
+                self._all_readers.remove(conn)
+        for conn in idle:
+            conn.close()
+        if self._lock.acquire(blocking=False):  # a write in progress keeps its cache
+            try:
+                self._wdb.execute("PRAGMA shrink_memory")
+            except sqlite3.Error:
+                pass
+            finally:
+                self._lock.release()
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -811,6 +846,11 @@ class SQLiteStore:
                 old = self._searches.pop(key, None)
                 if old is not None:
                     self._search_pairs -= old[2]
+                if self._searches and next(reversed(self._searches.values()))[0] < generation:
+                    # The index changed: answers of older generations are never used
+                    # again (a writing agent changes it every few seconds).
+                    for stale in [k for k, v in self._searches.items() if v[0] < generation]:
+                        self._search_pairs -= self._searches.pop(stale)[2]
                 self._searches[key] = (generation, tuple(list(part) for part in found), pairs)
                 self._search_pairs += pairs
                 while self._search_pairs > _SEARCH_PAIRS_KEPT:

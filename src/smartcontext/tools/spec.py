@@ -36,6 +36,9 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 # times its duration, so on a huge folder checks take a small share of the server's time.
 CHEAP_REFRESH = 0.25
 REFRESH_COST_FACTOR = 20
+# A server with no tool call for this many seconds drops its caches and returns the freed
+# memory (``release_when_idle``); a busy one keeps them.
+IDLE_RELEASE_SECONDS = 10.0
 # The schema of a list-of-paths (or tags, kinds) argument.
 STR_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string", "maxLength": 1000}, "maxItems": 100}
 
@@ -111,6 +114,45 @@ class ToolContext:
         self._cache_lock = threading.Lock()
         # Set when the server stops: a background build ends after the file it is storing.
         self.stopping = threading.Event()
+        # Tool calls in flight and when the last one ended (for ``release_when_idle``).
+        self._activity = threading.Lock()
+        self._calls = 0
+        self._last_call = float("-inf")
+        self._released = float("-inf")
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """Hold while a tool call runs (``ToolRegistry.call`` does)."""
+        with self._activity:
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._activity:
+                self._calls -= 1
+                self._last_call = time.monotonic()
+
+    def release_when_idle(self, after: float = IDLE_RELEASE_SECONDS) -> threading.Thread:
+        """Start a thread that, once no tool call has run for ``after`` seconds, drops the
+        workspace's caches and returns the freed memory (``Workspace.release_memory``):
+        once per quiet spell, until the server stops. A server's memory otherwise stays
+        at its busiest (hundreds of MB on a large vault) long after the load."""
+
+        def run() -> None:
+            while not self.stopping.wait(min(1.0, after / 4)):
+                with self._activity:
+                    quiet = (not self._calls and self._last_call > self._released
+                             and time.monotonic() - self._last_call >= after)
+                if quiet:
+                    self._released = time.monotonic()
+                    try:
+                        self.workspace.release_memory()
+                    except Exception as exc:  # only memory: the server goes on as it was
+                        log.warning("releasing memory failed: %s", exc)
+
+        thread = threading.Thread(target=run, name="smartcontext-idle-release", daemon=True)
+        thread.start()
+        return thread
 
     def shared(self, key: str, make: Callable[[], Any]) -> Any:
         """One instance per key for the server's life (vault tools, readers...); ``close``
