@@ -356,6 +356,9 @@ class Workspace:
         rel = [self._relative(p) for p in paths]
         with self._writing:
             stats = self._indexer().update_paths(rel)
+            if self._catalogue is not None:
+                # Brought up to date here, so the next question does not pay for it.
+                self.catalogue()
             if self.keeps_vectors if embeddings is None else embeddings:
                 try:
                     embed_pending(self.store, self.embedder())
