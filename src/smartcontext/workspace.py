@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -400,6 +401,14 @@ class Workspace:
                 # snapshot than the catalogue's keeps the newer one (never step back).
                 self._catalogue = self._catalogue.updated(self.store)
             return self._catalogue
+
+    def snapshot(self):
+        """A context in which this thread's reads of the index see one commit (the
+        store's ``snapshot``); nothing when the store has none or is not open yet."""
+        with self._lock:
+            store = self._store
+        make = getattr(store, "snapshot", None)
+        return make() if make is not None else contextlib.nullcontext()
 
     def release_memory(self) -> None:
         """Drop what the store caches for questions (decoded files, full-text answers,

@@ -247,13 +247,8 @@ class ToolContext:
         """Hold while a tool reads the index: shared with other readers, and, on a store
         that offers snapshots (SQLite), one consistent view of it for the whole question,
         so a tool's write (``files_changed``) goes on meanwhile instead of waiting."""
-        with self.index_lock.reader:
-            snapshot = getattr(self.workspace.store, "snapshot", None)
-            if snapshot is None:
-                yield
-                return
-            with snapshot():
-                yield
+        with self.index_lock.reader, self.workspace.snapshot():
+            yield
 
     def _refresh_wait(self) -> float:
         if self._refresh_seconds <= CHEAP_REFRESH:
