@@ -434,10 +434,12 @@ class Workspace:
             return None
         with self._lock:
             current = self._vectors
+            # ">=": a question reading an older snapshot than the loaded vectors' keeps
+            # them (reloading every vector for it, then again for the next, would thrash).
             if (
                 current is not None and self._embedder is not None
-                and current.generation == self.store.generation()
-                and current.vector_generation == self.store.vector_generation()
+                and current.generation >= self.store.generation()
+                and current.vector_generation >= self.store.vector_generation()
             ):
                 return current, self._embedder
             models = self.store.vector_models()
