@@ -100,9 +100,10 @@ class ToolContext:
         self.workspace = Workspace.open(root)
         self.root = self.workspace.root
         self.refresh_interval = refresh_interval
-        # Readers (context, search...) share it; building or refreshing the index takes it
-        # alone, so a question never sees a half-updated index and never waits for
-        # another question.
+        # Readers (context, search...) share it. The first build and a repair take it
+        # alone, and so does every index write on a store without snapshots, so a question
+        # never sees a half-updated index. Where each question reads a snapshot (SQLite),
+        # a tool's write and a refresh share it too: they never hold questions off.
         self.index_lock = ReadWriteLock()
         # Writes to the vault's files: one at a time (read-only vault tools do not take it).
         self.vault_lock = threading.RLock()
@@ -213,6 +214,7 @@ class ToolContext:
             if self.refresh_interval == 0:
                 raise
             log.warning("checking %s for changed files failed: %s", self.root, exc)
+            self._last_refresh = time.monotonic()  # tried again after the usual wait, not at once
         finally:
             self._refreshing.release()
 
