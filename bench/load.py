@@ -14,6 +14,14 @@ server is stopped at the end, whatever happens.
     python bench/load.py                 # 20 clients, table to bench/results/load.md
     python bench/load.py --quick         # 5 clients, fewer calls
     python bench/load.py --split-cores   # the server on one core, the clients on the others
+    python bench/load.py --agents        # agent-like clients (1 s pauses), then with one writer
+
+``--agents`` measures what an agent sees: ``--clients`` clients that pause ``--pause``
+seconds between calls, for ``--seconds`` each run, first only reading, then the same
+readers beside one client that writes notes (appends to random notes, new notes,
+frontmatter changes; also one call then a pause). It reports the readers' p50/p95 in
+both runs and their ratio (goal: the writer's run within 2x), and the server's memory
+(RSS) once warm, at its peak, and ``--idle`` seconds after the load stopped.
 
 Each run also reports the CPU per call of the server process and of the clients (this
 process), and the latency ratio that Little's law allows with that CPU on these cores.
@@ -203,6 +211,207 @@ async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[
             "server_cpu": server_cpu, "client_cpu": client_cpu}
 
 
+# ---------------------------------------------------------------- agent-like runs (--agents)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process now, from /proc (MB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class RssWatch:
+    """Samples a process's RSS every ``every`` seconds on a thread: the peak between
+    ``start`` and ``stop`` (VmHWM would also count the index build of the first minute)."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        import threading
+
+        self.pid, self.every, self.peak = pid, every, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, rss_mb(self.pid))
+            except (OSError, ValueError):
+                return
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> "RssWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def agent_reader(url: str, who: int, deadline: float, pause: float, notes: list[str],
+                       reads: list[float], errors: list[str]) -> None:
+    from mcp import Client
+
+    rng = random.Random(1000 + who)
+    async with Client(url) as client:
+        # Agents do not start in step: each begins somewhere in its first pause.
+        await asyncio.sleep(rng.random() * pause)
+        while time.monotonic() < deadline:
+            name, args = read_call(rng, notes)
+            t0 = time.perf_counter()
+            try:
+                result = await client.call_tool(name, args)
+                data = json.loads(result.content[-1].text)
+                if not data.get("success"):
+                    errors.append(f"{name}: {data.get('error')}")
+            except Exception as exc:
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            reads.append(time.perf_counter() - t0)
+            await asyncio.sleep(pause)
+
+
+def write_call(rng: random.Random, i: int, notes: list[str], created: list[str]) -> tuple[str, dict, tuple]:
+    """The writer's i-th call, and what it must leave in the vault (checked afterwards)."""
+    kind = i % 3
+    if kind == 0:
+        path = rng.choice(notes)
+        line = f"load writer line {i}"
+        return "append_to_file", {"path": path, "content": line}, ("line", path, line)
+    if kind == 1:
+        path = f"Load/Note {i}.md"
+        created.append(path)
+        body = f"# Note {i}\n\nWritten under load; links to [[{Path(rng.choice(notes)).stem}]].\n"
+        return "create_file", {"path": path, "content": body}, ("line", path, f"# Note {i}")
+    path = created[-1] if created else rng.choice(notes)
+    return "update_frontmatter", {"path": path, "updates": {"load_step": i}}, ("line", path, f"load_step: {i}")
+
+
+async def agent_writer(url: str, deadline: float, pause: float, notes: list[str], writes: list[float],
+                       errors: list[str], expected: list[tuple]) -> None:
+    from mcp import Client
+
+    rng = random.Random(7)
+    created: list[str] = []
+    async with Client(url) as client:
+        i = 0
+        while time.monotonic() < deadline:
+            name, args, check = write_call(rng, i, notes, created)
+            t0 = time.perf_counter()
+            try:
+                result = await client.call_tool(name, args)
+                data = json.loads(result.content[-1].text)
+                if data.get("success"):
+                    expected.append(check)
+                else:
+                    errors.append(f"{name}: {data.get('error')}")
+            except Exception as exc:
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            writes.append(time.perf_counter() - t0)
+            i += 1
+            await asyncio.sleep(pause)
+
+
+async def agent_phase(url: str, clients: int, seconds: float, pause: float, notes: list[str],
+                      writer: bool, server_pid: int) -> dict:
+    reads: list[float] = []
+    writes: list[float] = []
+    errors: list[str] = []
+    expected: list[tuple] = []
+    deadline = time.monotonic() + seconds
+    server0 = process_cpu(server_pid)
+    t0 = time.perf_counter()
+    tasks = [agent_reader(url, w, deadline, pause, notes, reads, errors) for w in range(clients)]
+    if writer:
+        tasks.append(agent_writer(url, deadline, pause, notes, writes, errors, expected))
+    with RssWatch(server_pid) as watch:
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=seconds + 120)
+    wall = time.perf_counter() - t0
+    calls = len(reads) + len(writes)
+    return {"clients": clients, "writer": writer, "reads": len(reads), "writes": len(writes), "errors": errors,
+            "expected": expected, "read_p50": quantile(reads, 0.5) * 1000, "read_p95": quantile(reads, 0.95) * 1000,
+            "read_max": max(reads, default=float("nan")) * 1000,
+            "write_p50": quantile(writes, 0.5) * 1000, "write_p95": quantile(writes, 0.95) * 1000,
+            "rate": calls / wall if wall else 0.0, "read_rate": len(reads) / wall if wall else 0.0,
+            "server_cpu": (process_cpu(server_pid) - server0) / (calls or 1) * 1000, "peak_mb": watch.peak}
+
+
+def lost_writes(vault: Path, expected: list[tuple]) -> list[str]:
+    lost = []
+    for _, path, line in expected:
+        target = vault / path
+        text = target.read_text() if target.exists() else ""
+        if line not in text:
+            lost.append(f"{path}: {line}")
+    return lost
+
+
+def run_agents(args, vault: Path, notes: list[str], index_seconds: float, server_cpus: set[int] | None) -> None:
+    proc, url = start_server(vault, args.src, args.store, server_cpus)
+    try:
+        asyncio.run(phase(url, 1, 10, 30, notes, False))  # warm: catalogue, encoders
+        rss_start = rss_mb(proc.pid)
+        readers = asyncio.run(agent_phase(url, args.clients, args.seconds, args.pause, notes, False, proc.pid))
+        mixed = asyncio.run(agent_phase(url, args.clients, args.seconds, args.pause, notes, True, proc.pid))
+        rss_end = rss_mb(proc.pid)
+        time.sleep(args.idle)
+        rss_idle = rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    lost = lost_writes(vault, mixed["expected"])
+    ratio = mixed["read_p95"] / readers["read_p95"] if readers["read_p95"] else float("nan")
+    peak = max(readers["peak_mb"], mixed["peak_mb"])
+    table = ["| run | reads | writes | errors | reads' p50 ms | reads' p95 ms | slowest read ms | writes' p95 ms "
+             "| calls/s | server CPU ms/call | server peak RSS MB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, r in ((f"{args.clients} agents, reading", readers),
+                     (f"{args.clients} agents reading + 1 writing", mixed)):
+        wp95 = f"{r['write_p95']:.0f}" if r["writes"] else "-"
+        table.append(f"| {label} | {r['reads']} | {r['writes']} | {len(r['errors'])} | {r['read_p50']:.0f} "
+                     f"| {r['read_p95']:.0f} | {r['read_max']:.0f} | {wp95} | {r['rate']:.1f} "
+                     f"| {r['server_cpu']:.1f} | {r['peak_mb']:.0f} |")
+    summary = [
+        f"- reads' p95 with the writer / without: **{ratio:.2f}x** (goal: within 2x); "
+        f"reads per second {readers['read_rate']:.1f} -> {mixed['read_rate']:.1f}",
+        f"- server memory (RSS): {rss_start:.0f} MB warm before the runs, peak {peak:.0f} MB, "
+        f"{rss_end:.0f} MB when the load stopped, **{rss_idle:.0f} MB {args.idle:.0f} s later**",
+        f"- writer: {mixed['writes']} writes (appends to random notes, new notes, frontmatter), "
+        f"{len(lost)} lost",
+        f"- load average at the end: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        + (f"; server pinned to core {sorted(server_cpus)[0]}, clients to the others" if server_cpus else ""),
+        f"- index build before the runs: {index_seconds:.1f} s; {len(notes)} notes",
+    ]
+    cmd = (f"python bench/load.py --agents --clients {args.clients} --seconds {args.seconds:g} "
+           f"--pause {args.pause:g} --idle {args.idle:g}") + (" --split-cores" if server_cpus else "") + (
+        f" --src {args.src}" if args.src != ROOT / "src" else "") + (" --store postgresql://..." if args.store else "")
+    text = "\n".join([
+        "# Load: agent-like MCP clients with and without a writer (hub vault)", "",
+        f"Command: `{cmd}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1; "
+        f"store: {'PostgreSQL' if args.store else 'SQLite'}. Each client calls, then pauses {args.pause:g} s; "
+        "reads: keyword search, context (2000 tokens), read_file, search_vault.", "",
+        *table, "", *summary, "",
+    ])
+    errors = readers["errors"] + mixed["errors"]
+    if errors:
+        text += "\nFirst errors:\n" + "\n".join(f"- {e}" for e in errors[:5]) + "\n"
+    if lost:
+        text += "\nLost writes:\n" + "\n".join(f"- {e}" for e in lost[:5]) + "\n"
+    out = args.out if args.out != RESULTS else RESULTS.with_name("load-agents.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    if errors or lost:
+        sys.exit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--archive", type=Path, default=ARCHIVE)
@@ -220,9 +429,16 @@ def main() -> None:
     parser.add_argument("--split-cores", action="store_true",
                         help="pin the server to the last core and the clients to the others (taskset), "
                              "so the clients do not compete with the server for its core")
+    parser.add_argument("--agents", action="store_true",
+                        help="agent-like clients that pause between calls, without then with one writer")
+    parser.add_argument("--pause", type=float, default=1.0, help="--agents: seconds between a client's calls")
+    parser.add_argument("--idle", type=float, default=30.0,
+                        help="--agents: seconds after the load before the server's memory is read again")
     args = parser.parse_args()
     if args.quick:
-        args.clients, args.calls, args.seconds = 5, 10, 60
+        args.clients, args.calls, args.seconds = 5, 10, (20 if args.agents else 60)
+    elif args.agents and args.seconds == parser.get_default("seconds"):
+        args.seconds = 60
     global DISTINCT
     DISTINCT = args.distinct_queries
     server_cpus: set[int] | None = None
@@ -240,6 +456,9 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
                    env=store_env(args.src, args.store), check=True, capture_output=True)
     index_seconds = time.perf_counter() - t0
+    if args.agents:
+        run_agents(args, vault, notes, index_seconds, server_cpus)
+        return
     proc, url = start_server(vault, args.src, args.store, server_cpus)
     try:
         asyncio.run(phase(url, 1, 5, 30, notes, False))  # warm: catalogue, encoders

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -132,7 +133,10 @@ class Workspace:
         self._embedder: Embedder | None = None
         self._chats: SmartContext | None = None
         self._background: BackgroundEmbedding | None = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the cached state above: held for moments only
+        # Index runs and per-file updates, one at a time. Apart from ``_lock`` so a question
+        # (which needs the store and the catalogue) never waits for a write to finish.
+        self._writing = threading.RLock()
         self._skipped: tuple[object, dict[str, list[tuple[str, str]]]] | None = None
 
     # -- opening -------------------------------------------------------------------
@@ -283,7 +287,7 @@ class Workspace:
                     p.unlink()
 
     def _index(self, embeddings, progress, workers, stop) -> IndexStats:
-        with self._lock:
+        with self._writing:
             t0 = time.perf_counter()
             stats = self._indexer().run(progress, workers, stop)
             # e.g. "the index was written in an older format; it was reset and is rebuilt"
@@ -351,8 +355,11 @@ class Workspace:
                     a server passes False and lets its background embedder do it.
         """
         rel = [self._relative(p) for p in paths]
-        with self._lock:
+        with self._writing:
             stats = self._indexer().update_paths(rel)
+            if self._catalogue is not None:
+                # Brought up to date here, so the next question does not pay for it.
+                self.catalogue()
             if self.keeps_vectors if embeddings is None else embeddings:
                 try:
                     embed_pending(self.store, self.embedder())
@@ -389,9 +396,33 @@ class Workspace:
             if self._catalogue is None:  # a process's first: from the saved one when it can
                 saved = None if self.store_url else self.index_dir / CATALOGUE_FILE
                 self._catalogue = Catalogue.open(self.store, saved, self.store.get_meta("index_id") or "")
-            else:  # a write re-reads only the files it changed
+            elif self.store.generation() > self._catalogue.generation:
+                # A write re-reads only the files it changed. A question on an older
+                # snapshot than the catalogue's keeps the newer one (never step back).
                 self._catalogue = self._catalogue.updated(self.store)
             return self._catalogue
+
+    def snapshot(self):
+        """A context in which this thread's reads of the index see one commit (the
+        store's ``snapshot``); nothing when the store has none or is not open yet."""
+        with self._lock:
+            store = self._store
+        make = getattr(store, "snapshot", None)
+        return make() if make is not None else contextlib.nullcontext()
+
+    def release_memory(self) -> None:
+        """Drop what the store caches for questions (decoded files, full-text answers,
+        idle connections) and return freed memory to the system: for a server gone idle.
+        The catalogue and vectors stay (the next question needs them whole)."""
+        with self._lock:
+            store = self._store
+            self._skipped = None
+        release = getattr(store, "release_memory", None)
+        if release is not None:
+            release()
+        from .memory import return_free_memory
+
+        return_free_memory()
 
     def vectors(self) -> tuple[VectorIndex | StoreVectorIndex, Any] | None:
         """The vector index and query embedder, or None when there are no vectors to use.
@@ -403,10 +434,12 @@ class Workspace:
             return None
         with self._lock:
             current = self._vectors
+            # ">=": a question reading an older snapshot than the loaded vectors' keeps
+            # them (reloading every vector for it, then again for the next, would thrash).
             if (
                 current is not None and self._embedder is not None
-                and current.generation == self.store.generation()
-                and current.vector_generation == self.store.vector_generation()
+                and current.generation >= self.store.generation()
+                and current.vector_generation >= self.store.vector_generation()
             ):
                 return current, self._embedder
             models = self.store.vector_models()

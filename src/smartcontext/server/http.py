@@ -382,6 +382,7 @@ def serve(
         print(f"Smart Context web page for {registry.context.root} at {url}", file=sys.stderr, flush=True)
         if open_browser:
             _open_browser(url)
+        registry.context.release_when_idle()
         config = uvicorn.Config(build_app(registry, host, warm=warm, token=token), log_level=log_level,
                                 lifespan="on", access_log=False, ws="websockets-sansio",
                                 http=guarded_protocol())

@@ -179,6 +179,7 @@ def serve(
             exit_with_parent()
         if warm:
             registry.context.warm_up()
+        registry.context.release_when_idle()
         server = build_server(registry)
         if transport == "stdio":
             anyio.run(run_stdio, server)

@@ -167,7 +167,9 @@ class ItemStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
     # -- files ---------------------------------------------------------------------
-    def file_states(self) -> dict[str, FileState]: ...
+    def file_states(self, paths: Sequence[str] | None = None) -> dict[str, FileState]:
+        """The stored state of every file, or of ``paths`` only (those not stored are absent)."""
+        ...
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
         """Record a new mtime/size for a file whose content did not change."""

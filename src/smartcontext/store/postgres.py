@@ -249,6 +249,11 @@ class PostgresStore(StoreBase):
     def close(self) -> None:
         self.pool.close()
 
+    def release_memory(self) -> None:
+        """Drop the decoded files kept for reads (a server gone idle); they are read again."""
+        with self._files_lock:
+            self._files.clear()
+
     def check(self, full: bool = False) -> str | None:
         """None when the index answers. PostgreSQL guards its own pages (WAL, checksums),
         so there is no damage marker as for a SQLite file; ``full`` reads every table."""
@@ -369,11 +374,13 @@ class PostgresStore(StoreBase):
 
     # -- files -------------------------------------------------------------------------
 
-    def file_states(self) -> dict[str, FileState]:
+    def file_states(self, paths: Sequence[str] | None = None) -> dict[str, FileState]:
+        query = "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
         with self._conn() as conn:
-            rows = conn.execute(
-                "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
-            ).fetchall()
+            if paths is None:
+                rows = conn.execute(query).fetchall()
+            else:  # a tool's write re-reads a file or two: not every file's row
+                rows = conn.execute(query + " WHERE path = ANY(%s)", (list(paths),)).fetchall()
         return {r[1]: FileState(*r) for r in rows}
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:

@@ -79,6 +79,8 @@ _CHUNK = 500
 # pairs in all (about 100 bytes each); a filtered search asks for every match, so one
 # answer may hold tens of thousands, and one over a quarter of the budget is not kept.
 _SEARCH_PAIRS_KEPT = 200_000
+# Idle reader connections kept for the next questions (see ``_read``).
+_IDLE_READERS_KEPT = 4
 
 # bm25() weights of the FTS columns name, path, body, kind.
 _BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
@@ -237,9 +239,60 @@ class SQLiteStore(StoreBase):
             yield conn
         finally:
             self._local.conn = None
+            surplus = False
             with self._readers_lock:
                 if conn in self._all_readers:  # not closed meanwhile
-                    self._idle_readers.append(conn)
+                    # A burst of questions opens a connection each (with its own page
+                    # cache, up to 2 MB); afterwards a few are kept for the next ones.
+                    surplus = len(self._idle_readers) >= _IDLE_READERS_KEPT
+                    if surplus:
+                        self._all_readers.remove(conn)
+                    else:
+                        self._idle_readers.append(conn)
+            if surplus:
+                conn.close()
+
+    def release_memory(self) -> None:
+        """Give back what caches hold (decoded files, full-text answers, idle reader
+        connections and SQLite's page caches); they fill again as questions come. For a
+        server that has gone idle."""
+        with self._files_lock:
+            self._files.clear()
+            self._files_chars = 0
+        with self._searches_lock:
+            self._searches.clear()
+            self._search_pairs = 0
+        with self._readers_lock:
+            idle, self._idle_readers = self._idle_readers, []
+            for conn in idle:
+                self._all_readers.remove(conn)
+        for conn in idle:
+            conn.close()
+        if self._lock.acquire(blocking=False):  # a write in progress keeps its cache
+            try:
+                self._wdb.execute("PRAGMA shrink_memory")
+            except sqlite3.Error:
+                pass
+            finally:
+                self._lock.release()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside sees the index as one commit left it: one
+        reader connection held in one read transaction (WAL keeps that snapshot while
+        writers commit). So a question made of several queries never mixes an edit's
+        before and after, and needs no lock against writers. Nested, and inside a write
+        on this thread, it adds nothing."""
+        if self._writer == threading.get_ident() or getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self._read() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")  # a read transaction: nothing to keep or lose
 
     def check(self, full: bool = False) -> str | None:
         """None when the index is sound, else the first problem found: damage an earlier
@@ -369,10 +422,14 @@ class SQLiteStore(StoreBase):
 
     # -- files -------------------------------------------------------------------
 
-    def file_states(self) -> dict[str, FileState]:
-        rows = self.db.execute(
-            "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
-        ).fetchall()
+    def file_states(self, paths: Sequence[str] | None = None) -> dict[str, FileState]:
+        query = "SELECT id, path, mtime_ns, size, hash, language, source FROM files"
+        if paths is None:
+            rows = self.db.execute(query).fetchall()
+        else:  # a tool's write re-reads a file or two: not every file's row
+            rows = [r for chunk in _chunks(list(paths), _CHUNK)
+                    for r in self.db.execute(f"{query} WHERE path IN ({','.join('?' * len(chunk))})",
+                                             chunk).fetchall()]
         return {r[1]: FileState(*r) for r in rows}
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
@@ -702,6 +759,11 @@ class SQLiteStore(StoreBase):
                 old = self._searches.pop(key, None)
                 if old is not None:
                     self._search_pairs -= old[2]
+                if self._searches and next(reversed(self._searches.values()))[0] < generation:
+                    # The index changed: answers of older generations are never used
+                    # again (a writing agent changes it every few seconds).
+                    for stale in [k for k, v in self._searches.items() if v[0] < generation]:
+                        self._search_pairs -= self._searches.pop(stale)[2]
                 self._searches[key] = (generation, tuple(list(part) for part in found), pairs)
                 self._search_pairs += pairs
                 while self._search_pairs > _SEARCH_PAIRS_KEPT:

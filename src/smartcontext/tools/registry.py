@@ -122,11 +122,12 @@ class ToolRegistry:
             return _err(f"{spec.name}: arguments are {size:,} characters; the limit is {MAX_ARGUMENTS_CHARS:,}")
         try:
             clean = check_arguments(spec.name, spec.validator, arguments)
-            if spec.lock is not None:
-                with spec.lock:
+            with self.context.busy():
+                if spec.lock is not None:
+                    with spec.lock:
+                        data = spec.handler(clean)
+                else:
                     data = spec.handler(clean)
-            else:
-                data = spec.handler(clean)
         except SmartContextError as exc:
             return _err(str(exc))
         except (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:

@@ -67,8 +67,10 @@ def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
         specs.append(ToolSpec(
             name, s["description"], s["parameters"], handler,
             read_only=read_only, destructive=name in VAULT_DESTRUCTIVE_TOOLS, provider="vault",
-            # Reads run side by side; a write waits for them and runs alone (across
-            # processes the vault's file lock serialises writers too).
-            lock=ctx.vault_lock.reader if read_only else ctx.vault_lock.writer,
+            # Writes run one at a time (across processes the vault's file lock serialises
+            # them too). Reads take no lock: a note is replaced whole (temp file + rename),
+            # so a read sees it before or after a write, and never waits for one, nor for
+            # the re-indexing that follows it.
+            lock=None if read_only else ctx.vault_lock,
         ))
     return specs
