@@ -251,8 +251,7 @@ class PostgresStore(StoreBase):
 
     def release_memory(self) -> None:
         """Drop the decoded files kept for reads (a server gone idle); they are read again."""
-        with self._files_lock:
-            self._files.clear()
+        self._texts.clear()
 
     def check(self, full: bool = False) -> str | None:
         """None when the index answers. PostgreSQL guards its own pages (WAL, checksums),

@@ -48,6 +48,12 @@ class FileTexts:
         self._chars = 0
         self._lock = threading.Lock()
 
+    def clear(self) -> None:
+        """Forget every decoded file (a server gone idle gives the memory back)."""
+        with self._lock:
+            self._files.clear()
+            self._chars = 0
+
     def get(
         self, keys: Iterable[tuple[int, str]],
         load: Callable[[list[int]], Iterable[tuple[int, str, bytes]]],

@@ -256,9 +256,7 @@ class SQLiteStore(StoreBase):
         """Give back what caches hold (decoded files, full-text answers, idle reader
         connections and SQLite's page caches); they fill again as questions come. For a
         server that has gone idle."""
-        with self._files_lock:
-            self._files.clear()
-            self._files_chars = 0
+        self._texts.clear()
         with self._searches_lock:
             self._searches.clear()
             self._search_pairs = 0
@@ -427,9 +425,8 @@ class SQLiteStore(StoreBase):
         if paths is None:
             rows = self.db.execute(query).fetchall()
         else:  # a tool's write re-reads a file or two: not every file's row
-            rows = [r for chunk in _chunks(list(paths), _CHUNK)
-                    for r in self.db.execute(f"{query} WHERE path IN ({','.join('?' * len(chunk))})",
-                                             chunk).fetchall()]
+            rows = [r for marks, chunk in _in_chunks(paths)
+                    for r in self.db.execute(f"{query} WHERE path IN ({marks})", chunk).fetchall()]
         return {r[1]: FileState(*r) for r in rows}
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
