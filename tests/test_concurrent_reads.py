@@ -188,12 +188,12 @@ def test_an_idle_server_drops_its_caches_and_answers_as_before(tmp_path):
     try:
         before = reg.call("context", {"question": "tomatoes", "max_tokens": 400})
         store = reg.context.workspace.store
-        assert store._files and store._searches
+        assert store._texts._files and store._searches
         reg.context.release_when_idle(after=0.2)
         deadline = time.monotonic() + WAIT
-        while (store._files or store._searches) and time.monotonic() < deadline:
+        while (store._texts._files or store._searches) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not store._files and not store._searches and not store._idle_readers
+        assert not store._texts._files and not store._searches and not store._idle_readers
         # Once per quiet spell: without a call since, nothing is dropped again.
         released = reg.context._released
         time.sleep(1.0)
