@@ -136,6 +136,38 @@ def contextsmith_python(venv: Path) -> tuple[Path | None, str | None]:
     return py, None
 
 
+def prepare_methods(methods: list[str], args: argparse.Namespace, venv: Path
+                    ) -> tuple[list[str], dict[str, str], dict[str, str], Path | None]:
+    """The methods that can run (the others skipped, with why), a line on how each is
+    called, and contextsmith's venv Python (made in ``venv`` when missing)."""
+    skipped: dict[str, str] = {}
+    method_info: dict[str, str] = {}
+    cs_python = None
+    if "smartcontext" in methods:
+        why = smartcontext_available()
+        if why:
+            skipped["smartcontext"] = why
+        else:
+            method_info["smartcontext"] = f"Workspace.index(embeddings={args.embeddings}), " \
+                                          f"context(max_tokens, exclude_tests={args.exclude_tests}, format='markdown')"
+    if "contextsmith" in methods:
+        cs_python, why = contextsmith_python(venv.resolve())
+        if why:
+            skipped["contextsmith"] = why
+        else:
+            v = venv_versions(cs_python)
+            method_info["contextsmith"] = (
+                f"contextsmith {v.get('contextsmith')} (tree-sitter-language-pack {v.get('tree-sitter-language-pack')}), "
+                "Engine.index() defaults, context(budget); no `semantic` extra (its models download from a hub), "
+                "no git history (trees are archives)")
+    if "bm25" in methods:
+        method_info["bm25"] = "Okapi BM25 (k1=1.2, b=0.75) over non-test source files, path + content, identifiers split; " \
+                              "top files pasted whole, the last cut at a line"
+    for m, why in skipped.items():
+        print(f"SKIPPING {m}: {why}", file=sys.stderr)
+    return [m for m in methods if m not in skipped], skipped, method_info, cs_python
+
+
 def venv_versions(py: Path) -> dict:
     code = ("import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
             "('contextsmith', 'tree-sitter-language-pack', 'tree-sitter', 'tiktoken')}))")
@@ -362,32 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown method(s) {sorted(unknown)}; choose from {', '.join(METHODS)}", file=sys.stderr)
         return 2
 
-    skipped: dict[str, str] = {}
-    method_info: dict[str, str] = {}
-    cs_python = None
-    if "smartcontext" in methods:
-        why = smartcontext_available()
-        if why:
-            skipped["smartcontext"] = why
-        else:
-            method_info["smartcontext"] = f"Workspace.index(embeddings={args.embeddings}), " \
-                                          f"context(max_tokens, exclude_tests={args.exclude_tests}, format='markdown')"
-    if "contextsmith" in methods:
-        cs_python, why = contextsmith_python((args.contextsmith_venv or args.work / "venv-contextsmith").resolve())
-        if why:
-            skipped["contextsmith"] = why
-        else:
-            v = venv_versions(cs_python)
-            method_info["contextsmith"] = (
-                f"contextsmith {v.get('contextsmith')} (tree-sitter-language-pack {v.get('tree-sitter-language-pack')}), "
-                "Engine.index() defaults, context(budget); no `semantic` extra (its models download from a hub), "
-                "no git history (trees are archives)")
-    if "bm25" in methods:
-        method_info["bm25"] = "Okapi BM25 (k1=1.2, b=0.75) over non-test source files, path + content, identifiers split; " \
-                              "top files pasted whole, the last cut at a line"
-    for m, why in skipped.items():
-        print(f"SKIPPING {m}: {why}", file=sys.stderr)
-    active = [m for m in methods if m not in skipped]
+    active, skipped, method_info, cs_python = prepare_methods(
+        methods, args, args.contextsmith_venv or args.work / "venv-contextsmith")
 
     tiktoken_dir = sw.seed_tiktoken_cache(args.work / "tiktoken-cache")
     env = sw.git_isolated_env(args.work / "repos", {"TIKTOKEN_CACHE_DIR": str(tiktoken_dir),

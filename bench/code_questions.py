@@ -191,27 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown method(s) {sorted(unknown)}; choose from {', '.join(cc.METHODS)}", file=sys.stderr)
         return 2
 
-    skipped: dict[str, str] = {}
-    method_info: dict[str, str] = {}
-    cs_python = None
-    if "smartcontext" in methods:
-        why = cc.smartcontext_available()
-        if why:
-            skipped["smartcontext"] = why
-        else:
-            method_info["smartcontext"] = (f"Workspace.index(embeddings={args.embeddings}), "
-                                           f"context(max_tokens, exclude_tests={args.exclude_tests}, format='markdown')")
-    if "contextsmith" in methods:
-        cs_python, why = cc.contextsmith_python((args.contextsmith_venv or sw.WORK_DIR / "venv-contextsmith").resolve())
-        if why:
-            skipped["contextsmith"] = why
-        else:
-            method_info["contextsmith"] = "contextsmith Engine.index() defaults, context(budget), rank(task)"
-    if "bm25" in methods:
-        method_info["bm25"] = "Okapi BM25 over non-test source files; top files pasted whole, the last cut at a line"
-    for m, why in skipped.items():
-        print(f"SKIPPING {m}: {why}", file=sys.stderr)
-    active = [m for m in methods if m not in skipped]
+    active, skipped, method_info, cs_python = cc.prepare_methods(
+        methods, args, args.contextsmith_venv or sw.WORK_DIR / "venv-contextsmith")
 
     tiktoken_dir = sw.seed_tiktoken_cache(sw.WORK_DIR / "tiktoken-cache")
     env = sw.git_isolated_env(args.work / "repos", {"TIKTOKEN_CACHE_DIR": str(tiktoken_dir),
