@@ -117,8 +117,8 @@ def _print_stats(result) -> None:
         t.add_row(f"candidates: {k}", str(v))
     t.add_row("signals used", ", ".join(s.get("signals", [])))
     if s.get("tests_demoted"):
-        t.add_row("tests demoted", f"{s['tests_demoted']} items of test files ranked below source "
-                                   "(the question names no test; --exclude-tests leaves them out)")
+        # Short: the table cuts a long cell at the terminal's width.
+        t.add_row("tests demoted", f"{s['tests_demoted']} below the source (--exclude-tests drops them)")
     if s.get("note"):
         t.add_row("note", s["note"])
     t.add_row("selected", str(s.get("selected")))
