@@ -13,7 +13,9 @@ exactly as they do (their ``score`` functions). A variant names the profile cons
     python bench/ablate.py dev2 --work bench/.work/dev2 default:
 
 ``exclude=1`` leaves test files out (``--exclude-tests``); ``tokens=N`` sets the budget; any
-other ``NAME=VALUE`` sets ``scoring.NAME`` for that variant. SWE-bench instances are those
+other ``NAME=VALUE`` sets ``scoring.NAME`` for that variant (``pipeline.NAME`` sets a
+constant of ``context/pipeline.py``, e.g. ``pipeline.REFILL=0``; ``entities.NAME`` one of
+``retrieval/entities.py``). SWE-bench instances are those
 whose base commit has a tree with an index under ``WORK/repos``; multi-file instances are
 reported apart.
 """
@@ -46,21 +48,33 @@ def parse_variant(text: str) -> tuple[str, dict[str, str]]:
     return name, dict(pairs)
 
 
+def _home(scoring, key: str):
+    """The module a constant lives in: ``pipeline.NAME`` is the code-context pipeline's,
+    ``entities.NAME`` the entity extractor's, a bare ``NAME`` the scoring module's."""
+    if key.startswith("pipeline."):
+        from smartcontext.context import pipeline
+        return pipeline
+    if key.startswith("entities."):
+        from smartcontext.retrieval import entities
+        return entities
+    return scoring
+
+
 def ask(ws, scoring, question: str, opts: dict[str, str], default_tokens: int):
     """One answer with the variant's constants set, and the constants put back after."""
     constants = {k: v for k, v in opts.items() if k not in OPTIONS}
     for k in constants:
-        if not hasattr(scoring, k):
-            raise SystemExit(f"retrieval/scoring.py has no {k}")
-    saved = {k: getattr(scoring, k) for k in constants}
+        if not hasattr(_home(scoring, k), k.rpartition(".")[2]):
+            raise SystemExit(f"{_home(scoring, k).__name__} has no {k.rpartition('.')[2]}")
+    saved = {k: getattr(_home(scoring, k), k.rpartition(".")[2]) for k in constants}
     try:
         for k, v in constants.items():
-            setattr(scoring, k, float(v))
+            setattr(_home(scoring, k), k.rpartition(".")[2], float(v))
         res = ws.context(question, max_tokens=int(opts.get("tokens", default_tokens)),
                          exclude_tests=opts.get("exclude", "0") == "1", format="markdown")
     finally:
         for k, v in saved.items():
-            setattr(scoring, k, v)
+            setattr(_home(scoring, k), k.rpartition(".")[2], v)
     return {"ranked": list(res.files), "context_text": res.text,
             "context_files": list(dict.fromkeys(si.item.path for si in res.items))}
 

@@ -195,9 +195,12 @@ def test_json_at_a_budget_carries_about_as_much_code_as_mu(own_source, question)
     code = sum(len(i.get("code", "")) for i in items)
     mu_code = _code_chars(own_source.root, mu)
     assert len(items) == len(js.items)
-    assert abs(len(items) - len(mu.items)) <= 0.2 * len(mu.items)
-    # the JSON code is dedented, so a little shorter than the lines it came from
-    assert abs(code - mu_code) <= 0.2 * mu_code
+    # Each format's plan is scaled by how far its own estimates ran over (pipeline
+    # _refill_budget): JSON counts no paths or line framing, so it may afford more whole
+    # bodies and fewer signatures than MU. What must hold is that it never carries much
+    # less (the JSON code is dedented, so a little shorter than the lines it came from).
+    assert len(items) >= 0.6 * len(mu.items)
+    assert code >= 0.8 * mu_code
     assert 0.8 * mu.token_count <= js.token_count <= 3000
     assert data["token_count"] == js.token_count and data["counts"] == JSON_COUNTS
     assert data["max_tokens"] == 3000 and data["question"] == question

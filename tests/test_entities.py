@@ -55,3 +55,14 @@ def test_hostile_long_inputs_finish_quickly():
         ex.extract(text)
     # Catastrophic backtracking would take minutes; linear matching takes well under this.
     assert time.perf_counter() - start < 20
+
+
+def test_a_plain_word_naming_an_item_is_weaker_than_an_identifier():
+    from smartcontext.retrieval import entities
+
+    ex = EntityExtractor(known_names={"session", "open_session"})
+    found = {e.text: e for e in ex.extract("what happens to the session when open_session fails?")}
+    # "session" is an English word that some item is also called: evidence, not a name.
+    assert found["session"].kind == "known"
+    assert found["session"].confidence == entities.PLAIN_NAME_IN_SHORT_TEXT
+    assert found["session"].confidence < found["open_session"].confidence

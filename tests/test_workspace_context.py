@@ -191,3 +191,53 @@ def test_vectors_rank_prose_but_not_code_symbols(tmp_path):
     assert "vectors" in res.stats["signals"]
     assert with_vector == {"section"}
     assert any(s.item.name == "Garden" and s.signals.get("vector") for s in res.items)
+
+
+def _many_matches(root):
+    """A repository where far more methods match than any small budget holds, indented
+    as real code is (runs of spaces are few tokens: the index's 4-bytes-a-token estimate
+    runs high on them)."""
+    (root / "pkg").mkdir(parents=True)
+    for f in range(6):
+        body = f"class Billing{f}:\n" + "\n".join(
+            f"    def invoice_total_{n}(self, items, discount):\n"
+            f"        \"\"\"Invoice total {n} with the discount applied.\"\"\"\n"
+            f"        subtotal = 0\n"
+            f"        for item in items:\n"
+            f"            if item.quantity:\n"
+            f"                if item.price:\n"
+            f"                    subtotal += item.price * item.quantity\n"
+            f"        return round(subtotal * (1 - discount), 2)\n"
+            for n in range(12)
+        )
+        (root / "pkg" / f"billing_{f}.py").write_text(body, encoding="utf-8")
+    return root
+
+
+def test_a_second_plan_spends_what_the_estimates_left_free(tmp_path, open_ws, monkeypatch):
+    from smartcontext.context import pipeline
+
+    w = open_ws(_many_matches(tmp_path / "repo"))
+    w.config.embeddings.model = "none"
+    w.index()
+    question = "how is the invoice total computed with a discount"
+    monkeypatch.setattr(pipeline, "REFILL", False)
+    first = w.context(question, max_tokens=1500, format="markdown")
+    monkeypatch.setattr(pipeline, "REFILL", True)
+    refilled = w.context(question, max_tokens=1500, format="markdown")
+    # The framing allowances run high, so one plan leaves tokens free; the second uses them.
+    assert first.token_count < 1500 * (1 - pipeline.REFILL_SLACK)
+    assert first.token_count < refilled.token_count <= 1500
+    assert len(refilled.items) > len(first.items)
+    assert count_tokens(refilled.text) == refilled.token_count
+    w.close()
+
+
+def test_refill_budget_only_when_the_plan_was_spent_and_the_text_fell_short():
+    from smartcontext.context.pipeline import REFILL_MARGIN, _refill_budget
+
+    # Spent its 900-token item budget, the exact text 800 of 1000: scale by 900/700.
+    assert _refill_budget(900, 100, 800, 1000) == int(900 * 900 / 700 * REFILL_MARGIN)
+    assert _refill_budget(500, 100, 450, 1000) is None  # ran out of candidates, not budget
+    assert _refill_budget(900, 100, 990, 1000) is None  # already close to the budget
+    assert _refill_budget(900, 100, 100, 1000) is None  # nothing but the reserve

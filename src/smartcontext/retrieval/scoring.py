@@ -67,6 +67,11 @@ class ScoredItem:
 Placed = list[tuple[ExtractedEntity, list[str], float]]
 
 
+# A plain word that names a member of a class the question also names is that member's
+# name, as sure as an identifier the index knows (entities: CONFIDENCE + KNOWN_BONUS).
+MEMBER_OF_NAMED = 0.9
+
+
 def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None) -> dict[int, float]:
     """Noisy-or of every entity's match with each item, damped for ambiguous names.
     ``placed``: ``placed_frames(cat, entities)``, when the caller has it already."""
@@ -76,6 +81,9 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
         miss[rowid] *= 1.0 - min(0.99, strength)
 
     frames = [e for e in entities if e.kind in ("frame", "callee")]
+    # Names the question gives, last part only: a plain word is a member's name when the
+    # question also names its class ("How does AuthService handle login?").
+    named = {e.text.lower().rpartition(".")[2] for e in entities if e.kind not in ("frame", "callee", "path")}
     _frame_hits(cat, frames, placed_frames(cat, frames) if placed is None else placed, hit)
     for ent in entities:
         text = ent.text
@@ -135,8 +143,16 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
             continue
         ambiguity = 1.0 / (1.0 + math.log(len(matches)))
         for r, m in matches.items():
-            hit(r, ent.confidence * m * ambiguity)
+            confidence = ent.confidence
+            if ent.kind == "known" and MEMBER_OF_NAMED and _owner_named(cat.entries[r], named):
+                confidence = max(confidence, MEMBER_OF_NAMED)
+            hit(r, confidence * m * ambiguity)
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
+
+
+def _owner_named(entry, named: set[str]) -> bool:
+    owner = entry.qualname.rpartition(".")[0]
+    return bool(owner) and owner.rpartition(".")[2].lower() in named
 
 
 # A traceback's deepest frame in the repository is where the error surfaced; each frame
