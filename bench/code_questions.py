@@ -11,8 +11,9 @@ dataset's README says:
   the first (most important) gold file among the top k (``first``);
 - symbols shown: the share of a question's gold symbols whose definition line (``def`` /
   ``class``) is in the context, in a part of the context from the symbol's file, averaged
-  over questions (a signature counts, as the README says); ``whole`` asks for the symbol's
-  whole body (through ``end_lineno``), consecutively;
+  over questions (a signature counts, as the README says: the line as a line of the
+  context, or, spaces aside, inside one, as a signature listed on one line); ``whole``
+  asks for the symbol's whole body (through ``end_lineno``), consecutively;
 - broken down by question kind and by whether the question names an identifier.
 
 Methods are those of ``bench/code_context.py`` (the same workers, the same settings):
@@ -89,10 +90,17 @@ def present(seq: list[str], where: dict[str, list[int]], run: list[str]) -> bool
     return bool(run) and any(seq[p : p + len(run)] == run for p in where.get(run[0], ()))
 
 
+def signature_shown(head: list[str], flat: str) -> bool:
+    """The definition line inside a line of the context, spaces aside: a signature listed
+    on one line (``- `def f( self, x, ) -> int:` lines 3-9``, a multi-line ``def`` joined)."""
+    return bool(head) and " ".join(head[0].split()) in flat
+
+
 def score(question: dict, answer: dict, gold_lines: dict) -> dict:
     gold_files = [g["path"] for g in question["gold"]]
     ranked = answer["ranked"]
     seq = sw.context_lines(answer["context_text"])
+    flat = " ".join(answer["context_text"].split())
     where: dict[str, list[int]] = {}
     for pos, ln in enumerate(seq):
         where.setdefault(ln, []).append(pos)
@@ -101,7 +109,7 @@ def score(question: dict, answer: dict, gold_lines: dict) -> dict:
     for g in question["gold"]:
         for sym in g["symbols"]:
             head, body = gold_lines[(g["path"], sym["line"])]
-            shown.append(g["path"] in in_context and present(seq, where, head))
+            shown.append(g["path"] in in_context and (present(seq, where, head) or signature_shown(head, flat)))
             whole.append(present(seq, where, body))
     return {
         **{f"any@{k}": any(f in ranked[:k] for f in gold_files) for k in KS},

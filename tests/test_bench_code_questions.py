@@ -59,3 +59,17 @@ def test_a_signature_is_shown_but_not_whole_and_another_file_does_not_count(tmp_
     r = cq.score(_question(), {"ranked": ["pkg/a.py"], "context_text": shuffled,
                                "context_files": ["pkg/a.py"]}, gold)
     assert (r["symbols"], r["whole"]) == (0.0, 0.0)
+
+
+def test_a_signature_listed_on_one_line_counts_and_a_longer_name_does_not(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "loader.py").write_text(SOURCE)
+    gold = {("pkg/loader.py", 10): cq.symbol_lines(tmp_path, "pkg/loader.py", 10)}
+    listed = "### pkg/loader.py\n\n- `def load(self,  path):` lines 10-12: Read a file.\n"
+    r = cq.score(_question(), {"ranked": ["pkg/loader.py"], "context_text": listed,
+                               "context_files": ["pkg/loader.py"]}, gold)
+    assert (r["symbols"], r["whole"]) == (1.0, 0.0)
+    other = "### pkg/loader.py\n\n- `def load_all(self, path):` lines 20-22\n"
+    r = cq.score(_question(), {"ranked": ["pkg/loader.py"], "context_text": other,
+                               "context_files": ["pkg/loader.py"]}, gold)
+    assert r["symbols"] == 0.0
