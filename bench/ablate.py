@@ -14,8 +14,8 @@ exactly as they do (their ``score`` functions). A variant names the profile cons
 
 ``exclude=1`` leaves test files out (``--exclude-tests``); ``tokens=N`` sets the budget; any
 other ``NAME=VALUE`` sets ``scoring.NAME`` for that variant (``pipeline.NAME`` sets a
-constant of ``context/pipeline.py``, e.g. ``pipeline.REFILL=0``; ``entities.NAME`` one of
-``retrieval/entities.py``). SWE-bench instances are those
+constant of ``context/pipeline.py``, e.g. ``pipeline.REFILL=0``; likewise ``budgeter.``,
+``entities.`` and ``keyword.`` for the budgeter, the entity extractor and the keyword search). SWE-bench instances are those
 whose base commit has a tree with an index under ``WORK/repos``; multi-file instances are
 reported apart.
 """
@@ -38,6 +38,9 @@ import code_questions as cq
 DATASETS = sw.BENCH_DIR.parent.parent / "shared" / "datasets"
 SETS = {"dev": DATASETS / "swe-bench-lite" / "dev.json", "dev2": DATASETS / "swe-bench-lite" / "dev2.json"}
 OPTIONS = ("exclude", "tokens")
+# Modules whose constants a variant may set as ``MODULE.NAME``.
+MODULES = {"pipeline": "smartcontext.context.pipeline", "budgeter": "smartcontext.context.budgeter",
+           "entities": "smartcontext.retrieval.entities", "keyword": "smartcontext.retrieval.keyword"}
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
@@ -49,15 +52,12 @@ def parse_variant(text: str) -> tuple[str, dict[str, str]]:
 
 
 def _home(scoring, key: str):
-    """The module a constant lives in: ``pipeline.NAME`` is the code-context pipeline's,
-    ``entities.NAME`` the entity extractor's, a bare ``NAME`` the scoring module's."""
-    if key.startswith("pipeline."):
-        from smartcontext.context import pipeline
-        return pipeline
-    if key.startswith("entities."):
-        from smartcontext.retrieval import entities
-        return entities
-    return scoring
+    """The module a constant lives in: ``MODULE.NAME`` one of MODULES, a bare ``NAME`` the
+    scoring module's."""
+    import importlib
+
+    module = key.rpartition(".")[0]
+    return importlib.import_module(MODULES[module]) if module else scoring
 
 
 def ask(ws, scoring, question: str, opts: dict[str, str], default_tokens: int):
