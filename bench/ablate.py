@@ -40,7 +40,8 @@ SETS = {"dev": DATASETS / "swe-bench-lite" / "dev.json", "dev2": DATASETS / "swe
 OPTIONS = ("exclude", "tokens")
 # Modules whose constants a variant may set as ``MODULE.NAME``.
 MODULES = {"pipeline": "smartcontext.context.pipeline", "budgeter": "smartcontext.context.budgeter",
-           "entities": "smartcontext.retrieval.entities", "keyword": "smartcontext.retrieval.keyword"}
+           "entities": "smartcontext.retrieval.entities", "keyword": "smartcontext.retrieval.keyword",
+           "reports": "smartcontext.retrieval.reports"}
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:

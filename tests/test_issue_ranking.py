@@ -17,7 +17,7 @@ from smartcontext import Workspace
 from smartcontext.retrieval import scoring
 from smartcontext.retrieval.entities import EntityExtractor, ExtractedEntity
 from smartcontext.retrieval.keyword import KeywordSearcher, message_phrases
-from smartcontext.retrieval.reports import without_version_lines
+from smartcontext.retrieval.reports import without_template_comments, without_version_lines
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -101,8 +101,9 @@ def test_plain_words_that_name_items_weigh_less_in_a_long_report():
     short = {e.text: e.confidence for e in EntityExtractor(known_names=known).extract("How is login done?")}
     filler = " ".join(f"word{n}" for n in range(80))
     long = {e.text: e.confidence for e in EntityExtractor(known_names=known).extract(f"The login {filler}")}
-    assert short["login"] >= 0.9
-    assert long["login"] < 0.5
+    # A plain word is weaker than a name shaped like code even in a short question, and
+    # weaker still in a long report, where most such words are prose.
+    assert long["login"] < short["login"] < 0.9
     # A name shaped like code keeps its weight in a long report.
     shaped = EntityExtractor(known_names={"get_login"}).extract(f"get_login {filler}")
     assert next(e for e in shaped if e.text == "get_login").confidence >= 0.9
@@ -346,6 +347,44 @@ def test_a_package_listing_does_not_pull_in_the_module_named_like_it(tmp_path, l
     assert res.files[0] == "pkg/runner.py"
     assert "numpy" not in {e.text.lower() for e in res.entities}
     assert not any(s.item.path == "pkg/numpy.py" for s in res.items)
+
+
+def test_template_comments_are_not_read_but_a_question_all_comment_is_kept():
+    report = "Jquery is out of date\n<!-- Please run:\nimport platform; print(platform.platform())\n-->\nSee jsviewer"
+    kept = without_template_comments(report)
+    assert "platform" not in kept and "Jquery is out of date" in kept and "See jsviewer" in kept
+    # An unclosed comment hides the rest of the page.
+    assert without_template_comments("Broken writer <!-- System details: numpy") .strip() == "Broken writer"
+    assert without_template_comments("<!-- why is this comment shown? -->") == "<!-- why is this comment shown? -->"
+    assert without_template_comments("no comment at all") == "no comment at all"
+
+
+def test_an_issue_template_does_not_pull_in_the_template_file(tmp_path):
+    _write(tmp_path, {
+        ".github/ISSUE_TEMPLATE/bug_report.md": """
+            Please describe the bug. Run the following snippet and paste the output:
+            import platform; print(platform.platform())
+            import sys; print("Python", sys.version)
+            """,
+        "pkg/__init__.py": "",
+        "pkg/viewer.py": '''
+            JQUERY_URL = "https://code.jquery.com/jquery-3.1.1.min.js"
+
+            def table_viewer(table):
+                """Render a table as HTML with the bundled jQuery."""
+                return f"<script src={JQUERY_URL}></script>{table}"
+            ''',
+    })
+    question = textwrap.dedent("""\
+        The bundled jQuery of the table viewer is outdated
+        <!-- Please describe the bug. Run the following snippet and paste the output:
+        import platform; print(platform.platform())
+        import sys; print("Python", sys.version) -->
+        jQuery 3.1.1 is shipped; update it.
+        """)
+    files, _ = _files(tmp_path, question)
+    assert files[0] == "pkg/viewer.py"
+    assert ".github/ISSUE_TEMPLATE/bug_report.md" not in files
 
 
 def test_message_phrases_come_from_quoted_prose_only():

@@ -16,7 +16,7 @@ from ..retrieval.entities import EntityExtractor
 from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.noise import semantic_evidence
-from ..retrieval.reports import without_version_lines
+from ..retrieval import reports
 from ..store.base import Store
 from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
@@ -100,7 +100,8 @@ class SmartContextExtractor:
         t = time.perf_counter()
         # Names and keywords come from what the question says, not the package versions
         # it pastes; the question itself is kept whole for the result.
-        asked = without_version_lines(question)
+        asked = reports.without_version_lines(
+            reports.without_template_comments(question) if reports.STRIP_COMMENTS else question)
         entities = EntityExtractor(is_known=cat.is_known).extract(asked)
         placed = scoring.placed_frames(cat, entities)
         ent = scoring.entity_scores(cat, entities, placed)
