@@ -13,7 +13,10 @@ import pytest
 from smartcontext import Workspace
 from smartcontext.tokens import count_tokens
 
-QUESTION = "How does the budgeter fit items into max_tokens?"
+# The module is named as a file: a plain word that only happens to be a file's stem ("the
+# budgeter") is weaker evidence than a name shaped like code (retrieval/entities.py), and
+# this test is about trimming, not about that ranking.
+QUESTION = "How does budgeter.py fit items into max_tokens?"
 
 
 @pytest.fixture(scope="module")
