@@ -11,27 +11,21 @@ several indexers at once serialise their commits the way SQLite's ``BEGIN IMMEDI
 a file's rows are replaced whole (delete and insert in one transaction), never lost or
 doubled, and no two writers can deadlock on each other's rows.
 
-Keyword search: ``items.tsv`` is a ``tsvector`` (``simple`` configuration, words split on
-every non-alphanumeric character as FTS5's unicode61 does) with the name, path and body
-at weights A, B and C, under a GIN index; a query ORs one ``tsquery`` per
-:class:`KeywordTerm` (phrases as ``<->``) and scores
-``sum(weight * idf(term) * ts_rank_cd({0, 0.25, 0.5, 1}, tsv, term, 32))``: cover density
-saturated as r / (r + 1), times BM25's idf computed from the term's document count.
-Unlike FTS5's BM25 it has no length normalisation against the average item (a long item
-is not pushed down), phrases score by cover density (how close the words are), and
-diacritics are kept (FTS5's unicode61 folds them). docs/scale-out.md has the measured
-effect.
+Keyword search: FTS5's BM25 with the SQLite store's weights, from statistics kept in the
+same transaction as the items (``fts_terms``: document counts; ``fts_postings``: per term
+and item the weighted frequency, the item's length and the term's positions; ``fts_stats``:
+rows and tokens), tokenized by SQLite's own unicode61 (``store/bm25.py``), and scored in one
+statement: both stores give the same scores for the same index.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import logging
 import re
 import threading
 import zlib
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -39,13 +33,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import StoreUnavailable
-from ..model import Edge, kind_traits
+from ..model import Edge
 from .base import (
     CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest,
 )
 from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
+from ..words import fts_text
+from . import bm25
 from .shared import FileTexts, StoreBase, fts_values, item_from_row
-from .text import JSON, pack_file
+from .text import JSON, FileData, pack_file
 
 try:  # the optional ``postgres`` extra
     import psycopg
@@ -60,13 +56,6 @@ else:
 
 log = logging.getLogger("smartcontext.store")
 
-# ts_rank_cd weights for {D, C, B, A}: body (C) 1, path (B) 2, name (A) 4, as FTS5's bm25().
-_RANK_WEIGHTS = "{0.0, 0.25, 0.5, 1.0}"
-# ts_rank_cd normalisation 32 maps a rank r to r / (r + 1): repeated matches saturate as
-# with BM25's k1. Dividing by the log of the length as well (flag 1) ranked whole classes
-# above the method a question names, in the context tests; no length normalisation here.
-_RANK_NORMALISATION = 32
-_NON_WORD = re.compile(r"[\W_]+")
 # Bootstrap (extension, schemas, migrations) of one database is serialised by this
 # session-level advisory lock; 0x5C000001 is "SC" and a version.
 _BOOTSTRAP_LOCK = 0x5C000001
@@ -114,23 +103,167 @@ def redact(url: str) -> str:
     return urlunsplit(parts)
 
 
-def _words(text: str) -> list[str]:
-    """Lower-case words split on every non-alphanumeric character (as FTS5 unicode61)."""
-    return _NON_WORD.sub(" ", text.lower()).split()
+# BM25 in SQL, with FTS5's order of operations (see store/bm25.py); float8 throughout.
+_IDF = (
+    "CASE WHEN ln((st.n - {d} + 0.5::float8) / ({d} + 0.5::float8)) > 0 "
+    "THEN ln((st.n - {d} + 0.5::float8) / ({d} + 0.5::float8)) ELSE %s::float8 END" % bm25.IDF_FLOOR
+)
+_TF = (
+    f"({{f}} * ({bm25.K1}::float8 + 1.0::float8)) / ({{f}} + {bm25.K1}::float8 * "
+    f"(1::float8 - {bm25.B}::float8 + {bm25.B}::float8 * {{dl}} / st.avgdl))"
+)
+_COLUMN_WEIGHTS = "ARRAY[" + ", ".join(f"{w}::float8" for w in bm25.WEIGHTS) + "]"
 
 
-def _tsv_text(text: str) -> str:
-    return " ".join(_words(text))
+def _hits_sql(query: "bm25.Query") -> tuple[str, list]:
+    """``WITH ... hits(item, file_row, s)``: a score ``s`` for every (matching row,
+    phrase of ``query``), and its parameters. Each phrase's n (rows holding it) is read
+    from ``fts_terms`` for a single term and counted among the matches for a phrase."""
+    singles = list(query.singles)
+    tokens = sorted({t for ph in query.phrases for t in ph} | set(singles))
+    params: list = [tokens]
+    parts = []
+    if singles:
+        parts.append(
+            "SELECT p.item, p.file_row, x.w * " + _IDF.format(d="qt.text_docs") + " * "
+            + _TF.format(f="p.wtf::float8", dl="p.dl") + " AS s "
+            "FROM unnest(%s::text[], %s::float8[]) AS x(term, w) JOIN qt ON qt.term = x.term "
+            "JOIN fts_postings p ON p.term_id = qt.id AND p.wtf > 0 CROSS JOIN st"
+        )
+        params += [singles, [query.singles[t] for t in singles]]
+    for phrase, weight in query.phrases.items():
+        joins = " ".join(
+            f"JOIN fts_postings p{k} ON p{k}.item = p0.item AND p{k}.wtf > 0 "
+            f"AND p{k}.term_id = (SELECT id FROM qt WHERE term = %s)"
+            for k in range(1, len(phrase))
+        )
+        follows = " AND ".join(f"z + {k} = ANY(p{k}.pos)" for k in range(1, len(phrase)))
+        parts.append(
+            "SELECT item, file_row, %s::float8 * " + _IDF.format(d="hits_n") + " * "
+            + _TF.format(f="f", dl="dl") + " AS s FROM ("
+            "SELECT item, file_row, dl, f, count(*) OVER ()::float8 AS hits_n FROM ("
+            f"SELECT p0.item, p0.file_row, p0.dl, (SELECT sum(({_COLUMN_WEIGHTS})[(z >> {bm25.OFFSET_BITS}) + 1]) "
+            f"FROM unnest(p0.pos) AS z WHERE {follows}) AS f "
+            f"FROM fts_postings p0 {joins} "
+            "WHERE p0.wtf > 0 AND p0.term_id = (SELECT id FROM qt WHERE term = %s)"
+            ") c WHERE f > 0) m CROSS JOIN st"
+        )
+        params += [weight, *phrase[1:], phrase[0]]
+    sql_text = (
+        "WITH st AS MATERIALIZED (SELECT rows::float8 AS n, tokens::float8 / greatest(rows, 1)::float8 AS avgdl "
+        "FROM fts_stats), "
+        "qt AS MATERIALIZED (SELECT id, term, text_docs FROM fts_terms WHERE term = ANY(%s::text[])), "
+        "hits AS (" + " UNION ALL ".join(parts) + ")"
+    )
+    return sql_text, params
 
 
-def _lexeme(word: str) -> str:
-    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+class _Counts:
+    """Keyword statistics changed by the open write, applied to ``fts_terms`` and
+    ``fts_stats`` once before it commits: updating a common term's row for every file of
+    a batch left a chain of row versions that each later update walked (46 ms a file)."""
+
+    def __init__(self) -> None:
+        self.terms: dict[int, list[int]] = {}  # term id -> [docs, text_docs] deltas
+        self.rows = 0
+        self.tokens = 0
+
+    def add(self, term_id: int, docs: int, text_docs: int) -> None:
+        entry = self.terms.get(term_id)
+        if entry is None:
+            self.terms[term_id] = [docs, text_docs]
+        else:
+            entry[0] += docs
+            entry[1] += text_docs
+
+    def flush(self, conn: "psycopg.Connection") -> None:
+        changed = sorted((t, d) for t, d in self.terms.items() if d[0] or d[1])
+        if changed:
+            conn.execute(
+                "UPDATE fts_terms t SET docs = t.docs + d.docs, text_docs = t.text_docs + d.text_docs "
+                "FROM unnest(%s::integer[], %s::integer[], %s::integer[]) AS d(id, docs, text_docs) "
+                "WHERE t.id = d.id",
+                ([t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed]),
+            )
+        if self.rows or self.tokens:
+            conn.execute("UPDATE fts_stats SET rows = rows + %s, tokens = tokens + %s", (self.rows, self.tokens))
+        self.__init__()
 
 
-def _tsquery(text: str) -> str | None:
-    """A phrase query (``'http' <-> 'adapter'``) for one term, or None if it has no word."""
-    words = _words(text)
-    return " <-> ".join(_lexeme(w) for w in words) if words else None
+def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Counts) -> None:
+    """Take the items of the files at ``paths`` out of the keyword statistics (before the
+    files' rows go)."""
+    rows = conn.execute(
+        "WITH gone AS (DELETE FROM fts_postings p USING items i JOIN files f ON f.id = i.file_id "
+        "WHERE f.path = ANY(%s) AND p.item = i.rowid RETURNING p.term_id, p.wtf) "
+        "SELECT term_id, count(*), count(*) FILTER (WHERE wtf > 0) FROM gone GROUP BY term_id "
+        "UNION ALL SELECT -1, count(*), coalesce(sum(i.fts_len), 0) FROM items i JOIN files f "
+        "ON f.id = i.file_id WHERE f.path = ANY(%s)",
+        (paths, paths),
+    ).fetchall()
+    for term_id, n, nt in rows:
+        if term_id == -1:
+            counts.rows -= n
+            counts.tokens -= nt
+        else:
+            counts.add(term_id, -n, -nt)
+
+
+def _write_keywords(
+    conn: "psycopg.Connection", rowids: Sequence[int], stats: Sequence["bm25.RowTerms"], counts: _Counts
+) -> None:
+    """Add these items' keyword statistics: their terms (new ones inserted), postings
+    (COPY) and the count changes (in ``counts``)."""
+    terms = sorted({term for st in stats for term in st.terms})
+    if terms:
+        ids = dict(conn.execute(
+            "WITH x AS (SELECT unnest(%s::text[]) AS term), "
+            "new AS (INSERT INTO fts_terms (term, docs, text_docs) SELECT term, 0, 0 FROM x "
+            "ON CONFLICT (term) DO NOTHING RETURNING term, id) "
+            "SELECT term, id FROM new UNION ALL SELECT t.term, t.id FROM fts_terms t JOIN x USING (term)",
+            (terms,),
+        ).fetchall())
+        lines = []
+        for rowid, st in zip(rowids, stats):
+            tail = f"\t{st.length}\t{'t' if st.file_row else 'f'}\t{{"
+            for term, (wtf, pos) in st.terms.items():
+                term_id = ids[term]
+                counts.add(term_id, 1, 1 if wtf else 0)
+                lines.append(f"{term_id}\t{rowid}\t{int(wtf)}{tail}{pos}}}\n")
+        with conn.cursor() as cur, cur.copy(
+            "COPY fts_postings (term_id, item, wtf, dl, file_row, pos) FROM STDIN"
+        ) as copy:
+            copy.write("".join(lines))
+    counts.rows += len(stats)
+    counts.tokens += sum(st.length for st in stats)
+
+
+def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
+    """Keyword statistics for the items already stored (the upgrade of an index made
+    before them), from each item's stored text, as ``replace_file`` computes them."""
+    file_ids = [r for (r,) in conn.execute("SELECT id FROM files ORDER BY id")]
+    for i in range(0, len(file_ids), batch):
+        chunk = file_ids[i : i + batch]
+        texts = {fid: FileData.unpack(bytes(blob)) for fid, blob in conn.execute(
+            "SELECT id, data FROM files WHERE id = ANY(%s)", (chunk,))}
+        rows = conn.execute(
+            "SELECT rowid, file_id, path, kind, qualname, start_line, text_at, text_len, details_at, "
+            "details_len FROM items WHERE file_id = ANY(%s) ORDER BY rowid", (chunk,),
+        ).fetchall()
+        fts_rows = []
+        for _rowid, fid, path, kind, qualname, start, at, n, d_at, d_len in rows:
+            data = texts[fid]
+            text = data.slice(at, n)
+            sig, doc, _meta = data.details(d_at, d_len)
+            fts_rows.append((fts_text(qualname), path, fts_text(text if text else f"{sig}\n{doc}"),
+                             bm25.fts_kind(kind, start)))
+        stats = bm25.analyse(fts_rows)
+        with conn.cursor() as cur:
+            cur.executemany("UPDATE items SET fts_len = %s WHERE rowid = %s",
+                            [(st.length, r[0]) for st, r in zip(stats, rows)])
+        counts = _Counts()
+        _write_keywords(conn, [r[0] for r in rows], stats, counts)
+        counts.flush(conn)
 
 
 def _array(value) -> np.ndarray:
@@ -306,10 +439,23 @@ class PostgresStore(StoreBase):
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 self._local.conn = conn
+                self._local.counts = _Counts()
                 try:
                     yield conn
+                    self._local.counts.flush(conn)
                 finally:
                     self._local.conn = None
+                    self._local.counts = None
+
+    def _counts(self) -> "_Counts":
+        """The keyword count changes of this thread's open write."""
+        return self._local.counts
+
+    def _settled(self, conn: "psycopg.Connection") -> None:
+        """Apply the open write's keyword count changes before this thread reads them."""
+        counts = getattr(self._local, "counts", None)
+        if counts is not None and getattr(self._local, "conn", None) is conn:
+            counts.flush(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -393,6 +539,7 @@ class PostgresStore(StoreBase):
         with self._write() as conn:
             if paths:
                 changed = self._item_paths(conn, paths)
+                _delete_keywords(conn, paths, self._counts())
                 # items and edges go with their file (ON DELETE CASCADE)
                 conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
                 self._bump_generation(changed)
@@ -408,6 +555,7 @@ class PostgresStore(StoreBase):
         blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
         with self._write() as conn:
             changed = self._item_paths(conn, [path]) | {row[0].path for row in items}
+            _delete_keywords(conn, [path], self._counts())
             conn.execute("DELETE FROM files WHERE path = %s", (path,))
             file_id = _one(conn.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, "
@@ -415,22 +563,11 @@ class PostgresStore(StoreBase):
                 (path, mtime_ns, size, hash, language, source, module,
                  json.dumps(list(warnings)), blob),
             ))[0]
-            rows = []
-            for n, row in enumerate(items):
-                rows.append(self._item_values(row, file_id, spans[n], detail_spans[n]))
-            with conn.cursor() as cur:
-                if rows:
-                    cur.executemany(
-                        "INSERT INTO items(id, file_id, path, kind, name, qualname, fqname, "
-                        "start_line, end_line, parent_id, language, tokens, sig_tokens, content_hash, "
-                        "tags, text_at, text_len, details_at, details_len, file_row, tsv) VALUES "
-                        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, "
-                        "%s, %s, %s, setweight(to_tsvector('simple', %s), 'A') || "
-                        "setweight(to_tsvector('simple', %s), 'B') || "
-                        "setweight(to_tsvector('simple', %s), 'C'))",
-                        rows,
-                    )
-                if edges:
+            self._insert_items(conn, [
+                (file_id, row, spans[n], detail_spans[n]) for n, row in enumerate(items)
+            ])
+            if edges:
+                with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO edges(file_id, src, kind, dst, dst_name) VALUES (%s, %s, %s, %s, %s)",
                         [(file_id, e.src, str(e.kind), e.dst, e.dst_name) for e in edges],
@@ -439,15 +576,15 @@ class PostgresStore(StoreBase):
 
     def load_files(self, records: Sequence[FileRecord]) -> None:
         """Replace these files as :meth:`replace_file` would, in one transaction and a few
-        statements (for ``store copy``): the file rows in one INSERT, the items through
-        COPY into a staging table (their ``tsvector`` computed by the server, exactly as
-        ``replace_file`` does), the edges through COPY."""
+        statements (for ``store copy``): the file rows in one INSERT, the items and their
+        keyword statistics through COPY, the edges through COPY."""
         if not records:
             return
         packed = [pack_file([row[0] for row in rec.items]) for rec in records]
         paths = [rec.path for rec in records]
         with self._write() as conn:
             changed = self._item_paths(conn, paths) | {row[0].path for rec in records for row in rec.items}
+            _delete_keywords(conn, paths, self._counts())
             conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
             ids = dict(conn.execute(
                 "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
@@ -457,30 +594,12 @@ class PostgresStore(StoreBase):
                  [r.language for r in records], [r.source for r in records], [r.module for r in records],
                  [json.dumps(list(r.warnings)) for r in records], [p[0] for p in packed]),
             ).fetchall())
-            conn.execute(
-                "CREATE TEMP TABLE _sc_load_items (id text, file_id bigint, path text, kind text, "
-                "name text, qualname text, fqname text, start_line integer, end_line integer, "
-                "parent_id text, language text, tokens integer, sig_tokens integer, content_hash text, "
-                "tags jsonb, text_at integer, text_len integer, details_at integer, details_len integer, "
-                "file_row boolean, tsv_name text, tsv_path text, tsv_body text) ON COMMIT DROP"
-            )
+            self._insert_items(conn, [
+                (ids[rec.path], row, spans[n], detail_spans[n])
+                for rec, (_blob, spans, detail_spans) in zip(records, packed)
+                for n, row in enumerate(rec.items)
+            ])
             with conn.cursor() as cur:
-                with cur.copy("COPY _sc_load_items FROM STDIN") as copy:
-                    for rec, (_blob, spans, detail_spans) in zip(records, packed):
-                        file_id = ids[rec.path]
-                        for n, row in enumerate(rec.items):
-                            copy.write_row(self._item_values(row, file_id, spans[n], detail_spans[n]))
-                cur.execute(
-                    "INSERT INTO items(id, file_id, path, kind, name, qualname, fqname, start_line, "
-                    "end_line, parent_id, language, tokens, sig_tokens, content_hash, tags, text_at, "
-                    "text_len, details_at, details_len, file_row, tsv) SELECT id, file_id, path, kind, "
-                    "name, qualname, fqname, start_line, end_line, parent_id, language, tokens, "
-                    "sig_tokens, content_hash, tags, text_at, text_len, details_at, details_len, "
-                    "file_row, setweight(to_tsvector('simple', tsv_name), 'A') || "
-                    "setweight(to_tsvector('simple', tsv_path), 'B') || "
-                    "setweight(to_tsvector('simple', tsv_body), 'C') FROM _sc_load_items"
-                )
-                cur.execute("DROP TABLE _sc_load_items")  # a second load in the same batch makes it again
                 with cur.copy("COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN") as copy:
                     for rec in records:
                         file_id = ids[rec.path]
@@ -488,21 +607,37 @@ class PostgresStore(StoreBase):
                             copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
             self._bump_generation(changed)
 
-    @staticmethod
-    def _item_values(row: ItemRow, file_id: int, span: tuple[int, int], detail_span: tuple[int, int]) -> tuple:
-        """One item's column values as ``replace_file`` writes them, with the texts its
-        ``tsvector`` is made of in place of the ``tsvector``."""
-        item, fqname, sig_tokens, content_hash = row[:4]
-        body, fts_name = fts_values(row)
-        return (
-            item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
-            item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
-            sig_tokens, content_hash,
-            JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
-            *span, *detail_span,
-            kind_traits(item.kind).file_row and item.start_line == 1,
-            _tsv_text(fts_name), _tsv_text(item.path), _tsv_text(body),
-        )
+    def _insert_items(self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple]]) -> None:
+        """Insert items given as (file id, item row, text span, details span), with their
+        keyword statistics, in three round trips whatever their number."""
+        if not entries:
+            return
+        rowids = [r for (r,) in conn.execute(
+            "SELECT nextval(pg_get_serial_sequence('items', 'rowid')) FROM generate_series(1, %s)",
+            (len(entries),),
+        )]
+        values, fts_rows = [], []
+        for file_id, row, span, detail_span in entries:
+            item, fqname, sig_tokens, content_hash = row[:4]
+            body, fts_name = fts_values(row)
+            file_row = bm25.fts_kind(item.kind, item.start_line)
+            fts_rows.append((fts_name, item.path, body, file_row))
+            values.append((
+                item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
+                item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
+                sig_tokens, content_hash,
+                JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
+                *span, *detail_span, file_row == "file",
+            ))
+        stats = bm25.analyse(fts_rows)
+        with conn.cursor() as cur, cur.copy(
+            "COPY items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, end_line, "
+            "parent_id, language, tokens, sig_tokens, content_hash, tags, text_at, text_len, "
+            "details_at, details_len, file_row, fts_len) FROM STDIN"
+        ) as copy:
+            for rowid, value, st in zip(rowids, values, stats):
+                copy.write_row((rowid, *value, st.length))
+        _write_keywords(conn, rowids, stats, self._counts())
 
     @staticmethod
     def _item_paths(conn: "psycopg.Connection", files: list[str]) -> set[str]:
@@ -607,72 +742,73 @@ class PostgresStore(StoreBase):
         self, terms: Sequence[KeywordTerm], limit: int, files_only: bool = False,
         within: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """Cover-density ranking (ts_rank_cd) of name, path and body for any of ``terms``;
-        a term's score is multiplied by its weight. See the module docstring for how this
-        differs from FTS5's BM25. ``within``: only these rows, filtered in the server."""
-        queries: dict[str, float] = {}
-        for text, weight in terms:
-            q = _tsquery(text) if text else None
-            if q:
-                queries[q] = queries.get(q, 0.0) + max(1, weight)
-        if not queries:
+        """FTS5's BM25 over name, path and body (``store/bm25.py``), in one statement:
+        the same scores as the SQLite store. ``within``: only these rows, filtered in the
+        server (the statistics stay those of the whole index)."""
+        query = bm25.plan(terms)
+        if not query:
             return []
+        hits, params = _hits_sql(query)
+        where = []
+        if files_only:
+            where.append("file_row")
+        if within is not None:
+            where.append("item = ANY(%s::bigint[])")
+            params.append(list(within))
         with self._conn() as conn:
-            # One GIN lookup per term, each matching row ranked once for that term (a
-            # row's tsvector is read once per term it holds, not once per term asked).
+            self._settled(conn)
             rows = conn.execute(
-                "WITH n AS (SELECT count(*)::float8 AS n FROM items), "
-                # idf as BM25 computes it, from the term's document count
-                "t AS (SELECT x.q, x.w * ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS w "
-                "FROM unnest(%s::tsquery[], %s::float8[]) AS x(q, w) CROSS JOIN n "
-                "CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM items WHERE tsv @@ x.q) d) "
-                "SELECT s.rowid, sum(s.score) AS score FROM ("
-                f"SELECT i.rowid, t.w * ts_rank_cd('{_RANK_WEIGHTS}', i.tsv, t.q, {_RANK_NORMALISATION}) "
-                f"AS score FROM t JOIN items i ON i.tsv @@ t.q {'AND i.file_row' if files_only else ''}"
-                f"{' AND i.rowid = ANY(%s::bigint[])' if within is not None else ''}"
-                ") s GROUP BY s.rowid ORDER BY score DESC, s.rowid LIMIT %s",
-                (list(queries), list(queries.values()), *([list(within)] if within is not None else []), limit),
+                f"{hits} SELECT item, sum(s) AS score FROM hits "
+                f"{'WHERE ' + ' AND '.join(where) if where else ''} "
+                "GROUP BY item ORDER BY score DESC, item LIMIT %s",
+                (*params, limit),
             ).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+        return [(r[0], r[1]) for r in rows]
 
-    def _vocabulary(self) -> tuple[list[str], list[int]]:
-        """Every indexed word and its document count, by code point."""
+    def keyword_search_with_files(
+        self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """Both rankings from one scoring of the matching rows: the best items, and the
+        best rows that stand for a whole file."""
+        query = bm25.plan(terms)
+        if not query:
+            return [], []
+        hits, params = _hits_sql(query)
         with self._conn() as conn:
+            self._settled(conn)
             rows = conn.execute(
-                "SELECT word, ndoc FROM ts_stat('SELECT tsv FROM items') ORDER BY word COLLATE \"C\""
+                f"{hits}, ranked AS MATERIALIZED (SELECT item, bool_or(file_row) AS file_row, "
+                "sum(s) AS score FROM hits GROUP BY item) "
+                "(SELECT false, item, score FROM ranked ORDER BY score DESC, item LIMIT %s) UNION ALL "
+                "(SELECT true, item, score FROM ranked WHERE file_row ORDER BY score DESC, item LIMIT %s)",
+                (*params, limit, limit),
             ).fetchall()
-        return [w for w, _ in rows], [n for _, n in rows]
+        items = [(r, s) for files, r, s in rows if not files]
+        files = [(r, s) for is_file, r, s in rows if is_file]
+        return items, files
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Items holding each single word (as the FTS5 vocabulary counts rows)."""
-        lexemes: dict[str, str] = {}
-        for term in dict.fromkeys(terms):
-            words = _words(term)
-            if len(words) == 1 and words[0] == term:
-                lexemes[term] = _lexeme(term)
-        if not lexemes:
+        """Items holding each term in any column (as the FTS5 vocabulary counts rows)."""
+        wanted = list(dict.fromkeys(terms))
+        if not wanted:
             return {}
         with self._conn() as conn:
-            rows = conn.execute(
-                "SELECT t.term, (SELECT count(*) FROM items WHERE tsv @@ t.q::tsquery) "
-                "FROM unnest(%s::text[], %s::text[]) AS t(term, q)",
-                (list(lexemes), list(lexemes.values())),
-            ).fetchall()
-        return {t: n for t, n in rows if n}
+            self._settled(conn)
+            return dict(conn.execute(
+                "SELECT term, docs FROM fts_terms WHERE term = ANY(%s) AND docs > 0", (wanted,)
+            ).fetchall())
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]:
         if not prefix:
             return {}
-        # ts_stat walks every tsvector, so the vocabulary is read once per index generation
-        # and prefixes are answered from it with a binary search.
-        words, ndocs = self._per_generation("vocabulary", self._vocabulary)
-        start = bisect.bisect_left(words, prefix)
-        out: dict[str, int] = {}
-        for word, n in zip(words[start:], ndocs[start:]):
-            if not word.startswith(prefix) or len(out) >= limit:
-                break
-            out[word] = int(n)
-        return out
+        # The range FTS5's vocabulary answers (terms compare by code point: COLLATE "C").
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        with self._conn() as conn:
+            self._settled(conn)
+            return dict(conn.execute(
+                "SELECT term, docs FROM fts_terms WHERE term >= %s AND term < %s AND docs > 0 "
+                "ORDER BY term LIMIT %s", (prefix, upper, limit),
+            ).fetchall())
 
     # -- edges ---------------------------------------------------------------------------
 
