@@ -219,3 +219,35 @@ def test_tokens_are_fts5s():
     row = bm25.analyse([("Foo", "a/foo.py", "foo bar foo", "file")])[0]
     assert row.length == 8 and row.file_row  # Foo, a foo py, foo bar foo, file
     assert row.terms["foo"][0] == 4 + 2 + 1 + 1
+
+
+def test_an_index_made_before_the_statistics_upgrades_in_place(tmp_path, pg_url, pg_workspace):
+    """An index of the ts_rank_cd format (a tsvector, no statistics) gets its statistics
+    from its stored text when opened, and ranks as SQLite does."""
+    import psycopg
+
+    files = dict(list(_corpus().items())[:40])
+    lite = open_store(tmp_path / "i.db")
+    pg = open_store(pg_url, workspace=pg_workspace)
+    for store in (lite, pg):
+        with store.batch():
+            for path, text in files.items():
+                _put(store, path, text)
+    schema = pg.schema
+    pg.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # back to the format before m004
+        for statement in (
+            "DROP TABLE {s}.fts_terms, {s}.fts_postings, {s}.fts_stats",
+            "ALTER TABLE {s}.items DROP COLUMN fts_len",
+            "ALTER TABLE {s}.items ADD COLUMN tsv tsvector NOT NULL DEFAULT ''",
+            "DELETE FROM {s}._migrations WHERE name = 'm004_bm25'",
+        ):
+            conn.execute(statement.format(s=f'"{schema}"'))
+    pg = open_store(pg_url, workspace=pg_workspace)
+    try:
+        terms = [KeywordTerm("store"), KeywordTerm("keyword", 2), KeywordTerm("make store")]
+        _assert_same(_by_id(lite, lite.keyword_search(terms, 30)), _by_id(pg, pg.keyword_search(terms, 30)), "upgraded")
+        assert lite.doc_freqs(["store", "file"]) == pg.doc_freqs(["store", "file"])
+    finally:
+        pg.close()
+        lite.close()
