@@ -20,17 +20,19 @@ statement: both stores give the same scores for the same index.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import re
 import threading
+import weakref
 import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import StoreUnavailable
 from ..model import Edge
@@ -43,16 +45,36 @@ from . import bm25
 from .shared import FileTexts, StoreBase, fts_values, item_from_row
 from .text import JSON, FileData, pack_file
 
+if TYPE_CHECKING:  # numpy and pgvector only where vectors are handled (see _vectors)
+    import numpy as np
+
 try:  # the optional ``postgres`` extra
     import psycopg
     from psycopg import sql
     from psycopg_pool import ConnectionPool
-    from pgvector.psycopg import register_vector
+
+    if importlib.util.find_spec("pgvector") is None:
+        raise ImportError("No module named 'pgvector'")
 except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
     _IMPORT_ERROR: ImportError | None = _exc
 else:
     _IMPORT_ERROR = None
+
+# Connections whose pgvector types are registered.
+_WITH_VECTORS: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+
+
+def _vectors(conn: "psycopg.Connection") -> "psycopg.Connection":
+    """``conn``, with pgvector's types registered the first time it handles vectors:
+    pgvector imports numpy, and a keyword-only process (most CLI questions) never needs
+    either (0.4 s of its start)."""
+    if conn not in _WITH_VECTORS:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        _WITH_VECTORS.add(conn)
+    return conn
 
 log = logging.getLogger("smartcontext.store")
 
@@ -290,6 +312,8 @@ def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
 
 def _array(value) -> np.ndarray:
     """A float32 array from what pgvector's loader returns (a Vector or an array)."""
+    import numpy as np
+
     if hasattr(value, "to_numpy"):
         value = value.to_numpy()
     return np.asarray(value, dtype=np.float32)
@@ -354,7 +378,6 @@ class PostgresStore(StoreBase):
         )
 
         def configure(conn: "psycopg.Connection") -> None:
-            register_vector(conn)
             conn.execute(search_path)
 
         try:
@@ -943,6 +966,8 @@ class PostgresStore(StoreBase):
 
     @staticmethod
     def _matrix(vectors: list[bytes]) -> np.ndarray:
+        import numpy as np
+
         # vector_send: int16 size, int16 unused, then the floats, big-endian
         dim = (len(vectors[0]) - 4) // 4
         packed = np.frombuffer(b"".join(vectors), dtype=np.dtype([("head", ">i4"), ("vec", ">f4", (dim,))]))
@@ -964,6 +989,8 @@ class PostgresStore(StoreBase):
         the HNSW index of the shared cache (iterative scan, so items of other workspaces
         in the cache, or outside ``among``, do not crowd this one's out). A small ``among``
         (a folder, a tag) is searched exactly over its own vectors instead."""
+        import numpy as np
+
         v = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
         if among is not None and len(among) <= EXACT_AMONG:
             # Only vectors of the query's size: another size is another model's, never compared.
@@ -975,7 +1002,7 @@ class PostgresStore(StoreBase):
         cast = sql.SQL("c.vec::vector({})").format(sql.Literal(dim))
         among_clause = sql.SQL("AND i.rowid = ANY(%s) " if among is not None else "")
         params: tuple = (v, model) + ((list(among),) if among is not None else ()) + (v, limit)
-        with self._conn() as conn, conn.transaction():
+        with self._conn() as conn, _vectors(conn).transaction():
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             conn.execute("SET LOCAL hnsw.ef_search = %s" % ef_search(limit))
             rows = conn.execute(
@@ -993,7 +1020,7 @@ class PostgresStore(StoreBase):
         wanted = list(dict.fromkeys(int(r) for r in rowids))
         if not wanted:
             return {}
-        with self._conn() as conn, conn.cursor(binary=True) as cur:
+        with self._conn() as conn, _vectors(conn).cursor(binary=True) as cur:
             rows = cur.execute(
                 "SELECT i.rowid, c.vec FROM items i JOIN embedding_cache c "
                 "ON c.model = %s AND c.hash = i.content_hash WHERE i.rowid = ANY(%s)",
@@ -1007,7 +1034,7 @@ class PostgresStore(StoreBase):
         wanted = list(dict.fromkeys(hashes))
         if not wanted:
             return {}
-        with self._conn() as conn, conn.cursor(binary=True) as cur:
+        with self._conn() as conn, _vectors(conn).cursor(binary=True) as cur:
             rows = cur.execute(
                 "SELECT hash, dim, vec FROM embedding_cache WHERE model = %s AND hash = ANY(%s)",
                 (model, wanted),
@@ -1021,10 +1048,13 @@ class PostgresStore(StoreBase):
 
     def _put_cache_rows(self, model: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         # Sorted, so two writers of overlapping hashes lock rows in one order (no deadlock).
+        import numpy as np
+
         unique = {h: np.ascontiguousarray(v, dtype=np.float32) for h, v in rows}
         if not unique:
             return
         with self._conn() as conn:  # the open write's
+            _vectors(conn)
             for dim in {int(v.shape[0]) for v in unique.values()} - self._hnsw_dims:
                 if self._deferred_dims is not None and not self._hnsw_exists(conn, dim):
                     self._deferred_dims.add(dim)  # built once, over all rows, at the end of the load
