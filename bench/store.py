@@ -367,9 +367,11 @@ def table(r: dict[str, Any]) -> str:
         f"| writing {s['n']:,} items / their vectors / building the HNSW index once, s | {fmt(s['items_s'], 1)} / {fmt(s['put_vectors_s'], 1)} / {fmt(s['hnsw_build_s'], 1)} |",
     ]
     e = r["embed_copy"]
+    copied = e["vectors_copied"]  # by model
+    copied_vectors = sum(copied.values()) if isinstance(copied, dict) else copied
     lines += ["", f"Vault sample with embeddings: {e['items']} items; index + embed into SQLite "
               f"{fmt(e['index_and_embed_s'], 1)} s; `store copy` into PostgreSQL {fmt(e['copy_s'], 2)} s "
-              f"({e['vectors_copied']} vectors, {e['missing_after_copy']} items left to embed)."]
+              f"({copied_vectors} vectors, {e['missing_after_copy']} items left to embed)."]
     return "\n".join(lines)
 
 
