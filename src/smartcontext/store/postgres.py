@@ -1150,8 +1150,9 @@ class PostgresStore(StoreBase):
             return [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path COLLATE \"C\"")]
 
     def _file_record(self, path: str) -> FileRecord | None:
-        """A tsvector cannot give back the text it was made from, so the full-text values
-        are None: a store this is copied into derives them from the items' text."""
+        """The keyword statistics cannot give back the text they were made from, so the
+        full-text values are None: a store this is copied into derives them from the
+        items' text (as this one did)."""
         with self._snapshot() as conn:
             row = conn.execute(
                 "SELECT id, path, mtime_ns, size, hash, language, source, module, warnings "
