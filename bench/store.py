@@ -7,9 +7,13 @@
    function names) and keyword / semantic / hybrid ``search`` on the vault (queries from
    note titles). The vault's vectors are embedded once into the SQLite index and moved
    into PostgreSQL with ``store copy`` (no re-embedding; the copy is timed too).
-3. Synthetic vectors (N x 384, clustered): pgvector HNSW ``nearest`` p50/p95 and
-   recall@10 against exact search, and exact numpy search over the same matrix (what the
-   SQLite store's retrieval does in memory).
+3. Ranking agreement on the repository: the keyword scores of each question, item by
+   item (the stores compute the same BM25), and whether ``context`` answers the same text.
+4. CLI ``context`` (a process per question) on each store, p50 / p95.
+5. Synthetic vectors (N x 384, clustered): pgvector HNSW ``nearest`` p50/p95 and
+   recall@10 against exact search, exact numpy search over the same matrix (what
+   retrieval does in memory on both stores up to ``postgres.IN_MEMORY_VECTORS``), and the
+   time to load that matrix from PostgreSQL.
 
     python bench/store.py --quick        # vault sample of 300 notes, 20k vectors
     python bench/store.py                # whole vault, 100k vectors
@@ -130,11 +134,7 @@ def cold_index(root: Path, url: str, name: str) -> dict[str, Any]:
 
 
 def context_latency(root: Path, url: str, name: str, n: int) -> dict[str, Any]:
-    ws = open_ws(root, None, name)
-    names = sorted({r.name for r in ws.store.item_light_rows() if r.kind in ("function", "method") and len(r.name) > 6})
-    ws.close()
-    rng = random.Random(3)
-    questions = [f"How does {q.replace('_', ' ')} work?" for q in rng.sample(names, min(n, len(names)))]
+    questions = repo_questions(root, name, n)
     out = {}
     for store in ("sqlite", "postgres"):
         ws = open_ws(root, url if store == "postgres" else None, name)
@@ -146,6 +146,63 @@ def context_latency(root: Path, url: str, name: str, n: int) -> dict[str, Any]:
             times.append(time.perf_counter() - t0)
         out[store] = ms(times)
         ws.close()
+    return out
+
+
+def repo_questions(root: Path, name: str, n: int) -> list[str]:
+    ws = open_ws(root, None, name)
+    names = sorted({r.name for r in ws.store.item_light_rows() if r.kind in ("function", "method") and len(r.name) > 6})
+    ws.close()
+    rng = random.Random(3)
+    return [f"How does {q.replace('_', ' ')} work?" for q in rng.sample(names, min(n, len(names)))]
+
+
+def ranking_agreement(root: Path, url: str, name: str, n: int) -> dict[str, Any]:
+    """Keyword scores item by item (top 50 of each question) and context texts, SQLite
+    against PostgreSQL, on the same repository."""
+    from smartcontext.retrieval.keyword import KeywordSearcher
+
+    questions = repo_questions(root, name, n)
+    lite, pg = open_ws(root, None, name), open_ws(root, url, name)
+    same_top, max_rel, same_context = 0, 0.0, 0
+    for q in questions:
+        ranked = []
+        for ws in (lite, pg):
+            terms, _ = KeywordSearcher(ws.store).build_match(q)
+            hits = ws.store.keyword_search(terms, 50)
+            ids = {r: s.item.id for r, s in ws.store.items_by_rowids([r for r, _ in hits]).items()}
+            ranked.append([(ids[r], score) for r, score in hits])
+        (a, b) = ranked
+        same_top += [i for i, _ in a[:10]] == [i for i, _ in b[:10]]
+        sb = dict(b)
+        for i, score in a:
+            if i in sb:
+                max_rel = max(max_rel, abs(score - sb[i]) / max(abs(score), 1e-12))
+        texts = [ws.context(q, max_tokens=4000).text for ws in (lite, pg)]
+        same_context += texts[0] == texts[1]
+    lite.close()
+    pg.close()
+    return {"questions": len(questions), "same_top10": same_top, "max_relative_score_difference": max_rel,
+            "same_context": same_context}
+
+
+def cli_latency(root: Path, url: str, name: str, n: int) -> dict[str, Any]:
+    """``smartcontext context`` as a user runs it: one process per question."""
+    import subprocess
+
+    questions = repo_questions(root, name, n)
+    env = {**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"}
+    env.pop("SMARTCONTEXT_STORE_URL", None)
+    out = {}
+    for store in ("sqlite", "postgres"):
+        prefix = ["--store", f"{url}{'&' if '?' in url else '?'}workspace={name}"] if store == "postgres" else []
+        times = []
+        for q in questions:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "smartcontext", *prefix, "context", q, str(root)],
+                           env=env, check=True, capture_output=True, timeout=300)
+            times.append(time.perf_counter() - t0)
+        out[store] = ms(times)
     return out
 
 
@@ -254,10 +311,14 @@ def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
         exact_t.append(time.perf_counter() - t0)
         truth = {int(rowids[i]) for i in top}
         recalls.append(len(truth & {r for r, _ in got}) / 10)
+    t0 = time.perf_counter()
+    store.load_vectors("synthetic")  # what retrieval reads once per process up to IN_MEMORY_VECTORS
+    matrix_s = time.perf_counter() - t0
     store.close()
     drop_workspace(url, name, clear_cache=True)
     return {"n": n, "dim": dim, "items_s": items_s, "put_vectors_s": load_s, "hnsw_build_s": build_s,
-            "hnsw": ms(hnsw_t), "exact_numpy": ms(exact_t), "recall_at_10": float(np.mean(recalls))}
+            "hnsw": ms(hnsw_t), "exact_numpy": ms(exact_t), "recall_at_10": float(np.mean(recalls)),
+            "load_matrix_s": matrix_s}
 
 
 def table(r: dict[str, Any]) -> str:
@@ -277,10 +338,21 @@ def table(r: dict[str, Any]) -> str:
         c = r["context"]
         lines.append(f"| context {q}, repository, ms | {fmt(c['sqlite'][q])} | {fmt(c['postgres'][q])} | "
                      f"{ratio(c['sqlite'][q], c['postgres'][q])} |")
+    for q in ("p50", "p95"):
+        c = r["cli_context"]
+        lines.append(f"| CLI context {q} (a process each), repository, ms | {fmt(c['sqlite'][q])} | "
+                     f"{fmt(c['postgres'][q])} | {ratio(c['sqlite'][q], c['postgres'][q])} |")
     for mode, by in r["search"].items():
         for q in ("p50", "p95"):
-            lines.append(f"| search {mode} {q}, vault, ms | {fmt(by['sqlite'][q])} | {fmt(by['postgres'][q])} | "
+            lines.append(f"| search {mode} {q}, ms | {fmt(by['sqlite'][q])} | {fmt(by['postgres'][q])} | "
                          f"{ratio(by['sqlite'][q], by['postgres'][q])} |")
+    a = r["agreement"]
+    lines += [
+        "",
+        f"Ranking agreement on the repository, {a['questions']} questions: the same top 10 keyword "
+        f"items in {a['same_top10']}, the largest relative difference of an item's keyword score "
+        f"{a['max_relative_score_difference']:.1e}, the same `context` text in {a['same_context']}.",
+    ]
     s = r["synthetic"]
     lines += [
         "",
@@ -291,12 +363,15 @@ def table(r: dict[str, Any]) -> str:
         f"| pgvector HNSW nearest (top 10, through the store) p50 / p95, ms | {fmt(s['hnsw']['p50'], 2)} / {fmt(s['hnsw']['p95'], 2)} |",
         f"| HNSW recall@10 against exact search | {s['recall_at_10']:.3f} |",
         f"| exact numpy search over the in-memory matrix p50 / p95, ms | {fmt(s['exact_numpy']['p50'], 2)} / {fmt(s['exact_numpy']['p95'], 2)} |",
+        f"| loading that matrix from PostgreSQL (once per process), s | {fmt(s['load_matrix_s'], 2)} |",
         f"| writing {s['n']:,} items / their vectors / building the HNSW index once, s | {fmt(s['items_s'], 1)} / {fmt(s['put_vectors_s'], 1)} / {fmt(s['hnsw_build_s'], 1)} |",
     ]
     e = r["embed_copy"]
+    copied = e["vectors_copied"]  # by model
+    copied_vectors = sum(copied.values()) if isinstance(copied, dict) else copied
     lines += ["", f"Vault sample with embeddings: {e['items']} items; index + embed into SQLite "
               f"{fmt(e['index_and_embed_s'], 1)} s; `store copy` into PostgreSQL {fmt(e['copy_s'], 2)} s "
-              f"({e['vectors_copied']} vectors, {e['missing_after_copy']} items left to embed)."]
+              f"({copied_vectors} vectors, {e['missing_after_copy']} items left to embed)."]
     return "\n".join(lines)
 
 
@@ -321,12 +396,18 @@ def main(argv=None) -> None:
         result["cold"]["vault"] = cold_index(vault, url, "bench_vault")
         print("cold", json.dumps(result["cold"]), flush=True)
         result["context"] = context_latency(repo, url, "bench_repo", n_queries)
-        result["search"] = search_latency(vault, url, "bench_vault", titles, ("keyword",), n_queries)
+        result["agreement"] = ranking_agreement(repo, url, "bench_repo", n_queries)
+        result["cli_context"] = cli_latency(repo, url, "bench_repo", 5 if quick else 15)
+        print("agreement", json.dumps(result["agreement"]), "cli", json.dumps(result["cli_context"]), flush=True)
+        result["search"] = {"keyword, repository": search_latency(
+            repo, url, "bench_repo", [q.split(" ", 2)[-1] for q in repo_questions(repo, "bench_repo", n_queries)],
+            ("keyword",), n_queries)["keyword"]}
+        result["search"]["keyword, vault"] = search_latency(vault, url, "bench_vault", titles, ("keyword",), n_queries)["keyword"]
         result["embed_copy"] = embed_and_copy(small, url, "bench_vault_embed")
         small_titles = [p.stem for p in small.rglob("*.md")]
         for mode, by in search_latency(small, url, "bench_vault_embed", small_titles,
                                        ("semantic", "hybrid"), n_queries).items():
-            result["search"][f"{mode} (embedded sample)"] = by
+            result["search"][f"{mode}, vault (embedded sample)"] = by
         print("latency done", flush=True)
         result["synthetic"] = synthetic(url, n_vectors, 384, n_queries * 2)
     finally:

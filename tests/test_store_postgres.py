@@ -280,13 +280,12 @@ def test_store_copy_cli_then_the_workspace_answers_from_postgres(sample_repo, pg
 
     name = f"{pg_workspace}_cli"
     run("index", str(sample_repo))
-    # Tests left out: the two stores still rank keywords by different functions (BM25 and
-    # ts_rank_cd), which decides the order of the demoted test items at the tail.
-    local = run("context", "How does AuthService handle login?", str(sample_repo), "--exclude-tests")
+    # The CLI's defaults (tests kept, demoted): both stores rank with the same BM25.
+    local = run("context", "How does AuthService handle login?", str(sample_repo))
     out = json.loads(run("store", "copy", str(sample_repo), pg_url, "--workspace", name, "--json"))
     assert out["files"] == 9 and out["items"] > 20
     url = f"{pg_url}&workspace={name}" if "?" in pg_url else f"{pg_url}?workspace={name}"
-    shared = run("--store", url, "context", "How does AuthService handle login?", str(sample_repo), "--exclude-tests")
+    shared = run("--store", url, "context", "How does AuthService handle login?", str(sample_repo))
     assert "AuthService.login" in local or "login(" in local
     assert shared == local  # the same context from the copied index
     status = json.loads(run("--store", url, "status", str(sample_repo), "--json"))

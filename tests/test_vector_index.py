@@ -73,10 +73,15 @@ def test_items_sharing_content_share_a_vector(make_store):
     assert s.vector_models() == {"m": 2} and list(s.cached_vectors("m", ["same", "c0"])) == ["same"]
 
 
-def test_the_store_decides_where_semantic_search_runs(make_store, backend):
-    # PostgreSQL searches its HNSW index; SQLite's retrieval keeps the matrix in memory.
+def test_the_store_decides_where_semantic_search_runs(make_store, backend, monkeypatch):
+    # Retrieval keeps the matrix in memory and searches it exactly; PostgreSQL searches its
+    # HNSW index instead past IN_MEMORY_VECTORS of a model.
+    from smartcontext.store import postgres
+
     s, rowids = _store(make_store, 2)
     s.put_vectors("m", rowids, _unit([[1, 0], [0, 1]]))
+    assert type(vector_index(s, "m")) is VectorIndex
+    monkeypatch.setattr(postgres, "IN_MEMORY_VECTORS", 1)
     expected = StoreVectorIndex if backend == "postgres" else VectorIndex
     assert type(vector_index(s, "m")) is expected
 

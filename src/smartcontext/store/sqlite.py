@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING
 
 from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
 from ..space import disk_full, is_disk_full, is_disk_full_at, size_of
-from ..model import Edge, kind_traits
+from ..model import Edge
 from .base import (
     CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem,
 )
+from .bm25 import bm25_sql_weights, fts_kind
 from .schema import FILE_NAME_KEY, LEGACY_VERSION, LINK_NAME_KEY, migrate
 from .shared import FileTexts, StoreBase, fts_values, item_from_row
 from .text import JSON, FileData, pack_file
@@ -82,8 +83,9 @@ _SEARCH_PAIRS_KEPT = 200_000
 # Idle reader connections kept for the next questions (see ``_read``).
 _IDLE_READERS_KEPT = 4
 
-# bm25() weights of the FTS columns name, path, body, kind.
-_BM25 = "bm25(items_fts, 4.0, 2.0, 1.0, 0.0)"
+# bm25() with the weights of the FTS columns name, path, body, kind (store/bm25.py,
+# which the PostgreSQL store computes the same scores with).
+_BM25 = bm25_sql_weights()
 
 
 class SQLiteStore(StoreBase):
@@ -456,7 +458,7 @@ class SQLiteStore(StoreBase):
             "VALUES('delete', ?, ?, ?, ?, ?)",
             [
                 (rowid, qualname if name is None else name, ipath,
-                 _fts_body_of(text.slice(at, n), mode, extra), _fts_kind(kind, start))
+                 _fts_body_of(text.slice(at, n), mode, extra), fts_kind(kind, start))
                 for rowid, ipath, kind, start, qualname, at, n, mode, extra, name in rows
             ],
         )
@@ -534,7 +536,7 @@ class SQLiteStore(StoreBase):
                     at, length, mode, extra, None if fts_name == item.qualname else fts_name,
                 ))
                 fts_rows.append(
-                    (rowid, fts_name, item.path, fts_body, _fts_kind(item.kind, item.start_line))
+                    (rowid, fts_name, item.path, fts_body, fts_kind(item.kind, item.start_line))
                 )
             db.executemany(
                 "INSERT INTO items(rowid, id_key, id_mode, id, file_id, details_at, details_len, path, "
@@ -1075,11 +1077,6 @@ def _ranked_query(terms: Sequence[KeywordTerm], files_only: bool) -> tuple[str, 
     if len(parts) == 1:
         return parts[0] + " ORDER BY s, r", params
     return "SELECT r, sum(s) AS s FROM (" + " UNION ALL ".join(parts) + ") GROUP BY r ORDER BY s, r", params
-
-
-def _fts_kind(kind: str, start_line: int) -> str:
-    # File-level BM25 ranks the rows that stand for a whole file.
-    return "file" if kind_traits(kind).file_row and start_line == 1 else kind
 
 
 def _fts_recipe(text: str, body: str) -> tuple[int, bytes | None]:

@@ -1,0 +1,191 @@
+"""FTS5's BM25, for a store that is not SQLite: the same terms, statistics and formula.
+
+The SQLite store ranks with FTS5's ``bm25()`` over the columns name, path, body and kind.
+For another store to give the same scores it needs the same terms and the same
+arithmetic (``fts5_aux.c``):
+
+    score(row) = sum over the query's phrases p of
+        idf(p) * f(p, row) * (k1 + 1) / (f(p, row) + k1 * (1 - b + b * len(row) / avgdl))
+
+- ``k1 = 1.2``, ``b = 0.75`` (fixed in FTS5);
+- ``f(p, row)``: each instance of ``p`` in the row counts its column's weight (name 4,
+  path 2, body 1, kind 0);
+- ``len(row)``: the row's tokens in all four columns; ``avgdl``: all rows' tokens over
+  the number of rows;
+- ``idf(p) = log((N - n + 0.5) / (n + 0.5))`` with ``n`` the rows holding ``p`` in the
+  searched columns (name, path, body), and 1e-6 when that is not positive;
+- a phrase (several tokens) matches where its tokens follow each other in one column.
+
+Terms come from SQLite's own unicode61 tokenizer (an in-memory FTS5 table read back
+through ``fts5vocab``), so both stores index exactly the same tokens, diacritics and
+case folding included.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..model import kind_traits
+from .base import KeywordTerm
+
+K1 = 1.2
+B = 0.75
+# Weights of the FTS columns name, path, body and kind.
+WEIGHTS = (4.0, 2.0, 1.0, 0.0)
+COLUMNS = ("name", "path", "body", "kind")
+TOKENIZE = "unicode61 remove_diacritics 2"
+# FTS5's floor for the idf of a phrase in half the rows or more.
+IDF_FLOOR = 1e-6
+
+# A term position packs its column and offset: (column << OFFSET_BITS) | offset.
+OFFSET_BITS = 28
+_MAX_OFFSET = (1 << OFFSET_BITS) - 1
+# Terms are kept in a B-tree (prefix search): PostgreSQL refuses index entries of a third
+# of a page, so longer tokens (base64 blobs) are cut to this many bytes. No question asks
+# for one (question words are at most 100 characters).
+MAX_TERM_BYTES = 1000
+# Query tokenizations remembered (a server is asked the same words again).
+_QUERY_CACHE = 20_000
+
+
+def bm25_sql_weights() -> str:
+    """The ``bm25()`` call of the SQLite store's FTS table."""
+    return "bm25(items_fts, " + ", ".join(str(w) for w in WEIGHTS) + ")"
+
+
+def fts_kind(kind: str, start_line: int) -> str:
+    """The kind column's value: ``file`` for a row that stands for its whole file (the
+    rows a files-only search ranks)."""
+    return "file" if kind_traits(kind).file_row and start_line == 1 else kind
+
+
+def clip_term(term: str) -> str:
+    raw = term.encode("utf-8", "surrogatepass")
+    if len(raw) <= MAX_TERM_BYTES:
+        return term
+    return raw[:MAX_TERM_BYTES].decode("utf-8", "ignore")
+
+
+@dataclass
+class RowTerms:
+    """One row's statistics: its length in tokens (all columns), whether its kind column
+    holds ``file``, and per term (weighted frequency over name, path and body, packed
+    positions there as comma-separated numbers); a term only in the kind column has
+    frequency 0 and no position."""
+
+    length: int = 0
+    file_row: bool = False
+    terms: dict[str, tuple[float, str]] = field(default_factory=dict)
+
+
+def _analysis_sql() -> str:
+    weight = " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip(COLUMNS, WEIGHTS))
+    packed = " ".join(
+        f"WHEN '{c}' THEN ({i} << {OFFSET_BITS}) | offset" for i, c in enumerate(COLUMNS[:-1])
+    )
+    # Grouped in SQLite (C), faster than a Python loop per token; by term first, the order
+    # fts5vocab reads them in.
+    return (
+        f"SELECT doc, term, sum(CASE col {weight} ELSE 0 END), "
+        f"group_concat(CASE WHEN offset <= {_MAX_OFFSET} THEN CASE col {packed} END END, ','), "
+        f"count(*), max(col = '{COLUMNS[-1]}') FROM v GROUP BY term, doc"
+    )
+
+
+class _Tokenizer(threading.local):
+    """An in-memory FTS5 table per thread, tokenizing as the SQLite store's index does."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:", isolation_level=None)
+        self.db.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5({', '.join(COLUMNS)}, tokenize = '{TOKENIZE}')"
+        )
+        self.db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+
+    def read(self, rows: Sequence[Sequence[str]], query: str) -> list[tuple]:
+        """``query`` over the tokens of ``rows`` (``v``: term, doc from 1, col, offset)."""
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.executemany(
+                "INSERT INTO t(rowid, name, path, body, kind) VALUES (?, ?, ?, ?, ?)",
+                [(n, *row) for n, row in enumerate(rows, 1)],
+            )
+            return db.execute(query).fetchall()
+        finally:
+            db.execute("ROLLBACK")  # nothing to keep: the next call starts empty
+
+
+_tokenizer = _Tokenizer()
+_ANALYSIS = _analysis_sql()
+_query_cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+_query_lock = threading.Lock()
+
+
+def analyse(rows: Sequence[Sequence[str]]) -> list[RowTerms]:
+    """The statistics of rows of (name, path, body, kind) values."""
+    out = [RowTerms() for _ in rows]
+    for doc, term, wtf, pos, count, in_kind in _tokenizer.read(rows, _ANALYSIS):
+        if len(term) > MAX_TERM_BYTES // 4:
+            term = clip_term(term)
+        row = out[doc - 1]
+        row.length += count
+        if in_kind and term == "file":
+            row.file_row = True
+        old = row.terms.get(term)
+        if old is not None:  # two long terms clipped alike
+            wtf, pos = old[0] + wtf, ",".join(p for p in (old[1], pos) if p)
+        row.terms[term] = (wtf, pos or "")
+    return out
+
+
+def query_tokens(texts: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each text's tokens, as FTS5 reads a quoted phrase of it."""
+    out: dict[str, tuple[str, ...]] = {}
+    with _query_lock:
+        for text in texts:
+            hit = _query_cache.get(text)
+            if hit is not None:
+                out[text] = hit
+    todo = [t for t in dict.fromkeys(texts) if t not in out]
+    if todo:
+        found: dict[str, list[tuple[int, str]]] = {t: [] for t in todo}
+        for term, doc, _col, offset in _tokenizer.read([(t, "", "", "") for t in todo], "SELECT term, doc, col, offset FROM v"):
+            found[todo[doc - 1]].append((offset, term))
+        for text, toks in found.items():
+            out[text] = tuple(clip_term(t) for _, t in sorted(toks))
+        with _query_lock:
+            for text in todo:
+                _query_cache[text] = out[text]
+            while len(_query_cache) > _QUERY_CACHE:
+                _query_cache.popitem(last=False)
+    return [out[t] for t in texts]
+
+
+@dataclass
+class Query:
+    """A keyword query as phrases of tokens, each with the number of times it counts:
+    a term asked twice (or with weight 2) counts twice, as FTS5 scores each OR-ed
+    phrase on its own."""
+
+    singles: dict[str, float]
+    phrases: dict[tuple[str, ...], float]
+
+    def __bool__(self) -> bool:
+        return bool(self.singles or self.phrases)
+
+
+def plan(terms: Sequence[KeywordTerm]) -> Query:
+    asked = [(text, max(1, weight)) for text, weight in terms if text]
+    singles: dict[str, float] = {}
+    phrases: dict[tuple[str, ...], float] = {}
+    for (_text, weight), tokens in zip(asked, query_tokens([t for t, _ in asked])):
+        if len(tokens) == 1:
+            singles[tokens[0]] = singles.get(tokens[0], 0.0) + weight
+        elif tokens:  # a phrase of no token matches nothing
+            phrases[tokens] = phrases.get(tokens, 0.0) + weight
+    return Query(singles, phrases)

@@ -1,0 +1,253 @@
+"""The PostgreSQL store ranks keywords with the SQLite store's BM25: one corpus indexed
+into both, the scores of 50 queries compared item by item."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smartcontext.model import Item
+from smartcontext.retrieval.keyword import KeywordSearcher
+from smartcontext.store import KeywordTerm, open_store
+from smartcontext.store import bm25
+
+TESTS = Path(__file__).parent
+_DEF = re.compile(r"^(?:async )?(def|class) (\w+)", re.M)
+
+
+def _items(path: str, text: str) -> list[Item]:
+    """A module item and one item per top-level def/class: real code text, nested as the
+    code source nests it (the module's text holds its members')."""
+    lines = text.splitlines()
+    module = Item(id=path, path=path, kind="module", name=Path(path).stem, qualname=Path(path).stem,
+                  start_line=1, end_line=max(1, len(lines)), text=text, language="python", tokens=len(text) // 4)
+    out = [module]
+    starts = [(text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in _DEF.finditer(text)]
+    for n, (line, kind, name) in enumerate(starts):
+        end = starts[n + 1][0] - 1 if n + 1 < len(starts) else len(lines)
+        body = "\n".join(lines[line - 1 : end])
+        if any(o.id == f"{path}::{name}" for o in out):
+            continue
+        out.append(Item(id=f"{path}::{name}", path=path, kind="class" if kind == "class" else "function",
+                        name=name, qualname=name, start_line=line, end_line=end, text=body,
+                        signature=lines[line - 1], parent_id=path, language="python", tokens=len(body) // 4))
+    return out
+
+
+def _corpus() -> dict[str, str]:
+    """A few hundred files: this repository's tests and sources, plus a note with diacritics."""
+    root = TESTS.parent
+    files = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+             for pattern in ("tests/test_*.py", "src/smartcontext/**/*.py") for p in sorted(root.glob(pattern))}
+    files["notes/café.md"] = "Le café naïve Ärger über Straße\nCAFÉ cafe naive\nfile filé"
+    return files
+
+
+def _put(store, path: str, text: str, hash_: str = "h") -> None:
+    items = _items(path, text)
+    store.replace_file(path=path, mtime_ns=1, size=len(text), hash=hash_, language="python",
+                       source="code", module=path.rsplit(".", 1)[0], warnings=[],
+                       items=[(it, it.qualname, 3, f"c:{it.id}:{hash_}") for it in items], edges=[])
+
+
+def _queries(files: dict[str, str]) -> list[list[KeywordTerm]]:
+    """50 queries as retrieval builds them: words, weights, identifier phrases, and message
+    phrases, from lines of the corpus, plus a few written out."""
+    rng = random.Random(7)
+    lines = [ln.strip() for text in files.values() for ln in text.splitlines() if len(ln.split()) >= 4]
+    queries = [
+        [KeywordTerm("store"), KeywordTerm("keyword", 2), KeywordTerm("search", 3)],
+        [KeywordTerm("café"), KeywordTerm("naive")],
+        [KeywordTerm("file")],
+        [KeywordTerm("make store"), KeywordTerm("replace file")],
+        [KeywordTerm("assert"), KeywordTerm("assert")],
+    ]
+    while len(queries) < 50:
+        words = re.findall(r"[A-Za-z_]\w+", rng.choice(lines))
+        terms = [KeywordTerm(w.lower(), rng.choice((1, 1, 2, 3))) for w in words[:8]]
+        if len(words) >= 3:
+            terms.append(KeywordTerm(" ".join(w.lower() for w in words[:3])))
+        queries.append(terms)
+    return queries
+
+
+def _by_id(store, ranked):
+    ids = {r: s.item.id for r, s in store.items_by_rowids([r for r, _ in ranked]).items()}
+    return [(ids[r], score) for r, score in ranked]
+
+
+def _assert_same(left, right, what):
+    """Equal scores item by item; the order may differ only among equal scores."""
+    assert len(left) == len(right), what
+    ls, rs = dict(left), dict(right)
+    shared = set(ls) & set(rs)
+    for key in shared:
+        assert math.isclose(ls[key], rs[key], rel_tol=1e-9, abs_tol=1e-12), (what, key, ls[key], rs[key])
+    for (_, a), (_, b) in zip(left, right):  # the n-th best scores agree
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), what
+    # an item only one side lists ties with the last score listed (cut at the limit)
+    last = left[-1][1] if left else 0.0
+    for key in set(ls) ^ set(rs):
+        assert math.isclose(ls.get(key, rs.get(key)), last, rel_tol=1e-9), (what, key)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, pg_url):
+    """The corpus indexed into both stores once for the module's read-only tests."""
+    from smartcontext.store.postgres import drop_workspace
+
+    files = _corpus()
+    lite = open_store(tmp_path_factory.mktemp("bm25") / "i.db")
+    name = f"bm25_{os.getpid()}"
+    pg = open_store(pg_url, workspace=name)
+    for store in (lite, pg):
+        with store.batch():
+            for path, text in files.items():
+                _put(store, path, text)
+    yield lite, pg, files
+    lite.close()
+    pg.close()
+    drop_workspace(pg_url, name, clear_cache=True)
+
+
+@pytest.fixture
+def both(indexed):
+    return indexed
+
+
+@pytest.fixture
+def fresh(tmp_path, pg_url, pg_workspace):
+    """Both stores with a slice of the corpus, for tests that write."""
+    files = dict(list(_corpus().items())[:60])
+    lite = open_store(tmp_path / "i.db")
+    pg = open_store(pg_url, workspace=pg_workspace)
+    for store in (lite, pg):
+        with store.batch():
+            for path, text in files.items():
+                _put(store, path, text)
+    yield lite, pg, files
+    lite.close()
+    pg.close()
+
+
+def test_keyword_scores_are_equal_on_both_stores(both):
+    lite, pg, files = both
+    assert len(files) > 100 and pg.item_count() == lite.item_count() > 1000
+    queries = _queries(files)
+    matched = 0
+    for n, terms in enumerate(queries):
+        a = _by_id(lite, lite.keyword_search(terms, 30))
+        b = _by_id(pg, pg.keyword_search(terms, 30))
+        _assert_same(a, b, (n, terms))
+        matched += bool(a)
+        a = _by_id(lite, lite.keyword_search(terms, 10, files_only=True))
+        b = _by_id(pg, pg.keyword_search(terms, 10, files_only=True))
+        _assert_same(a, b, (n, "files", terms))
+    assert matched >= 45
+
+
+def test_the_rankings_with_files_and_within_agree(both):
+    lite, pg, files = both
+    for terms in _queries(files)[:20]:
+        a_items, a_files = lite.keyword_search_with_files(terms, 20, lambda r: True)
+        b_items, b_files = pg.keyword_search_with_files(terms, 20, lambda r: True)
+        _assert_same(_by_id(lite, a_items), _by_id(pg, b_items), terms)
+        # SQLite's second list comes from the callable; PostgreSQL's from its file rows
+        a_files = lite.keyword_search(terms, 20, files_only=True)
+        _assert_same(_by_id(lite, a_files), _by_id(pg, b_files), ("files", terms))
+        # within: the rows of one folder's half, by id on each side
+        ids = sorted(i for i, _ in _by_id(lite, lite.keyword_search(terms, 200)))[::2]
+        lite_rows = [s.rowid for s in lite.items_by_ids(ids).values()]
+        pg_rows = [s.rowid for s in pg.items_by_ids(ids).values()]
+        _assert_same(_by_id(lite, lite.keyword_search(terms, 10, within=lite_rows)),
+                     _by_id(pg, pg.keyword_search(terms, 10, within=pg_rows)), ("within", terms))
+
+
+def test_vocabulary_counts_agree_and_follow_writes(fresh):
+    lite, pg, files = fresh
+    words = ["store", "café", "cafe", "file", "function", "module", "assert", "zzznothing"]
+    assert lite.doc_freqs(words) == pg.doc_freqs(words)
+    for prefix in ("sto", "caf", "keyw", "a"):
+        assert lite.terms_with_prefix(prefix) == pg.terms_with_prefix(prefix)
+    # Replacing and deleting files keeps the statistics exact on both.
+    victims = sorted(files)[:5]
+    for store in (lite, pg):
+        store.delete_files(victims[:2])
+        _put(store, victims[2], "def store_keyword(): return 'café search'", hash_="h2")
+    assert lite.doc_freqs(words) == pg.doc_freqs(words)
+    terms = [KeywordTerm("store"), KeywordTerm("keyword", 2), KeywordTerm("café")]
+    _assert_same(_by_id(lite, lite.keyword_search(terms, 30)), _by_id(pg, pg.keyword_search(terms, 30)), "after")
+
+
+def test_searcher_queries_built_from_questions_agree(both):
+    """Retrieval's own query building (word forms from the vocabulary, phrases) gives the
+    same query and so the same ranking on both."""
+    lite, pg, _ = both
+    for question in ("How does replace_file keep keyword statistics?", "copy the store with --force",
+                     'error "no workspace named" when dropping'):
+        a_terms, _ = KeywordSearcher(lite).build_match(question)
+        b_terms, _ = KeywordSearcher(pg).build_match(question)
+        assert a_terms == b_terms
+        _assert_same(_by_id(lite, lite.keyword_search(a_terms, 20)),
+                     _by_id(pg, pg.keyword_search(b_terms, 20)), question)
+
+
+def test_exact_vector_search_agrees(fresh):
+    lite, pg, _ = fresh
+    rng = np.random.default_rng(3)
+    ids = [s.item.id for s in lite.items_by_rowids([r.rowid for r in lite.item_light_rows()[:300]]).values()]
+    matrix = rng.standard_normal((len(ids), 16)).astype(np.float32)
+    for store in (lite, pg):
+        rows = store.items_by_ids(ids)
+        store.put_vectors("m", [rows[i].rowid for i in ids], matrix)
+    query = rng.standard_normal(16).astype(np.float32)
+    a = _by_id(lite, lite.nearest("m", query, 10, among=[s.rowid for s in lite.items_by_ids(ids).values()]))
+    b = _by_id(pg, pg.nearest("m", query, 10, among=[s.rowid for s in pg.items_by_ids(ids).values()]))
+    assert [i for i, _ in a] == [i for i, _ in b]
+    assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-6)
+
+
+def test_tokens_are_fts5s():
+    assert bm25.query_tokens(["Café.Naïve_X", "get netrc auth", "_"]) == [
+        ("cafe", "naive", "x"), ("get", "netrc", "auth"), ()]
+    row = bm25.analyse([("Foo", "a/foo.py", "foo bar foo", "file")])[0]
+    assert row.length == 8 and row.file_row  # Foo, a foo py, foo bar foo, file
+    assert row.terms["foo"][0] == 4 + 2 + 1 + 1
+
+
+def test_an_index_made_before_the_statistics_upgrades_in_place(tmp_path, pg_url, pg_workspace):
+    """An index of the ts_rank_cd format (a tsvector, no statistics) gets its statistics
+    from its stored text when opened, and ranks as SQLite does."""
+    import psycopg
+
+    files = dict(list(_corpus().items())[:40])
+    lite = open_store(tmp_path / "i.db")
+    pg = open_store(pg_url, workspace=pg_workspace)
+    for store in (lite, pg):
+        with store.batch():
+            for path, text in files.items():
+                _put(store, path, text)
+    schema = pg.schema
+    pg.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # back to the format before m004
+        for statement in (
+            "DROP TABLE {s}.fts_terms, {s}.fts_postings, {s}.fts_stats",
+            "ALTER TABLE {s}.items DROP COLUMN fts_len",
+            "ALTER TABLE {s}.items ADD COLUMN tsv tsvector NOT NULL DEFAULT ''",
+            "DELETE FROM {s}._migrations WHERE name = 'm004_bm25'",
+        ):
+            conn.execute(statement.format(s=f'"{schema}"'))
+    pg = open_store(pg_url, workspace=pg_workspace)
+    try:
+        terms = [KeywordTerm("store"), KeywordTerm("keyword", 2), KeywordTerm("make store")]
+        _assert_same(_by_id(lite, lite.keyword_search(terms, 30)), _by_id(pg, pg.keyword_search(terms, 30)), "upgraded")
+        assert lite.doc_freqs(["store", "file"]) == pg.doc_freqs(["store", "file"])
+    finally:
+        pg.close()
+        lite.close()
