@@ -222,7 +222,10 @@ class Catalogue:
                 self.by_stem[stem] = sorted(kept, key=lambda p: self.by_path[p][0])
             else:
                 self.by_stem.pop(stem, None)
-        self._note_names = None
+        if self._note_names is not None:
+            from .titles import patched_note_names
+
+            self._note_names = patched_note_names(self._note_names, self, changed, gone)
         if set(self.by_path) != before:
             self.paths = sorted(self.by_path)
             self._link_resolver = None
