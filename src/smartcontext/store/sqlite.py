@@ -736,23 +736,17 @@ class SQLiteStore(StoreBase):
             return [], []
         sql, params = query
 
+        files_query = _ranked_query(terms, files_only=True)
+        assert files_query is not None  # the same terms as ``query``
+
         def both() -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-            # Every matching row is scored either way (ORDER BY ... LIMIT too), so one
-            # pass in score order fills both lists; file rows are a small share, so the
-            # walk stops long before the end.
-            items: list[tuple[int, float]] = []
-            files: list[tuple[int, float]] = []
-            cursor = self.db.execute(sql, params)
-            try:
-                for rowid, score in cursor:
-                    if len(items) < limit:
-                        items.append((rowid, -score))
-                    if len(files) < limit and is_file_row(rowid):
-                        files.append((rowid, -score))
-                    if len(items) >= limit and len(files) >= limit:
-                        break
-            finally:
-                cursor.close()
+            # Two ranked queries, each cut at ``limit`` by SQLite: the file rows are those
+            # whose full-text kind is ``file`` (``_fts_kind``, the rows ``is_file_row``
+            # names), and that column weighs 0 in bm25, so their scores and order are the
+            # ones a walk of every match would give. That walk read up to 17,000 rows in
+            # Python on the hub vault (about 0.1 s), again after every write.
+            items = [(r, -s) for r, s in self.db.execute(sql + " LIMIT ?", (*params, limit))]
+            files = [(r, -s) for r, s in self.db.execute(files_query[0] + " LIMIT ?", (*files_query[1], limit))]
             return items, files
 
         items, files = self._remembered(("both", sql, *params, limit), both)
