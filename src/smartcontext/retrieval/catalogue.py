@@ -226,9 +226,11 @@ class Catalogue:
             from .titles import patched_note_names
 
             self._note_names = patched_note_names(self._note_names, self, changed, gone)
-        if set(self.by_path) != before:
+        after = set(self.by_path)
+        if after != before:
             self.paths = sorted(self.by_path)
-            self._link_resolver = None
+            if self._link_resolver is not None:
+                self._link_resolver = self._link_resolver.updated(after - before, before - after)
             self._by_basename = None
         if self._tags is not None:
             self._tags = [(r, t) for r, t in self._tags if r not in gone] + [
