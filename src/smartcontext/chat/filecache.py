@@ -19,6 +19,7 @@ import gc
 import hashlib
 import marshal
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -90,7 +91,7 @@ def save(chat_path: Path, sha1: str, data: ChatData) -> None:
     record = (_FORMAT, sha1, [m.id for m in ms], [m.role for m in ms], [m.content for m in ms],
               [m.timestamp for m in ms], {i: m.extra for i, m in enumerate(ms) if m.extra},
               data.topics, data.extra)
-    tmp = where.with_name(f".{where.name}.{os.getpid()}.tmp")
+    tmp = where.with_name(f".{where.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
     try:
         blob = marshal.dumps(record)
         where.parent.mkdir(exist_ok=True)
