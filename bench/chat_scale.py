@@ -10,7 +10,9 @@ history) unless ``--model`` names one: the numbers are the chat layer's, not a m
 The measured process opens the folder as a server does, indexes it (the chat's messages
 are items of the index), then answers. Rows: ``add``: median and worst of ``--adds`` user messages appended (file write plus
 re-index of what changed); ``history cold``: the first automatic history of the process
-(reads the chat file and the chat's rows in the index: ids, exact token counts); ``history warm``: median over the
+(reads the chat file and the chat's rows in the index: ids, exact token counts); ``history, restarted``: the
+first history of a second process on the same folder (a server restarted: the index current, the
+chat's parse kept beside it); ``history warm``: median over the
 questions, with an add between each (so every answer sees a new message); ``peak RSS``.
 
     python bench/chat_scale.py --quick            # 1,000 and 10,000 messages
@@ -68,39 +70,53 @@ def make_folder(size: int, model: str) -> Path:
     return root
 
 
+def run_restart(root: Path, size: int, adds: int) -> dict:
+    """A second process on the same folder, as a server restarted: the index is current
+    and the chat was read before (its parse kept beside the index); its first history."""
+    from smartcontext.tools import ToolRegistry
+
+    reg = ToolRegistry.open(root)
+    try:
+        reg.context.ready_workspace()
+        t0 = time.perf_counter()
+        got = reg.call("chat_history", {"chat_id": "long", "message": QUESTIONS[0], "include_messages": False})
+        restart = time.perf_counter() - t0
+        assert got["success"] and got["total_messages"] == size + adds, got
+    finally:
+        reg.close()
+    return {"history_restart_ms": 1000 * restart}
+
+
 def run_one(root: Path, size: int, adds: int) -> dict:
     from smartcontext.tools import ToolRegistry
 
+    reg = ToolRegistry.open(root)
     try:
-        reg = ToolRegistry.open(root)
-        try:
-            reg.context.ready_workspace()
+        reg.context.ready_workspace()
+        t0 = time.perf_counter()
+        first = reg.call("chat_history", {"chat_id": "long", "message": QUESTIONS[0], "include_messages": False})
+        cold = time.perf_counter() - t0
+        assert first["success"], first
+        add_times, warm = [], []
+        for n in range(adds):
             t0 = time.perf_counter()
-            first = reg.call("chat_history", {"chat_id": "long", "message": QUESTIONS[0], "include_messages": False})
-            cold = time.perf_counter() - t0
-            assert first["success"], first
-            add_times, warm = [], []
-            for n in range(adds):
-                t0 = time.perf_counter()
-                got = reg.call("chat_add_message", {"chat_id": "long", "role": "user",
-                                                    "content": f"One more thing about the ferry tickets, number {n}."})
-                add_times.append(time.perf_counter() - t0)
-                assert got["success"], got
-                q = QUESTIONS[n % len(QUESTIONS)]
-                t0 = time.perf_counter()
-                hist = reg.call("chat_history", {"chat_id": "long", "message": q, "include_messages": False})
-                warm.append(time.perf_counter() - t0)
-                assert hist["success"] and hist["total_messages"] == size + n + 1, hist
-            files = sorted(p.name for p in (root / ".memory").iterdir())
-        finally:
-            reg.close()
-        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return {"size": size, "file_mb": (root / ".memory" / "long.json").stat().st_size / 1e6,
-                "add_p50_ms": 1000 * statistics.median(add_times), "add_max_ms": 1000 * max(add_times),
-                "history_cold_ms": 1000 * cold, "history_warm_ms": 1000 * statistics.median(warm),
-                "peak_rss_mb": peak_kb / 1024, "segments": sum(f.endswith(".jsonl") for f in files)}
+            got = reg.call("chat_add_message", {"chat_id": "long", "role": "user",
+                                                "content": f"One more thing about the ferry tickets, number {n}."})
+            add_times.append(time.perf_counter() - t0)
+            assert got["success"], got
+            q = QUESTIONS[n % len(QUESTIONS)]
+            t0 = time.perf_counter()
+            hist = reg.call("chat_history", {"chat_id": "long", "message": q, "include_messages": False})
+            warm.append(time.perf_counter() - t0)
+            assert hist["success"] and hist["total_messages"] == size + n + 1, hist
+        files = sorted(p.name for p in (root / ".memory").iterdir())
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        reg.close()
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"size": size, "file_mb": (root / ".memory" / "long.json").stat().st_size / 1e6,
+            "add_p50_ms": 1000 * statistics.median(add_times), "add_max_ms": 1000 * max(add_times),
+            "history_cold_ms": 1000 * cold, "history_warm_ms": 1000 * statistics.median(warm),
+            "peak_rss_mb": peak_kb / 1024, "segments": sum(f.endswith(".jsonl") for f in files)}
 
 
 def main() -> None:
@@ -111,28 +127,38 @@ def main() -> None:
     ap.add_argument("--model", default="none", help='embedding model (default "none": keyword-only)')
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: run one size, print JSON
     ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--restart", action="store_true", help=argparse.SUPPRESS)  # internal: with --one
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(Path(args.root), args.one, args.adds)))
+        run = run_restart if args.restart else run_one
+        print(json.dumps(run(Path(args.root), args.one, args.adds)))
         return
     sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 50000])
     rows = []
     for size in sizes:
         root = make_folder(size, args.model)
-        out = subprocess.run([sys.executable, __file__, "--one", str(size), "--root", str(root),
-                              "--adds", str(args.adds)], capture_output=True, text=True, check=True,
-                             env={**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": args.model})
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        try:
+            row = {}
+            for extra in ([], ["--restart"]):
+                out = subprocess.run([sys.executable, __file__, "--one", str(size), "--root", str(root),
+                                      "--adds", str(args.adds), *extra], capture_output=True, text=True, check=True,
+                                     env={**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": args.model})
+                row.update(json.loads(out.stdout.strip().splitlines()[-1]))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        rows.append(row)
         print(f"{size}: {rows[-1]}", file=sys.stderr)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"Command: `python bench/chat_scale.py{' --quick' if args.quick else ''}`, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores, load average {load} "
           f"at the end; embeddings: {args.model}; {args.adds} adds per size.\n")
-    print("| messages | chat file | add p50 | add worst | history cold | history warm p50 | peak RSS |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("| messages | chat file | add p50 | add worst | history cold | history, restarted | history warm p50 "
+          "| peak RSS |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['size']:,} | {r['file_mb']:.1f} MB | {r['add_p50_ms']:.1f} ms | {r['add_max_ms']:.1f} ms | "
-              f"{r['history_cold_ms']:.0f} ms | {r['history_warm_ms']:.1f} ms | {r['peak_rss_mb']:.0f} MB |")
+              f"{r['history_cold_ms']:.0f} ms | {r['history_restart_ms']:.0f} ms | {r['history_warm_ms']:.1f} ms | "
+              f"{r['peak_rss_mb']:.0f} MB |")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,10 @@ def snapshot(cat: Catalogue) -> dict:
         return {k: list(v) for k, v in m.items() if v}
 
     cat.tagged({"x"})  # loads the tag list
+    names = cat.note_names()  # built once, then patched by each write
     return {
+        "note_names": {k: list(v) for k, v in names.names.items()}, "note_rows": set(names.rows),
+        "note_row_names": dict(names.of_row),
         "generation": cat.generation, "entries": dict(cat.entries), "by_id": dict(cat.by_id),
         "by_name": lists(cat.by_name), "by_fqname": lists(cat.by_fqname),
         "by_path": lists(cat.by_path), "module_of_path": dict(cat.module_of_path),

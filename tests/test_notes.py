@@ -270,3 +270,27 @@ def test_one_tag_names_the_same_notes_in_every_front_end(tmp_path):
     finally:
         sc.close()
         ws.close()
+
+
+def test_a_resolver_updated_with_added_and_removed_paths_equals_one_built_anew():
+    """A note created or deleted by an agent patches the catalogue's resolver; it must
+    resolve exactly as one built from the new list (case twins, same names in several
+    folders, a path removed that held a name's first spelling)."""
+    import random
+
+    rng = random.Random(11)
+    pool = [f"{d}{n}.md" for d in ("", "a/", "a/b/", "B/", "b/") for n in ("Note", "note", "Other", "x y")]
+    pool += ["img.png", "a/img.png", "/lead.md", "back\\slash.md"]
+    paths = set(rng.sample(pool, 10))
+    resolver = LinkResolver(paths)
+    for _ in range(200):
+        added = set(rng.sample(pool, rng.randint(0, 3)))
+        removed = set(rng.sample(sorted(paths), min(len(paths), rng.randint(0, 3))))
+        paths = (paths - removed) | added
+        resolver = resolver.updated(added, removed)
+        fresh = LinkResolver(paths)
+        assert (resolver.paths, resolver._exact, resolver._lower, resolver._by_name) == (
+            fresh.paths, fresh._exact, fresh._lower, fresh._by_name)
+        for target in ("note", "Note", "a/note", "b/Note.md", "x y", "img.png", "lead", "./Other"):
+            for source in ("", "a/n.md", "B/n.md"):
+                assert resolver.resolve(target, source) == fresh.resolve(target, source)

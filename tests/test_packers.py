@@ -38,3 +38,27 @@ def test_fill_by_size_marks_positions_and_keeps_what_was_chosen():
     used = fill_by_size([2, 1, 0, 3], sizes, 10, chosen, used=3)
     assert chosen == [False, True, True, True] and used == 10  # 0 (4) did not fit after 2 (5)
     assert fill_by_size([0], sizes, 10, chosen, used=10) == 10 and not chosen[0]  # spent already
+
+
+def test_fill_by_size_ending_early_chooses_what_offering_every_candidate_would():
+    """The walk ends once the room left is under the smallest size: the same positions as
+    offering each candidate in turn (random sizes, orders, budgets and chosen ones)."""
+    import random
+
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(0, 40)
+        sizes = [rng.randint(1, 30) for _ in range(n)]
+        order = rng.sample(range(n), n)
+        chosen = [rng.random() < 0.1 for _ in range(n)]
+        budget = rng.randint(0, 300)
+        start = sum(s for s, c in zip(sizes, chosen) if c)
+        expect, used = list(chosen), start
+        for i in order:  # the plain rule: take what fits, best first, until spent
+            if used >= budget:
+                break
+            if not expect[i] and sizes[i] <= budget - used:
+                expect[i] = True
+                used += sizes[i]
+        got = list(chosen)
+        assert fill_by_size(order, sizes, budget, got, start) == used and got == expect

@@ -342,6 +342,9 @@ def test_item_sizes_reads_one_kind_at_some_paths_alike_on_both_stores(pg, tmp_pa
         answers.append([(path, qual, tokens) for _, path, qual, tokens in rows])
         assert store.item_sizes(["o.py"], "module")[0][1:] == ("o.py", "o", 7)
         assert store.item_sizes(["nowhere.py"], "function") == []
+        # The same rows as columns by path (the first history of a long chat reads these).
+        cols = store.item_size_columns(["m.py", "o.py", "nowhere.py"], "function")
+        assert list(cols) == ["m.py"] and cols["m.py"] == ([r[0] for r in rows], ["f", "g"], [5, 5])
         if not hasattr(store, "workspace"):
             store.close()
     assert answers[0] == answers[1] == [("m.py", "f", 5), ("m.py", "g", 5)]

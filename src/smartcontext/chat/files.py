@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import ChatFileError, InvalidArgument
 from ..safeio import read_regular
+from . import filecache
 # The file format lives with the chat source, below this layer: the indexer reads chat
 # files without importing the chat package (which sits above the index).
 from ..sources.chat import ChatData, Message, content_text, parse_chat  # noqa: F401 (re-exported)
@@ -191,19 +192,28 @@ class ChatFile:
         try:
             # Never blocks: a FIFO or device named like a chat is refused, not opened.
             # No link followed; a byte-order mark (Windows editors write one) is not JSON.
-            text = read_regular(self.path, follow_symlinks=False).decode("utf-8-sig")
+            raw_bytes = read_regular(self.path, follow_symlinks=False)
+            sha1 = filecache.digest(raw_bytes) if len(raw_bytes) >= filecache.CACHE_FROM_BYTES else None
+            cached = filecache.load(self.path, sha1) if sha1 else None
+            text = "" if cached is not None else raw_bytes.decode("utf-8-sig")
         except FileNotFoundError:
             return _EMPTY
         except (OSError, UnicodeDecodeError) as exc:
             raise ChatFileError(f"cannot read chat file {self.path}: {exc}") from exc
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ChatFileError(
-                f"{self.path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
-                "it was left untouched: fix or move it"
-            ) from None
-        data = parse_chat(raw, str(self.path))
+        if cached is not None:
+            data = cached
+        else:
+            try:
+                with filecache.collector_paused():
+                    raw = json.loads(text)
+                    data = parse_chat(raw, str(self.path))
+            except json.JSONDecodeError as exc:
+                raise ChatFileError(
+                    f"{self.path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                    "it was left untouched: fix or move it"
+                ) from None
+            if sha1:
+                filecache.save(self.path, sha1, data)
         with _parsed_lock:
             _parsed[str(self.path)] = (sig, data)
         return data

@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
+from .filecache import collector_paused
 from .filter import HistoryResult, members_end, threshold_filter, topic_filter, topic_members
 from ..sources.chat import INDEX_ENCODING
 from .rows import ChatRows
@@ -489,12 +491,16 @@ class Chat:
         return "topics" if ctx.active_topics and ctx.embedding_search else ("auto" if pending else "all")
 
     def _auto(self, data, sticky, pending, matrix, query, max_tokens, share, sync=True) -> HistoryResult:
+        if sync:
+            self.sync_index()
+        with collector_paused():  # maps of a long chat's 50,000 messages: no garbage in them
+            return self._auto_ranked(data, sticky, pending, matrix, query, max_tokens, share)
+
+    def _auto_ranked(self, data, sticky, pending, matrix, query, max_tokens, share) -> HistoryResult:
         from .auto import auto_filter
 
         encoding = self.workspace.config.context.encoding
         messages = data.messages
-        if sync:
-            self.sync_index()
         rows = self.index_rows()
         counts = self.token_counts(messages, encoding, rows)
         index_of, speakers = self._positions(messages)
@@ -541,8 +547,8 @@ class Chat:
                 index_of[messages[i].id] = i
                 speakers.add(messages[i].role)
         else:
-            index_of = {m.id: i for i, m in enumerate(messages)}
-            speakers = {m.role for m in messages}
+            index_of = dict(zip(map(attrgetter("id"), messages), range(len(messages))))
+            speakers = set(map(attrgetter("role"), messages))
         self._position_memo = (tuple(messages), index_of, speakers)
         return index_of, speakers
 
@@ -569,6 +575,9 @@ class Chat:
         from ..tokens import count_many
         from .auto import render_message
 
+        rows = list(map(known.get, map(attrgetter("id"), messages)))
+        if None not in rows:  # a chat the index holds (at C speed: 50,000 messages)
+            return list(map(itemgetter(1), rows))
         out: list[int] = []
         todo: dict[int, str] = {}
         for i, m in enumerate(messages):

@@ -33,6 +33,37 @@ class LinkResolver:
         # Only the linking note's folder matters, and vaults repeat the same links a lot.
         self._memo: dict[tuple[str, str], str | None] = {}
 
+    def updated(self, added: Iterable[str] = (), removed: Iterable[str] = ()) -> "LinkResolver":
+        """A resolver over these paths with ``added`` and without ``removed``, equal to one
+        built from the new list, made at the cost of the paths that changed (a note created
+        by an agent must not rebuild the maps of 6,500 notes for the next link followed).
+        This one is left as it was: readers may hold it."""
+        norm = lambda ps: {p.replace("\\", "/").lstrip("/") for p in ps}  # noqa: E731
+        result = (self._exact - norm(removed)) | norm(added)
+        gone, new = self._exact - result, result - self._exact
+        out = LinkResolver.__new__(LinkResolver)
+        out.paths = sorted(result) if gone or new else self.paths
+        out._exact = result
+        out._lower = dict(self._lower)
+        out._by_name = dict(self._by_name)
+        out._memo = {}
+        for p in gone | new:
+            name = posixpath.basename(p).lower()
+            # Lists stay in path order, as a build from the sorted paths makes them.
+            same = [q for q in out._by_name.get(name, ()) if q not in gone]
+            same = sorted(same + [p]) if p in new else same
+            if same:
+                out._by_name[name] = same
+            else:
+                out._by_name.pop(name, None)
+            low = p.lower()
+            first = min((q for q in same if q.lower() == low), default=None)
+            if first is None:
+                out._lower.pop(low, None)
+            else:
+                out._lower[low] = first
+        return out
+
     def resolve(self, target: str, from_path: str = "") -> str | None:
         key = (target, posixpath.dirname(from_path.replace("\\", "/")))
         try:

@@ -39,6 +39,7 @@ def greedy_fill(
     offer: Callable[[T, int], Outcome],
     used: int = 0,
     max_misses: int | None = None,
+    stop_below: int = 0,
 ) -> int:
     """Walk ``ranked`` best first; returns the tokens used at the end.
 
@@ -46,7 +47,8 @@ def greedy_fill(
     to ``used``; None when it did not fit in ``room`` (a miss); ``PASS`` for a candidate
     passed over without a try. ``max_misses`` consecutive misses
     end the walk (the long tail seldom fits once the head did not). The walk also ends
-    once ``used`` reaches ``budget``.
+    once ``used`` reaches ``budget``, or the room left is under ``stop_below`` (the
+    smallest candidate, when the caller knows it).
     """
     misses = 0
     for cand in ranked:
@@ -60,7 +62,7 @@ def greedy_fill(
             continue
         misses = 0
         used += spent
-        if used >= budget:
+        if used >= budget or budget - used < stop_below:
             break
     return used
 
@@ -70,7 +72,10 @@ def fill_by_size(order: Iterable[int], sizes: Sequence[int], budget: int, chosen
     """The ``greedy_fill`` of candidates with a fixed size each: positions in ``order``
     whose size fits the room left are marked in ``chosen`` (positions chosen already are
     passed over); returns the tokens used."""
-    if used >= budget:
+    # Once the room left is under the smallest size nothing more fits: the walk ends
+    # there rather than offering every other candidate (a long chat's 50,000 messages).
+    smallest = min(sizes, default=0)
+    if used >= budget or budget - used < smallest:
         return used
 
     def offer(i: int, room: int) -> Outcome:
@@ -81,4 +86,4 @@ def fill_by_size(order: Iterable[int], sizes: Sequence[int], budget: int, chosen
         chosen[i] = True
         return sizes[i]
 
-    return greedy_fill(order, budget, offer, used)
+    return greedy_fill(order, budget, offer, used, stop_below=smallest)

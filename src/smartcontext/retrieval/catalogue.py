@@ -222,10 +222,15 @@ class Catalogue:
                 self.by_stem[stem] = sorted(kept, key=lambda p: self.by_path[p][0])
             else:
                 self.by_stem.pop(stem, None)
-        self._note_names = None
-        if set(self.by_path) != before:
+        if self._note_names is not None:
+            from .titles import patched_note_names
+
+            self._note_names = patched_note_names(self._note_names, self, changed, gone)
+        after = set(self.by_path)
+        if after != before:
             self.paths = sorted(self.by_path)
-            self._link_resolver = None
+            if self._link_resolver is not None:
+                self._link_resolver = self._link_resolver.updated(after - before, before - after)
             self._by_basename = None
         if self._tags is not None:
             self._tags = [(r, t) for r, t in self._tags if r not in gone] + [

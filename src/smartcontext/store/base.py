@@ -218,6 +218,12 @@ class ItemStore(Protocol):
         catalogue's other columns."""
         ...
 
+    def item_size_columns(self, paths: Sequence[str], kind: str) -> dict[str, tuple[list[int], list[str], list[int]]]:
+        """``item_sizes`` by path, as columns: ``{path: (rowids, qualnames, tokens)}`` in
+        row id order (a path with no such item is left out). A store may read them
+        without making a Python row per item (a long chat's 50,000 messages)."""
+        ...
+
     def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
         """(rowid, tag) for every tag in every item's ``meta["tags"]`` (of the items at
         ``paths``, when given), as written."""

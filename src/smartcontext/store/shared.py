@@ -237,6 +237,15 @@ class StoreBase(ABC):
         itself)."""
         return False
 
+    def item_size_columns(self, paths: Sequence[str], kind: str) -> dict[str, tuple[list[int], list[str], list[int]]]:
+        out: dict[str, tuple[list[int], list[str], list[int]]] = {}
+        for rowid, path, qualname, tokens in self.item_sizes(paths, kind):  # type: ignore[attr-defined]
+            rowids, names, sizes = out.setdefault(path, ([], [], []))
+            rowids.append(rowid)
+            names.append(qualname)
+            sizes.append(tokens)
+        return out
+
     # -- meta, generations and the change log ----------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         value = self._meta_value(key)

@@ -658,6 +658,33 @@ class SQLiteStore(StoreBase):
         found.sort()
         return found
 
+    def item_size_columns(self, paths: Sequence[str], kind: str) -> dict[str, tuple[list[int], list[str], list[int]]]:
+        # Each column comes back as one string, split at C speed: a row per item costs
+        # Python about 3 us, 0.15-0.3 s for a 50,000-message chat.
+        out: dict[str, tuple[list[int], list[str], list[int]]] = {}
+        for path in dict.fromkeys(paths):
+            for where in _PATH_WHERE:
+                n, rowids, names, sizes = self.db.execute(
+                    "SELECT COUNT(*), group_concat(r), group_concat(q, char(31)), group_concat(t) FROM "
+                    "(SELECT i.rowid AS r, i.qualname AS q, i.tokens AS t FROM items i "
+                    f"JOIN files f ON f.id = i.file_id WHERE i.kind = ? AND {where.format('?')} ORDER BY i.rowid)",
+                    (kind, path),
+                ).fetchone()
+                if not n:
+                    continue
+                cols = (list(map(int, rowids.split(","))), names.split("\x1f"), list(map(int, sizes.split(","))))
+                if len(cols[1]) != n or cols[0] != sorted(cols[0]):
+                    # A name holding the separator, or an order not kept: row by row.
+                    found = sorted(self.db.execute(
+                        "SELECT i.rowid, i.qualname, i.tokens FROM items i JOIN files f ON f.id = i.file_id "
+                        f"WHERE i.kind = ? AND {where.format('?')}", (kind, path)))
+                    cols = ([r for r, _, _ in found], [q for _, q, _ in found], [t for _, _, t in found])
+                if path in out:  # rows under both spellings of the path: merged in row id order
+                    merged = sorted([*zip(*out[path]), *zip(*cols)])
+                    cols = ([r for r, _, _ in merged], [q for _, q, _ in merged], [t for _, _, t in merged])
+                out[path] = cols
+        return out
+
     def tag_rows(self, paths: Sequence[str] | None = None) -> list[tuple[int, str]]:
         select = (
             "SELECT i.rowid, t.value FROM items i JOIN files f ON f.id = i.file_id, "
@@ -711,23 +738,17 @@ class SQLiteStore(StoreBase):
             return [], []
         sql, params = query
 
+        files_query = _ranked_query(terms, files_only=True)
+        assert files_query is not None  # the same terms as ``query``
+
         def both() -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-            # Every matching row is scored either way (ORDER BY ... LIMIT too), so one
-            # pass in score order fills both lists; file rows are a small share, so the
-            # walk stops long before the end.
-            items: list[tuple[int, float]] = []
-            files: list[tuple[int, float]] = []
-            cursor = self.db.execute(sql, params)
-            try:
-                for rowid, score in cursor:
-                    if len(items) < limit:
-                        items.append((rowid, -score))
-                    if len(files) < limit and is_file_row(rowid):
-                        files.append((rowid, -score))
-                    if len(items) >= limit and len(files) >= limit:
-                        break
-            finally:
-                cursor.close()
+            # Two ranked queries, each cut at ``limit`` by SQLite: the file rows are those
+            # whose full-text kind is ``file`` (``_fts_kind``, the rows ``is_file_row``
+            # names), and that column weighs 0 in bm25, so their scores and order are the
+            # ones a walk of every match would give. That walk read up to 17,000 rows in
+            # Python on the hub vault (about 0.1 s), again after every write.
+            items = [(r, -s) for r, s in self.db.execute(sql + " LIMIT ?", (*params, limit))]
+            files = [(r, -s) for r, s in self.db.execute(files_query[0] + " LIMIT ?", (*files_query[1], limit))]
             return items, files
 
         items, files = self._remembered(("both", sql, *params, limit), both)
@@ -1180,7 +1201,7 @@ _READS = {
     "generation", "get_meta", "file_states", "changed_paths", "items_by_rowids", "items_by_ids",
     "items_in_paths", "item_light_rows", "item_count", "counts", "kind_counts", "file_warnings",
     "tag_rows", "keyword_search", "keyword_search_with_files", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
-    "item_sizes", "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
+    "item_sizes", "item_size_columns", "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
 }
 # The shared methods (store/shared.py) are wrapped too: they run the primitives here.
 for _name in dir(SQLiteStore):

@@ -1,0 +1,122 @@
+"""A long chat's parse kept beside the index (``chat.filecache``): a new process reads it
+instead of parsing the file, and only while the file holds the very bytes it was parsed
+from: an edit (even one of the same size and time), an append or a damaged cache file
+gets the file parsed again. Real chat files in temp folders; the size threshold lowered."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from smartcontext.chat import filecache, files
+from smartcontext.chat.files import ChatFile
+from smartcontext.workspace import Workspace
+
+
+def _forget_process_caches() -> None:
+    """What a new process starts with: nothing parsed in memory."""
+    files._parsed.clear()
+    files._combined.clear()
+    files._segments_read.clear()
+
+
+@pytest.fixture
+def chat_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(filecache, "CACHE_FROM_BYTES", 1)
+    monkeypatch.setenv("SMARTCONTEXT_EMBEDDING_MODEL", "none")
+    (tmp_path / ".smartcontext").mkdir()
+    memory = tmp_path / ".memory"
+    memory.mkdir()
+    msgs = [{"id": f"m{n}", "role": "user", "content": f"message {n} about ferries", "timestamp": f"2026-01-0{1 + n % 9}"}
+            for n in range(20)]
+    msgs[3]["lang"] = "en"  # a key this layer does not name: kept
+    (memory / "long.json").write_text(json.dumps({"messages": msgs, "topics": [{"label": "Ferries", "count": 20}],
+                                                  "title": "Trip"}))
+    yield tmp_path
+    _forget_process_caches()
+
+
+def _cache(root):
+    return root / ".smartcontext" / "chats" / "long.json.parsed"
+
+
+def test_a_new_process_reads_the_kept_parse_and_gets_the_same_chat(chat_folder):
+    first = ChatFile(chat_folder / ".memory", "long").load()
+    assert _cache(chat_folder).is_file()
+    _forget_process_caches()
+    raw = (chat_folder / ".memory" / "long.json").read_bytes()
+    kept = filecache.load(chat_folder / ".memory" / "long.json", filecache.digest(raw))
+    assert kept is not None and kept.to_dict() == first.to_dict()
+    again = ChatFile(chat_folder / ".memory", "long").load()
+    assert again.to_dict() == first.to_dict()
+    assert again.messages[3].extra == {"lang": "en"} and again.extra == {"title": "Trip"}
+
+
+def test_an_edit_of_the_same_size_and_time_after_a_cached_read_is_seen(chat_folder):
+    path = chat_folder / ".memory" / "long.json"
+    ChatFile(chat_folder / ".memory", "long").load()
+    _forget_process_caches()
+    assert ChatFile(chat_folder / ".memory", "long").load().messages[5].content == "message 5 about ferries"
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"message 5 about ferries", b"message 5 about bridges"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size
+    _forget_process_caches()
+    assert ChatFile(chat_folder / ".memory", "long").load().messages[5].content == "message 5 about bridges"
+
+
+def test_an_appended_message_is_seen_by_the_next_process(chat_folder):
+    path = chat_folder / ".memory" / "long.json"
+    ChatFile(chat_folder / ".memory", "long").load()
+    data = json.loads(path.read_text())
+    data["messages"].append({"id": "late", "role": "assistant", "content": "the last ferry is at nine"})
+    path.write_text(json.dumps(data))
+    _forget_process_caches()
+    assert ChatFile(chat_folder / ".memory", "long").load().messages[-1].id == "late"
+
+
+def test_a_damaged_or_foreign_cache_file_is_parsed_around(chat_folder):
+    ChatFile(chat_folder / ".memory", "long").load()
+    for junk in (b"not marshal at all", b"", b"\x00" * 64):
+        _cache(chat_folder).write_bytes(junk)
+        _forget_process_caches()
+        assert len(ChatFile(chat_folder / ".memory", "long").load().messages) == 20
+    # Each parse kept a good copy again.
+    raw = (chat_folder / ".memory" / "long.json").read_bytes()
+    assert filecache.load(chat_folder / ".memory" / "long.json", filecache.digest(raw)) is not None
+
+
+def test_no_index_folder_means_no_cache_and_a_link_is_not_followed(chat_folder, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    (chat_folder / ".smartcontext").rmdir()
+    ChatFile(chat_folder / ".memory", "long").load()
+    assert not (chat_folder / ".smartcontext").exists()
+    (chat_folder / ".smartcontext").mkdir()
+    (chat_folder / ".smartcontext" / "chats").symlink_to(outside, target_is_directory=True)
+    _forget_process_caches()
+    assert len(ChatFile(chat_folder / ".memory", "long").load().messages) == 20
+    assert list(outside.iterdir()) == []
+
+
+def test_history_in_a_new_process_after_an_edit_sees_the_edit(chat_folder):
+    """Through a real second and third process: the history of the indexed chat, then the
+    file edited and re-indexed, then the history again."""
+    ws = Workspace.open(chat_folder)
+    ws.index(embeddings=False)
+    code = ("import sys, json; from smartcontext.chat import filecache; filecache.CACHE_FROM_BYTES = 1\n"
+            "from smartcontext.workspace import Workspace\n"
+            "ws = Workspace.open(sys.argv[1]); ws.update_files(['.memory/long.json'])\n"
+            "r = ws.chat('long').history('bridges', mode='auto', max_tokens=40)\n"
+            "print(json.dumps([m.content for m in r.messages]))")
+    env = {**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"}
+    run = lambda: json.loads(subprocess.run([sys.executable, "-c", code, str(chat_folder)], env=env,  # noqa: E731
+                                            capture_output=True, text=True, check=True).stdout)
+    assert not any("bridges" in c for c in run())
+    assert _cache(chat_folder).is_file()
+    path = chat_folder / ".memory" / "long.json"
+    path.write_bytes(path.read_bytes().replace(b"message 5 about ferries", b"message 5 about bridges"))
+    assert "message 5 about bridges" in run()
