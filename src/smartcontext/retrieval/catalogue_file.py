@@ -107,6 +107,7 @@ class SavedFile:
         self._tables: dict[str, tuple[int, memoryview, memoryview]] = {}
         self.on_damage: Callable[[], None] | None = None
         self.damaged = False
+        self._sound: bool | None = None  # the whole-file CRC, once checked
         for name, (n, at) in head["tables"].items():
             start = body_at + at
             view = memoryview(data)
@@ -136,6 +137,30 @@ class SavedFile:
         if not isinstance(value, dict):
             raise Damaged(name)
         return value
+
+
+    def whole(self, name: str) -> dict | None:
+        """Every bucket of map ``name`` decoded into one dict, or None when the file
+        fails its whole-file CRC (checked once) or a bucket does not decode."""
+        if self._sound is None:
+            stored = int.from_bytes(self._data[len(MAGIC):len(MAGIC) + 4], "big")
+            self._sound = zlib.crc32(memoryview(self._data)[len(MAGIC) + 4:]) == stored
+        if not self._sound:
+            return None
+        n, offsets, _ = self._tables[name]
+        view = memoryview(self._data)
+        at = self._body_at
+        out: dict = {}
+        update, loads = out.update, marshal.loads
+        try:
+            for i in range(n):
+                update(loads(view[at + offsets[i]:at + offsets[i + 1]]))
+        except (ValueError, EOFError, TypeError):
+            return None
+        if name == "entries":
+            make = tuple.__new__
+            out = {k: make(CatalogueRow, v) for k, v in out.items()}
+        return out
 
 
 class Damaged(Exception):
@@ -239,6 +264,14 @@ class LazyMap(dict):
     def load_all(self) -> None:
         if self._complete:
             return
+        if not self._loaded and self._saved is not None:
+            # Nothing read yet: decode all at once, the file checked whole (faster than
+            # bucket by bucket, each checked).
+            full = self._saved.whole(self._name)
+            if full is not None:
+                dict.update(self, full)
+                self._complete = True
+                return
         for i in range(self._n):
             if self._complete:  # damage found on the way: the full read is in
                 return
