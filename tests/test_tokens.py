@@ -253,3 +253,22 @@ def test_count_tokens_uses_the_table_until_the_encoder_is_built(rank_table, refe
     assert built == []  # plain text: counted from the table
     assert tokens.count_tokens(SAMPLES["accents"]) == len(ref.encode_ordinary(SAMPLES["accents"]))
     assert built == ["cl100k_base"]  # other text: the encoder, as before
+
+
+def test_a_process_that_counts_much_builds_the_encoder_after_a_while(rank_table, reference, monkeypatch):
+    from smartcontext import bpe_count
+
+    ref = reference["cl100k_base"]
+    built = []
+    real_build = tokens._build
+    monkeypatch.setattr(tokens, "_encodings", {})
+    monkeypatch.setattr(tokens, "_table", rank_table)
+    monkeypatch.setattr(tokens, "_table_chars", 0)
+    monkeypatch.setattr(tokens, "_TABLE_CHARS", 3 * len(SAMPLES["code"]))
+    monkeypatch.setattr(tokens, "_build", lambda name: built.append(name) or real_build(name))
+    want = len(ref.encode_ordinary(SAMPLES["code"]))
+    for _ in range(3):
+        assert tokens.count_tokens(SAMPLES["code"]) == want
+    assert built == [] and not bpe_count._pieces  # the third count reached the bound: forgotten
+    assert tokens.count_tokens(SAMPLES["code"]) == want
+    assert built == ["cl100k_base"]

@@ -109,6 +109,12 @@ _tables: dict[Path, _Table | None] = {}
 _pieces: dict[str, int] = {}
 
 
+def forget() -> None:
+    """Drop the pieces counted so far and the tables' decoded buckets."""
+    _pieces.clear()
+    _tables.clear()
+
+
 def _open(path: Path) -> _Table | None:
     if path in _tables:
         return _tables[path]

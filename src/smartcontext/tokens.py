@@ -39,6 +39,10 @@ _encodings: dict[str, "tiktoken.Encoding"] = {}
 _lock = threading.Lock()
 _UNSET = Path()
 _table: Path | None = _UNSET  # the cl100k rank table's place (bpe_count), looked up once
+# Characters counted from the table before the encoder is built instead: a few answers'
+# worth (one CLI question counts a few tens of thousands).
+_TABLE_CHARS = 1_000_000
+_table_chars = 0
 
 
 def get_encoding(name: str = DEFAULT_ENCODING) -> "tiktoken.Encoding":
@@ -60,10 +64,16 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> "tiktoken.Encoding":
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Number of tokens in ``text``; special-token markers count as the plain text they are."""
-    if encoding == bpe_count.ENCODING and _encodings.get(encoding) is None:
-        # Without the encoder built yet, plain text is counted from the mapped rank table.
+    global _table_chars
+    if encoding == bpe_count.ENCODING and _encodings.get(encoding) is None and _table_chars < _TABLE_CHARS:
+        # Without the encoder built yet, plain text is counted from the mapped rank table;
+        # a process that counts much (a server) builds the encoder after a while, as its
+        # counts of long texts are faster, and forgets the table's pieces.
         counted = bpe_count.count(text, _table_file())
         if counted is not None:
+            _table_chars += len(text)
+            if _table_chars >= _TABLE_CHARS:
+                bpe_count.forget()
             return counted
     return len(get_encoding(encoding).encode_ordinary(text))
 
