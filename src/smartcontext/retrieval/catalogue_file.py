@@ -23,6 +23,7 @@ import zlib
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -52,27 +53,28 @@ def write(path: Path, head: dict[str, Any], maps: dict[str, dict]) -> None:
     (atomically). A map read from a saved file keeps that file's buckets as they were,
     byte for byte, except those it changed: saving a patched catalogue encodes only what
     the patch touched."""
-    body = bytearray()
+    parts: list[bytes] = []  # the body, written piece by piece (never joined in memory)
+    size = 0
     tables: dict[str, tuple[int, int]] = {}
     for name in LAZY_MAPS:
         n, blobs, crcs = _buckets(name, maps[name])
-        body += b"\0" * (-len(body) % 8)
-        table_at = len(body)
+        pad = -size % 8
+        parts.append(b"\0" * pad)
+        table_at = size + pad
         offsets = array("Q", [0] * (n + 1))
         start = table_at + offsets.itemsize * (n + 1) + crcs.itemsize * n
         for i, blob in enumerate(blobs):
             offsets[i] = start
             start += len(blob)
         offsets[n] = start
-        body += offsets.tobytes() + crcs.tobytes()
-        body += b"".join(blobs)
+        parts += [offsets.tobytes(), crcs.tobytes(), *blobs]
+        size = start
         tables[name] = (n, table_at)
-    head = {**head, "byteorder": sys.byteorder, "tables": tables, "body": len(body)}
+    head = {**head, "byteorder": sys.byteorder, "tables": tables, "body": size}
     packed = marshal.dumps(head)
-    # write_sealed puts a CRC of all that follows the magic first: a reader skips it (it
-    # checks the head and each bucket it reads instead of the whole file).
-    write_sealed(path, MAGIC, zlib.crc32(packed).to_bytes(4, "big") + len(packed).to_bytes(8, "big")
-                 + packed + body)
+    # write_sealed puts a CRC of all that follows the magic first: checked when a map is
+    # decoded whole; a key at a time, the head and each bucket read are checked instead.
+    write_sealed(path, MAGIC, [zlib.crc32(packed).to_bytes(4, "big") + len(packed).to_bytes(8, "big"), packed, *parts])
 
 
 def _buckets(name: str, mapping: dict) -> tuple[int, list[bytes], array]:
@@ -90,10 +92,15 @@ def _buckets(name: str, mapping: dict) -> tuple[int, list[bytes], array]:
         crcs = array("I", [zlib.crc32(b) if i in changed else saved.crc(name, i) for i, b in enumerate(blobs)])
         return n, blobs, crcs
     n = max(1, len(mapping))
-    buckets: list[dict] = [{} for _ in range(n)]
-    for key, value in mapping.items():
-        buckets[bucket_of(key, n)][key] = plain(value)
-    blobs = [marshal.dumps(b) for b in buckets]
+    # Keys in bucket order, each bucket encoded as it is complete: no dict per bucket
+    # held for the whole map (a hundred thousand of them on a large index).
+    order = sorted(((bucket_of(key, n), key) for key in mapping), key=lambda bk: bk[0])
+    empty = marshal.dumps({})
+    blobs: list[bytes] = []
+    for i, keys in groupby(order, key=lambda bk: bk[0]):
+        blobs += [empty] * (i - len(blobs))
+        blobs.append(marshal.dumps({key: plain(mapping[key]) for _, key in keys}))
+    blobs += [empty] * (n - len(blobs))
     return n, blobs, array("I", [zlib.crc32(b) for b in blobs])
 
 
