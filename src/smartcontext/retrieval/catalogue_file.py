@@ -23,7 +23,6 @@ import zlib
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,9 @@ LAZY_MAPS = ("entries", "by_id", "by_name", "by_fqname", "by_path", "children")
 # Maps whose missing keys read as a new empty list, as the defaultdicts a full read builds.
 LIST_MAPS = frozenset({"by_name", "by_fqname", "by_path", "children"})
 _PREFIX = len(MAGIC) + 4 + 4 + 8
+# Keys per bucket, on average: a lookup decodes its bucket's few neighbours too; fewer,
+# larger buckets make saving faster.
+_PER_BUCKET = 2
 _MISSING = object()
 
 
@@ -91,17 +93,21 @@ def _buckets(name: str, mapping: dict) -> tuple[int, list[bytes], array]:
         blobs = [marshal.dumps(changed[i]) if i in changed else saved.raw(name, i) for i in range(n)]
         crcs = array("I", [zlib.crc32(b) if i in changed else saved.crc(name, i) for i, b in enumerate(blobs)])
         return n, blobs, crcs
-    n = max(1, len(mapping))
-    # Keys in bucket order, each bucket encoded as it is complete: no dict per bucket
-    # held for the whole map (a hundred thousand of them on a large index).
-    order = sorted(((bucket_of(key, n), key) for key in mapping), key=lambda bk: bk[0])
-    empty = marshal.dumps({})
-    blobs: list[bytes] = []
-    for i, keys in groupby(order, key=lambda bk: bk[0]):
-        blobs += [empty] * (i - len(blobs))
-        blobs.append(marshal.dumps({key: plain(mapping[key]) for _, key in keys}))
-    blobs += [empty] * (n - len(blobs))
-    return n, blobs, array("I", [zlib.crc32(b) for b in blobs])
+    n = max(1, len(mapping) // _PER_BUCKET)
+    keys = list(mapping)
+    if all(type(k) is int for k in keys):
+        where = [k % n for k in keys]
+    else:
+        where = [bucket_of(k, n) for k in keys]
+    members: list[list] = [[] for _ in range(n)]
+    for i, key in zip(where, keys):
+        members[i].append(key)
+    dumps = marshal.dumps
+    if name == "entries":
+        blobs = [dumps({k: tuple(mapping[k]) for k in ks}) for ks in members]
+    else:
+        blobs = [dumps({k: mapping[k] for k in ks}) for ks in members]
+    return n, blobs, array("I", map(zlib.crc32, blobs))
 
 
 class SavedFile:
