@@ -3,14 +3,15 @@
 A question on a large index looks up a few thousand of its hundred thousand names and
 rows; decoding the whole saved catalogue to answer it was most of a ``context`` process's
 time and memory. So each large map is saved as a hash table of small marshalled buckets
-(one per key, on average): the file is mapped, not read, and a lookup decodes the bucket
+(two keys each, on average): the file is mapped, not read, and a lookup decodes the bucket
 its key hashes to, once. Iterating a map, copying it or asking its length decodes all of
 it, so the maps behave exactly as the dicts they stand for.
 
-Layout: a first line naming the format, the CRC-32 and length of a marshalled head (the
-small parts, decoded at once, and where each map's table is), then the body: per map, a
-table of bucket offsets and CRC-32s, then the buckets. A bucket whose CRC disagrees (a
-damaged file) makes the whole catalogue be read again from the index, never trusted.
+Layout: a first line naming the format, the CRC-32 of the rest (checked when a map is
+decoded whole), the CRC-32 and length of a marshalled head (the small parts, decoded at
+once, and where each map's table is), then the body: per map, a table of bucket offsets
+and CRC-32s, then the buckets. A bucket whose CRC disagrees (a damaged file) makes the
+whole catalogue be read again from the index, never trusted.
 """
 
 from __future__ import annotations
