@@ -97,7 +97,10 @@ def _ascii_pattern(pat_str: str) -> str:
     out = pat_str
     for prop, chars in (("\\p{L}", "A-Za-z"), ("\\p{N}", "0-9")):
         # Inside a class the property's characters join it; elsewhere they make one.
-        out = re.sub(r"\[([^\]]*)\]", lambda m, p=prop, c=chars: "[" + m.group(1).replace(p, c) + "]", out)
+        def in_class(m: re.Match[str], prop: str = prop, chars: str = chars) -> str:
+            return "[" + m.group(1).replace(prop, chars) + "]"
+
+        out = re.sub(r"\[([^\]]*)\]", in_class, out)
         out = out.replace(prop, f"[{chars}]")
     out = out.replace("$", r"\Z")
     if "\\p" in out or "\\P" in out:

@@ -243,12 +243,15 @@ class LazyMap(dict):
         return True
 
     def _fill(self, i: int) -> None:
+        saved = self._saved
+        if saved is None:  # adopted a full read: nothing left to fill
+            return
         try:
-            values = self._saved.bucket(self._name, i)
+            values = saved.bucket(self._name, i)
         except Damaged:
-            self._saved.damaged = True
-            if self._saved.on_damage is not None:
-                self._saved.on_damage()  # replaces every map's contents by a full read
+            saved.damaged = True
+            if saved.on_damage is not None:
+                saved.on_damage()  # replaces every map's contents by a full read
             return
         if self._name == "entries":
             values = {k: tuple.__new__(CatalogueRow, v) for k, v in values.items()}
@@ -323,15 +326,15 @@ class LazyMap(dict):
         self.load_all()
         return dict.__len__(self)
 
-    def keys(self):  # type: ignore[override]
+    def keys(self):
         self.load_all()
         return dict.keys(self)
 
-    def values(self):  # type: ignore[override]
+    def values(self):
         self.load_all()
         return dict.values(self)
 
-    def items(self):  # type: ignore[override]
+    def items(self):
         self.load_all()
         return dict.items(self)
 
@@ -342,7 +345,7 @@ class LazyMap(dict):
             return defaultdict(list, dict.items(self))
         return dict(dict.items(self))
 
-    def copy(self) -> "LazyMap":  # type: ignore[override]
+    def copy(self) -> "LazyMap":
         """A copy to change (reading the same file): what this one has read so far."""
         new = LazyMap.__new__(LazyMap)
         dict.update(new, self)
@@ -358,23 +361,23 @@ class LazyMap(dict):
         self._changing(key)
         dict.__delitem__(self, key)
 
-    def pop(self, key: object, *default: Any) -> Any:  # type: ignore[override]
+    def pop(self, key: object, *default: Any) -> Any:
         self._changing(key)
         return dict.pop(self, key, *default)
 
-    def setdefault(self, key: object, default: Any = None) -> Any:  # type: ignore[override]
+    def setdefault(self, key: object, default: Any = None) -> Any:
         if key not in self:
             self[key] = default
         return dict.__getitem__(self, key)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, *args: Any, **kwargs: Any) -> None:
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
     def clear(self) -> None:
         self.adopt({})
 
-    def popitem(self):  # type: ignore[override]
+    def popitem(self):
         self.load_all()
         key, value = dict.popitem(self)
         self._changing(key)
@@ -386,7 +389,7 @@ class LazyMap(dict):
             other.load_all()
         return dict.__eq__(self, other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         self.load_all()
