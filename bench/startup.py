@@ -1,5 +1,6 @@
-"""CLI start-up (issue 12): wall and CPU time of one `smartcontext context` / `search`
-process on a sympy-size index.
+"""CLI start-up (issues 12 and 24): wall and CPU time and peak memory of one `smartcontext
+context` / `search` process on a sympy-size index, and of a cold `index`, each against the
+peer contextsmith 0.1.1 in the same run.
 
 The repository is a sympy checkout under bench/.work/sympy (made from the stored mirror
 with `git archive` when missing), else the largest repository in the main checkout's
@@ -20,11 +21,18 @@ Rows:
 - `context` after deleting the saved walk (`.smartcontext/walk.bin`: the first question
   after a folder's listing changed, which walks the whole folder again);
 - with `--baseline SRC`: the same commands run by another source tree (e.g. the main
-  checkout's src) on its own copy of the repository and index, in the same run.
+  checkout's src) on its own copy of the repository and index, in the same run;
+- against contextsmith (its own venv, `--contextsmith-venv`, made with the pinned versions
+  of bench/code_context.py when missing; offline, its cl100k file seeded as
+  bench/_swebench.py does): `context` at 8,000 tokens on its own copy of the repository
+  and index, and a cold `index` of each (index removed before every run), the two tools
+  run in turn (A B A B ...) so a drift of the machine's speed hits both alike. Peak memory
+  is the largest single process of a run (index workers are processes of their own).
 
-    python bench/startup.py                       # 7 runs each, table to bench/results/startup.md
-    python bench/startup.py --quick               # 3 runs each
+    python bench/startup.py                       # 7 runs each (3 cold indexes), table to bench/results/startup.md
+    python bench/startup.py --quick               # 3 runs each (1 cold index)
     python bench/startup.py --baseline /work/main/src
+    python bench/startup.py --no-peer             # without contextsmith
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ REPOS = ROOT.parent / "main" / "bench" / ".work" / "repos"
 RESULTS = HERE / "results" / "startup.md"
 QUESTION = "how does simplify handle trigonometric functions"
 QUERY = "trigsimp"
+BUDGET = 8000
+PYTHON = sys.executable  # main() puts clean_python() here
+PEER_VENVS = (WORK / "venv-contextsmith", ROOT.parent / "main" / "bench" / ".work" / "venv-contextsmith")
 
 
 def find_repo(explicit: Path | None) -> tuple[Path, str]:
@@ -67,6 +78,24 @@ def find_repo(explicit: Path | None) -> tuple[Path, str]:
     return biggest, f"{biggest.name} (no sympy checkout)"
 
 
+def clean_python() -> str:
+    """This interpreter in a venv of its own that sees its packages but runs none of its
+    site-packages' start-up hooks (``.pth`` files: here a sandbox's certificate hook that
+    imports certifi, about a tenth of a second per process under load). contextsmith runs
+    from a venv too, so both tools start as a fresh install would."""
+    import sysconfig
+
+    venv = WORK / "venv-clean"
+    python = venv / "bin" / "python"
+    if not python.is_file():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    paths = sysconfig.get_paths()
+    site = next(venv.glob("lib/python*/site-packages"))
+    # Listed in a .pth, a folder joins sys.path without its own .pth files being run.
+    (site / "base-packages.pth").write_text("\n".join(dict.fromkeys([paths["purelib"], paths["platlib"]])) + "\n")
+    return str(python)
+
+
 def environment(src: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PYTHONPATH=str(src), PYTHONPYCACHEPREFIX=str(WORK / "pycache"),
@@ -83,16 +112,17 @@ def ensure_index(repo: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
-def run_once(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS MB) of one process."""
+def run_once(args: list[str], cwd: Path, env: dict[str, str], python: str | None = None
+             ) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of one process (peak: of the largest single process)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env,
+    proc = subprocess.Popen([python or PYTHON, *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 1) or (proc.returncode == 1 and "Traceback" in err):  # 1: no match
         raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}): {err[-500:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
@@ -132,6 +162,104 @@ def suite(name: str, repo: Path, src: Path, runs: int) -> list[dict]:
     return rows
 
 
+class Tool:
+    """One way of running a command: its interpreter, environment and folder."""
+
+    def __init__(self, python: str, env: dict[str, str], cwd: Path):
+        self.python, self.env, self.cwd = python, env, cwd
+
+    def run(self, args: list[str]) -> tuple[float, float, float]:
+        return run_once(args, self.cwd, self.env, self.python)
+
+
+def measure_pair(label: str, ours: tuple[Tool, list[str]], peer: tuple[Tool, list[str]], runs: int,
+                 before_ours=None, before_peer=None, warmup: bool = True) -> dict:
+    """The two commands in turn (A B A B ...): medians of each and the median of the
+    pairwise wall ratios (a drift of the machine's speed hits both of a pair alike)."""
+    if warmup:
+        ours[0].run(ours[1])
+        peer[0].run(peer[1])
+    got: dict[str, list[tuple[float, float, float]]] = {"ours": [], "peer": []}
+    for _ in range(runs):
+        for side, (tool, args), before in (("ours", ours, before_ours), ("peer", peer, before_peer)):
+            if before is not None:
+                before()
+            got[side].append(tool.run(args))
+    out: dict = {"label": label, "runs": runs}
+    for side, rows in got.items():
+        out[side] = {"wall": statistics.median(r[0] for r in rows), "cpu": statistics.median(r[1] for r in rows),
+                     "rss": max(r[2] for r in rows)}
+    out["pairwise"] = statistics.median(a[0] / b[0] for a, b in zip(got["ours"], got["peer"]))
+    return out
+
+
+def peer_tools(repo: Path, venv: Path | None) -> tuple[Tool, Path]:
+    """contextsmith's venv Python (made with the pinned versions when missing), run
+    offline on its own copy of ``repo``."""
+    sys.path.insert(0, str(HERE))
+    import _swebench as sw
+    from code_context import contextsmith_python
+
+    if venv is None:
+        venv = next((v for v in PEER_VENVS if (v / "bin" / "python").is_file()), PEER_VENVS[0])
+    python, why = contextsmith_python(venv.resolve())
+    if python is None:
+        raise SystemExit(f"contextsmith cannot run: {why} (or pass --no-peer)")
+    peer_repo = WORK / f"{repo.name}-contextsmith"
+    if not peer_repo.exists():
+        shutil.copytree(repo, peer_repo, ignore=shutil.ignore_patterns(".smartcontext", ".contextsmith"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    # Offline: its rank file where tiktoken looks first; git never finds a repository
+    # above the copy (it asks git for its root).
+    env.update(TIKTOKEN_CACHE_DIR=str(sw.seed_tiktoken_cache(WORK / "tiktoken-cache")),
+               GIT_CEILING_DIRECTORIES=str(peer_repo.parent))
+    subprocess.run([str(python), "-m", "compileall", "-q", str(Path(venv) / "lib")], env=env,
+                   capture_output=True, check=False)
+    return Tool(str(python), env, peer_repo), peer_repo
+
+
+def peer_rows(repo: Path, src: Path, venv: Path | None, runs: int, index_runs: int) -> tuple[list[dict], str]:
+    """Smart Context against contextsmith: interpreter floor, cold index, context."""
+    peer, peer_repo = peer_tools(repo, venv)
+    ours_cold_repo = WORK / f"{repo.name}-cold"
+    if not ours_cold_repo.exists():
+        shutil.copytree(repo, ours_cold_repo, ignore=shutil.ignore_patterns(".smartcontext", ".contextsmith"))
+    (ours_cold_repo / ".git").mkdir(exist_ok=True)
+    env = environment(src)
+    ours = Tool(PYTHON, env, repo)
+    ours_cold = Tool(PYTHON, env, ours_cold_repo)
+    version = subprocess.run([peer.python, "-c", "import importlib.metadata as m; print(m.version('contextsmith'))"],
+                             capture_output=True, text=True, env=peer.env).stdout.strip()
+    rows = [
+        measure_pair("`python -c pass` (each tool's interpreter)", (ours, ["-c", "pass"]), (peer, ["-c", "pass"]), runs),
+        measure_pair(
+            "cold `index` (no vectors)",
+            (ours_cold, ["-m", "smartcontext", "index", str(ours_cold_repo), "--no-embeddings"]),
+            (peer, ["-m", "contextsmith", "index", str(peer_repo)]), index_runs,
+            before_ours=lambda: shutil.rmtree(ours_cold_repo / ".smartcontext", ignore_errors=True),
+            before_peer=lambda: shutil.rmtree(peer_repo / ".contextsmith", ignore_errors=True),
+            warmup=False,
+        ),
+        # contextsmith's index is the one its last cold run left.
+        measure_pair(
+            f"`context` at {BUDGET:,} tokens (index built)",
+            (ours, ["-m", "smartcontext", "context", QUESTION, "--max-tokens", str(BUDGET)]),
+            (peer, ["-m", "contextsmith", "context", QUESTION, "--budget", str(BUDGET), "--path", "."]), runs,
+        ),
+    ]
+    return rows, f"contextsmith {version or '?'} ({peer.python})"
+
+
+def peer_table(rows: list[dict]) -> list[str]:
+    table = ["| process | Smart Context wall s | contextsmith wall s | ratio (pairwise median) "
+             "| Smart Context peak MB | contextsmith peak MB |", "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        o, p = r["ours"], r["peer"]
+        table.append(f"| {r['label']} ({r['runs']} runs each) | {o['wall']:.3f} | {p['wall']:.3f} "
+                     f"| {o['wall'] / p['wall']:.2f}x ({r['pairwise']:.2f}x) | {o['rss']:.0f} | {p['rss']:.0f} |")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", type=Path)
@@ -139,14 +267,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 runs of each command")
     parser.add_argument("--baseline", type=Path, help="another src folder to time on its own copy")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--no-peer", action="store_true", help="leave out the contextsmith comparison")
+    parser.add_argument("--contextsmith-venv", type=Path, help="contextsmith's venv (made when missing)")
+    parser.add_argument("--index-runs", type=int, help="cold index runs of each tool (default 3, --quick 1)")
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
+    index_runs = args.index_runs or (1 if args.quick else 3)
 
     try:
         load_before = os.getloadavg()[0]
     except OSError:
         load_before = float("nan")
     repo, repo_label = find_repo(args.repo)
+    global PYTHON
+    PYTHON = clean_python()
     src = ROOT / "src"
     env = environment(src)
     index_seconds = ensure_index(repo, env)
@@ -166,6 +300,10 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.baseline)], env=base_env, check=False)
         run_once(["-m", "smartcontext", "context", QUESTION], base_repo, base_env)
         rows += suite("baseline", base_repo, args.baseline.resolve(), runs)
+    peer: list[dict] = []
+    peer_label = ""
+    if not args.no_peer:
+        peer, peer_label = peer_rows(repo, src, args.contextsmith_venv, runs, index_runs)
 
     status = subprocess.run([sys.executable, "-m", "smartcontext", "status", "--json"], cwd=repo, env=env,
                             capture_output=True, text=True).stdout
@@ -173,13 +311,14 @@ def main() -> None:
     for r in rows:
         table.append(f"| {r['label']} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['rss']:.0f} |")
     cmd = "python bench/startup.py" + (" --quick" if args.quick else "") + (
-        f" --baseline {args.baseline}" if args.baseline else "")
+        f" --baseline {args.baseline}" if args.baseline else "") + (" --no-peer" if args.no_peer else "") + (
+        f" --index-runs {args.index_runs}" if args.index_runs else "")
     try:
         load = os.getloadavg()[0]
     except OSError:
         load = float("nan")
     text = "\n".join([
-        "# CLI start-up (issue 12)", "",
+        "# CLI start-up (issues 12 and 24)", "",
         f"Command: `{cmd}`  ",
         f"Repository: {repo_label}; index (re)checked in {index_seconds:.1f} s. "
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
@@ -187,6 +326,8 @@ def main() -> None:
         f"{runs} runs each, modules byte-compiled.", "",
         f"Question: `{QUESTION}`; search: `{QUERY}`.", "",
         *table, "",
+        *([f"Against {peer_label}, in turn, medians (wall), largest single process (peak):", "",
+           *peer_table(peer), ""] if peer else []),
         "Index status: " + " ".join(status.split())[:300], "",
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,16 +3,18 @@ reading the whole index, brings it up to date through the change log, and never 
 a damaged, foreign or stale file."""
 
 import marshal
+import random
 import subprocess
 import sys
 import zlib
 
 from smartcontext import Workspace
 from smartcontext.config import Config
+from smartcontext.retrieval import catalogue_file
 from smartcontext.retrieval.catalogue import _SAVED_MAGIC, Catalogue
 from smartcontext.store import sqlite as sqlite_store
 from smartcontext.workspace import CATALOGUE_FILE
-from test_catalogue_update import snapshot
+from test_catalogue_update import _put, _random_path, snapshot
 
 
 def _workspace(root):
@@ -51,7 +53,7 @@ def test_a_stale_saved_catalogue_is_patched_and_saved_again(tmp_path):
     root, ws = _vault(tmp_path)
     ws.catalogue()
     saved = ws.index_dir / CATALOGUE_FILE
-    old_generation = marshal.loads(saved.read_bytes()[len(_SAVED_MAGIC) + 4:])["generation"]
+    old_generation = catalogue_file.open_saved(saved).head["generation"]
     (root / "note3.md").write_text("# Changed\n\nnew words #fresh\n")
     (root / "note4.md").unlink()
     ws.update_files(["note3.md", "note4.md"])  # the catalogue of this process is not asked
@@ -60,7 +62,7 @@ def test_a_stale_saved_catalogue_is_patched_and_saved_again(tmp_path):
     cat = again.catalogue()
     assert cat.generation > old_generation
     assert snapshot(cat) == snapshot(Catalogue(again.store))
-    assert marshal.loads(saved.read_bytes()[len(_SAVED_MAGIC) + 4:])["generation"] == cat.generation
+    assert catalogue_file.open_saved(saved).head["generation"] == cat.generation
     again.close()
 
 
@@ -145,3 +147,53 @@ def test_removing_the_index_removes_what_was_derived_from_it(tmp_path):
     again.remove_index()
     assert not (folder / CATALOGUE_FILE).exists() and not (folder / "index.db.checked").exists()
     assert not (folder / "index.db").exists() and (folder / "preferences.md").is_file()
+
+
+def test_a_lazily_read_catalogue_answers_as_a_full_read_and_is_patched_in_place(tmp_path):
+    """A one-question process reads the saved maps a key at a time; after random writes
+    it patches what it read and saves only the buckets the patch changed."""
+    store = sqlite_store.SQLiteStore(tmp_path / "i.db")
+    rng = random.Random(11)
+    for _ in range(30):
+        _put(store, rng, _random_path(rng))
+    saved = tmp_path / CATALOGUE_FILE
+    Catalogue.open(store, saved, "idx")
+    for step in range(40):
+        files = sorted(Catalogue(store).by_path) or [_random_path(rng)]
+        if rng.random() < 0.7:
+            _put(store, rng, rng.choice(files))
+        else:
+            store.delete_files([rng.choice(files)])
+        lazy = Catalogue.open(store, saved, "idx", lazy=True)
+        full = Catalogue(store)
+        # Some keys first (the question's lookups), present and absent ones: each must
+        # answer as the full read does, before and after the rest is read.
+        for rowid in rng.sample(sorted(full.entries), 5) + [10**6]:
+            assert lazy.entries.get(rowid) == full.entries.get(rowid)
+            assert (rowid in lazy.entries) == (rowid in full.entries)
+        for name in rng.sample(sorted(full.by_name), 3) + ["no-such-name"]:
+            assert lazy.by_name[name] == full.by_name[name], step
+        assert snapshot(lazy) == snapshot(full), step
+        assert catalogue_file.open_saved(saved).head["generation"] == store.generation()
+        reopened = Catalogue.open(store, saved, "idx", lazy=True)
+        assert snapshot(reopened) == snapshot(full), step
+    store.close()
+
+
+def test_a_damaged_bucket_found_mid_question_reads_the_index_instead(tmp_path):
+    store = sqlite_store.SQLiteStore(tmp_path / "i.db")
+    rng = random.Random(5)
+    for n in range(8):
+        _put(store, rng, f"pkg/m{n}.py")
+    saved = tmp_path / CATALOGUE_FILE
+    truth = snapshot(Catalogue(store))
+    Catalogue.open(store, saved, "idx")
+    data = bytearray(saved.read_bytes())
+    data[-40:] = b"\xff" * 40  # the last buckets (of the children map)
+    saved.write_bytes(bytes(data))
+    lazy = Catalogue.open(store, saved, "idx", lazy=True)  # the head is sound: opened
+    assert lazy.entries.get(1) == Catalogue(store).entries.get(1)
+    assert snapshot(lazy) == truth  # reading every bucket meets the damage: a full read
+    assert saved.read_bytes() != bytes(data)  # and a good file in place of the damaged one
+    assert snapshot(Catalogue.open(store, saved, "idx", lazy=True)) == truth
+    store.close()

@@ -181,3 +181,94 @@ def test_parsed_ranks_are_cached_where_smartcontext_cache_dir_says(tmp_path):
     assert out.stdout.strip() == "2", out.stderr
     assert list((tmp_path / "caches" / "tokens").glob("cl100k_base*.marshal"))
     assert not home.exists()  # nothing written under ~/.cache
+
+
+@pytest.fixture(scope="module")
+def rank_table(tmp_path_factory):
+    """A cl100k rank table as a full build writes it (bpe_count.save_table)."""
+    from tiktoken_ext import openai_public
+
+    from smartcontext import bpe_count
+
+    path = tmp_path_factory.mktemp("tables") / "cl100k.table"
+    pat_str = openai_public.cl100k_base.__code__.co_consts  # the pattern, without a download:
+    pat = next(c for c in pat_str if isinstance(c, str) and "\\p{L}" in c)
+    ranks = tokens._load_bundled_ranks("https://x/cl100k_base.tiktoken")
+    bpe_count.save_table(path, ranks, pat)
+    assert path.is_file()
+    return path
+
+
+def _plain_texts():
+    import random
+    from pathlib import Path
+
+    src = Path(tokens.__file__).resolve().parent
+    texts = [p.read_text(encoding="utf-8") for p in sorted(src.rglob("*.py"))]
+    texts += [SAMPLES["code"], SAMPLES["empty"], "  x\n\n\n  \t\r\n   ", "it's I'M we'LL 123456789 x1y22z333"]
+    rng = random.Random(1)
+    alphabet = "aAbZz09 \t\n\r'sdmtlvSDMTLVE_-=()[]{}.,:;\"#!?+*/\\|<>~`@$%^&" + "   \n\n"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60))) for _ in range(3000)]
+    return texts
+
+
+def test_plain_text_counts_without_the_encoder_match_the_independent_one(rank_table, reference):
+    from smartcontext import bpe_count
+
+    ref = reference["cl100k_base"]
+    counted = 0
+    for text in _plain_texts():
+        n = bpe_count.count(text, rank_table)
+        if n is None:  # only text outside the alphabet or with a very long piece
+            assert not bpe_count._PLAIN.fullmatch(text) or max(map(len, text.split()), default=0) > 200
+            continue
+        assert n == len(ref.encode_ordinary(text)), text[:200]
+        counted += 1
+    assert counted > 3000
+
+
+def test_text_outside_plain_ascii_or_a_damaged_table_is_left_to_the_encoder(rank_table, tmp_path):
+    from smartcontext import bpe_count
+
+    for sample in ("accents", "cjk", "emoji", "whitespace"):  # (an nbsp in the last)
+        assert bpe_count.count(SAMPLES[sample], rank_table) is None
+    assert bpe_count.count("x" * 300, rank_table) is None  # a piece too long to merge here
+    damaged = tmp_path / "damaged.table"
+    data = bytearray(rank_table.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    assert bpe_count.count("hello world", damaged) is None
+    assert bpe_count.count("hello world", tmp_path / "missing.table") is None
+    assert bpe_count.count("hello world", rank_table) == 2
+
+
+def test_count_tokens_uses_the_table_until_the_encoder_is_built(rank_table, reference, monkeypatch):
+    ref = reference["cl100k_base"]
+    built = []
+    real_build = tokens._build
+    monkeypatch.setattr(tokens, "_encodings", {})
+    monkeypatch.setattr(tokens, "_table", rank_table)
+    monkeypatch.setattr(tokens, "_build", lambda name: built.append(name) or real_build(name))
+    assert tokens.count_tokens(SAMPLES["code"]) == len(ref.encode_ordinary(SAMPLES["code"]))
+    assert built == []  # plain text: counted from the table
+    assert tokens.count_tokens(SAMPLES["accents"]) == len(ref.encode_ordinary(SAMPLES["accents"]))
+    assert built == ["cl100k_base"]  # other text: the encoder, as before
+
+
+def test_a_process_that_counts_much_builds_the_encoder_after_a_while(rank_table, reference, monkeypatch):
+    from smartcontext import bpe_count
+
+    ref = reference["cl100k_base"]
+    built = []
+    real_build = tokens._build
+    monkeypatch.setattr(tokens, "_encodings", {})
+    monkeypatch.setattr(tokens, "_table", rank_table)
+    monkeypatch.setattr(tokens, "_table_chars", 0)
+    monkeypatch.setattr(tokens, "_TABLE_CHARS", 3 * len(SAMPLES["code"]))
+    monkeypatch.setattr(tokens, "_build", lambda name: built.append(name) or real_build(name))
+    want = len(ref.encode_ordinary(SAMPLES["code"]))
+    for _ in range(3):
+        assert tokens.count_tokens(SAMPLES["code"]) == want
+    assert built == [] and not bpe_count._pieces  # the third count reached the bound: forgotten
+    assert tokens.count_tokens(SAMPLES["code"]) == want
+    assert built == ["cl100k_base"]

@@ -39,7 +39,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,6 +267,8 @@ def _hide_password(url: str) -> str:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only when a configuration file exists (not on most questions' path)
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

@@ -10,6 +10,7 @@ import marshal
 import os
 import tempfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,21 @@ def save_sealed(path: Path, magic: bytes, value: Any) -> None:
     write_sealed(path, magic, marshal.dumps(value))
 
 
-def write_sealed(path: Path, magic: bytes, payload: bytes) -> None:
-    """Save ``payload`` at ``path`` atomically; raises OSError (nothing is left behind,
-    unless the process is killed: ``remove_stale_temps`` takes those away)."""
+def write_sealed(path: Path, magic: bytes, payload: bytes | Sequence[bytes]) -> None:
+    """Save ``payload`` (bytes, or a sequence of parts written one after another, so a
+    large payload is never joined in memory) at ``path`` atomically; raises OSError
+    (nothing is left behind, unless the process is killed: ``remove_stale_temps`` takes
+    those away)."""
+    parts = [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}{_PID_END}", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(magic + zlib.crc32(payload).to_bytes(4, "big") + payload)
+            f.write(magic + crc.to_bytes(4, "big"))
+            for part in parts:
+                f.write(part)
         os.replace(tmp, path)
     except BaseException:
         try:

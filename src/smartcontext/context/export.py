@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +56,8 @@ def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]], from_line: i
     if lines is not None and it.traits.body_from_file:
         chunk = lines[it.start_line - 1 : it.end_line]
         if chunk:
+            import textwrap
+
             return textwrap.dedent("\n".join(chunk)).splitlines()
     text = it.text.splitlines()
     if not it.traits.prose:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import marshal
 import os
 import re
 from collections import defaultdict
@@ -21,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from ..model import kind_traits
 from ..notes.tags import normalise_tag, tag_matches
-from ..sealed import read_sealed, write_sealed
 from ..store.base import CatalogueRow, Store
+from . import catalogue_file
 
 if TYPE_CHECKING:
     from ..notes.resolver import LinkResolver
@@ -31,10 +30,9 @@ if TYPE_CHECKING:
 # Past this share of the vault's files, reading everything again is as cheap as patching.
 _PATCH_SHARE = 4
 _PATCH_MIN = 64
-# A saved catalogue: this line, the CRC-32 of the rest, then the marshalled state. Bump the
-# version when the state's shape changes; an unknown or damaged file is rebuilt.
-_SAVED_MAGIC = b"smartcontext catalogue 1\n"
-_SAVED_MAPS = ("by_name", "by_fqname", "by_path", "module_of_path", "by_stem", "children")
+# A saved catalogue's first line (catalogue_file.py): bump it when the saved shape
+# changes; an unknown or damaged file is rebuilt.
+_SAVED_MAGIC = catalogue_file.MAGIC
 _TEST_FILE = re.compile(
     r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
 )
@@ -94,15 +92,21 @@ class Catalogue:
         return self._code_rows > 0
 
     @classmethod
-    def open(cls, store: Store, saved: Path | None = None, index_id: str = "") -> "Catalogue":
+    def open(cls, store: Store, saved: Path | None = None, index_id: str = "", lazy: bool = False) -> "Catalogue":
         """The catalogue of ``store``, starting from the one saved at ``saved`` when it is
         of this index (``index_id``): brought up to date through the change log, or read
         whole when the log does not reach back. A saved file that is missing, damaged or of
         another index is ignored; one that was stale is written again (atomically), so the
-        next process opens it without reading the index."""
+        next process opens it without reading the index.
+
+        lazy: read the saved maps a key at a time as they are asked for (a process that
+        answers one question); otherwise decode them whole at once (a server: plain dicts
+        answer its many questions fastest)."""
         if saved is None or not index_id:
             return cls(store)
         loaded = cls._load(saved, store, index_id)
+        if loaded is not None and not lazy:
+            loaded._materialize()
         cat = loaded.updated(store) if loaded is not None else cls(store)
         if cat is not loaded:
             try:
@@ -113,50 +117,62 @@ class Catalogue:
 
     def save(self, path: Path, index_id: str) -> None:
         """Write this catalogue to ``path`` (a temporary file renamed over it)."""
-        # One object per distinct path, kind and parent: marshal writes a repeat as a
-        # reference, so the file is smaller and loads faster.
-        same: dict[object, object] = {}
-        state = {
+        head = {
             "index_id": index_id, "generation": self.generation, "code_rows": self._code_rows,
-            "rows": [
-                (e.rowid, e.id, same.setdefault(e.path, e.path), same.setdefault(e.kind, e.kind),
-                 *e[4:7], same.setdefault(e.parent_id, e.parent_id), *e[8:])
-                for e in sorted(self.entries.values())
-            ],
             "test_paths": sorted(self.test_paths), "paths": self.paths,
-            **{name: dict(getattr(self, name)) for name in _SAVED_MAPS},
+            "module_of_path": dict(self.module_of_path), "by_stem": dict(self.by_stem),
         }
-        write_sealed(path, _SAVED_MAGIC, marshal.dumps(state))
+        with _collector_paused():
+            catalogue_file.write(path, head, {name: getattr(self, name) for name in catalogue_file.LAZY_MAPS})
 
     @classmethod
     def _load(cls, path: Path, store: Store, index_id: str) -> "Catalogue | None":
-        payload = read_sealed(path, _SAVED_MAGIC)
-        if payload is None:
-            return None  # missing, torn or damaged: never trusted
+        saved = catalogue_file.open_saved(path)
+        if saved is None or saved.head.get("index_id") != index_id:
+            return None  # missing, torn, damaged or of another index: never trusted
+        head = saved.head
         try:
-            with _collector_paused():
-                return cls._from_state(marshal.loads(payload), store, index_id)
-        except (ValueError, EOFError, TypeError, KeyError, IndexError):
+            cat = cls.__new__(cls)
+            cat._store, cat.generation = store, int(head["generation"])
+            for name in catalogue_file.LAZY_MAPS:
+                setattr(cat, name, catalogue_file.LazyMap(saved, name))
+            cat.module_of_path = dict(head["module_of_path"])
+            cat.by_stem = defaultdict(list, head["by_stem"])
+            cat.test_paths, cat.paths = set(head["test_paths"]), list(head["paths"])
+            cat._code_rows = int(head["code_rows"])
+        except (ValueError, TypeError, KeyError):
             return None
-
-    @classmethod
-    def _from_state(cls, state: object, store: Store, index_id: str) -> "Catalogue | None":
-        if not isinstance(state, dict) or state.get("index_id") != index_id:
-            return None
-        cat = cls.__new__(cls)
-        cat._store, cat.generation = store, int(state["generation"])
-        cat.entries = {r[0]: CatalogueRow._make(r) for r in state["rows"]}
-        cat.by_id = {e.id: e.rowid for e in cat.entries.values()}
-        for name in _SAVED_MAPS:
-            value = state[name]
-            if not isinstance(value, dict):
-                return None
-            setattr(cat, name, value if name == "module_of_path" else defaultdict(list, value))
-        cat.test_paths, cat.paths = set(state["test_paths"]), list(state["paths"])
-        cat._code_rows = int(state["code_rows"])
         cat._link_resolver, cat._tags, cat._by_basename = None, None, None
         cat._note_names = None
+
+        def read_whole() -> None:
+            # A damaged bucket: every map is taken from the index instead, and a good
+            # file written in place of the damaged one.
+            with _collector_paused():
+                full = Catalogue(store)
+            for name in catalogue_file.LAZY_MAPS:
+                getattr(cat, name).adopt(getattr(full, name))
+            cat.module_of_path, cat.by_stem, cat.test_paths = full.module_of_path, full.by_stem, full.test_paths
+            cat.paths, cat._code_rows, cat.generation = full.paths, full._code_rows, full.generation
+            try:
+                cat.save(path, index_id)
+            except OSError:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+
+        saved.on_damage = read_whole
         return cat
+
+    def _materialize(self) -> None:
+        """Decode every saved map whole, as plain dicts (the server's case)."""
+        maps = [getattr(self, name) for name in catalogue_file.LAZY_MAPS]
+        with _collector_paused():
+            for value in maps:  # all first: damage found on the way refills them all
+                value.load_all()
+            for name, value in zip(catalogue_file.LAZY_MAPS, maps):
+                setattr(self, name, value.plain())
 
     def updated(self, store: Store | None = None) -> "Catalogue":
         """This catalogue at the store's current generation: itself when nothing changed,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -107,6 +106,8 @@ def _git_dir(root: Path) -> Path | None:
 def _global_excludes_file(root: Path) -> Path | None:
     """``core.excludesFile`` as git resolves it (config includes, ``~``), else git's
     default ``$XDG_CONFIG_HOME/git/ignore``."""
+    import subprocess  # only on a full walk (a saved walk that still holds needs no git)
+
     try:
         proc = subprocess.run(
             ["git", "config", "--path", "--get", "core.excludesFile"], cwd=root,
