@@ -28,7 +28,6 @@ TRUNCATION_WARNING_SCORE = 0.5
 class Plan:
     selected: list[SelectedItem] = field(default_factory=list)
     used: int = 0
-    budget: int = 0  # the estimated tokens the items could cost
     truncated: bool = False  # a relevant item did not fit at all
     skipped_for_budget: int = 0
     dropped: list[tuple] | None = None  # when explaining: see _drop
@@ -46,20 +45,17 @@ def plan_budget(
     reserve: int = 0,
     pinned_full: set[int] | None = None,
     file_costs: dict[str, int] | None = None,
-    budget: int | None = None,
 ) -> Plan:
     """Choose what to show and how. ``reserve`` tokens are kept for headers and framing.
 
     pinned_full: row ids shown in full whatever their size (the top file, when small).
     file_costs: a file's heading and imports line by path (default PER_FILE_OVERHEAD).
-    budget: the estimated tokens the items may cost (default ``max_tokens - reserve``);
-        the pipeline raises it when the exact count shows the estimates ran high.
     """
     file_costs = file_costs or {}
     pinned_full = pinned_full or set()
-    budget = max(0, config.max_tokens - reserve if budget is None else budget)
+    budget = max(0, config.max_tokens - reserve)
     full_budget = int(budget * config.full_code_share)
-    plan = Plan(dropped=[] if config.explain else None, budget=budget)
+    plan = Plan(dropped=[] if config.explain else None)
     chosen: dict[str, SelectedItem] = {}
     costs: dict[str, int] = {}
     full_ids: set[str] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from dataclasses import replace
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,8 @@ from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signatu
 from .explain import spend_of
 from .export import EXPORTERS, render_counted
 from .models import (
-    FORMATS, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_GONE, OMIT_KIND, OMIT_PATHS, OMIT_RANK, OMIT_SCORE_FLOOR, OMIT_TEST,
-    OMIT_TOO_LARGE,
+    FORMATS, MAX_BUDGET, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_GONE, OMIT_KIND, OMIT_PATHS, OMIT_RANK,
+    OMIT_SCORE_FLOOR, OMIT_TEST, OMIT_TOO_LARGE,
     ContextResult, ExtractionConfig, OmittedItem, SelectedItem,
 )
 
@@ -359,8 +360,10 @@ class SmartContextExtractor:
         measure = exporter.measure
 
         def pack(budget: int | None):
-            plan = plan_budget(pool, stored, parents, cfg, reserve=reserve, pinned_full=pinned,
-                               file_costs=file_costs, budget=budget)
+            # A refill plans as if the budget were larger: the estimates, not the text, fit it.
+            planned = cfg if budget is None else replace(cfg, max_tokens=min(MAX_BUDGET, budget + reserve))
+            plan = plan_budget(pool, stored, parents, planned, reserve=reserve, pinned_full=pinned,
+                               file_costs=file_costs)
             self._add_heads(plan.selected, heads, pool)
             # File lines and module names for every file the plan touches; trimming only
             # removes items, so this superset stays valid.
@@ -374,7 +377,7 @@ class SmartContextExtractor:
             # A larger plan is kept only when it fits as it is (trimming it would cut
             # matches the first plan showed, to make room for weaker ones); one that runs
             # over is tried again halfway.
-            for budget in (refill, (refill + plan.budget) // 2):
+            for budget in (refill, (refill + cfg.max_tokens - reserve) // 2):
                 second = pack(budget)
                 if second[4] <= cfg.max_tokens:
                     if second[4] > tokens:
