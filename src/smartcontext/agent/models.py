@@ -25,6 +25,10 @@ PLACEHOLDER_KEY = "no-key"
 REQUEST_TIMEOUT = 120
 
 
+class Stopped(Exception):
+    """Raised by a streaming listener to end the model's reply early (the user stopped it)."""
+
+
 @dataclass
 class ToolCall:
     """One call the model asked for; ``arguments`` is the text it sent, as is (it may
@@ -115,6 +119,8 @@ class LiteLLMModel:
                 response = litellm.completion(messages=messages, **options)
             else:
                 response = self._streamed(litellm, messages, options, on_text)
+        except Stopped:
+            raise
         except Exception as exc:  # LiteLLM raises its providers' own exception types
             raise LLMError(f"the model {self.name} failed: {type(exc).__name__}: {exc}") from exc
         try:
