@@ -199,10 +199,12 @@
     history.replaceState(null, '', url);
     // ?new=1: a chat not written yet opens empty (it is created by its first message);
     // without it, an unknown id is an error naming the closest chats.
+    var asked = performance.now();
     return window.scGet('/api/chats/' + encodeURIComponent(id) + '?new=1').then(function (data) {
       render(data.messages);
       showError(null);
-      window.dispatchEvent(new CustomEvent('smartcontext.chat_opened', {detail: data}));
+      // asked: when the file was asked for, so that topics pushed meanwhile win (panel.js).
+      window.dispatchEvent(new CustomEvent('smartcontext.chat_opened', {detail: Object.assign({asked: asked}, data)}));
       return data;
     });
   };
