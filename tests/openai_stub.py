@@ -124,7 +124,7 @@ class ScriptedOpenAI:
                     self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                     if i == 1 and hold is not None:  # the role chunk and the first piece are out
                         self.wfile.flush()
-                        hold.wait(30)
+                        hold.wait(120)
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
                 self.close_connection = True

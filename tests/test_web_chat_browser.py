@@ -11,8 +11,11 @@ Never skipped: without chromium the tests fail and say how to install it."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -24,6 +27,7 @@ from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, web
 
 from smartcontext.agent.loop import SYSTEM_PROMPT
 
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 QUESTION = "Which ferry is fastest to Naxos?"
 ANSWER = "SeaJets is fastest: about **three hours**.\n\n```sh\nferry --to naxos\n```"
 
@@ -81,7 +85,7 @@ def test_a_typed_message_gets_a_streamed_answer_from_the_filtered_history(browse
         page.click("#sc-send")
         # The answer arrives in pieces: the first is on the page while the rest is held back.
         page.wait_for_function("() => (document.querySelector('.sc-pending .sc-msg-body')?.textContent || '')"
-                               ".startsWith('SeaJets')")
+                               ".startsWith('SeaJets')", timeout=180_000)  # LiteLLM's first import: 40 s when busy
         assert page.is_visible("#sc-stop") and page.is_disabled("#sc-send")
         partial = page.text_content(".sc-pending .sc-msg-body")
         assert partial != ANSWER and ANSWER.startswith(partial)
@@ -124,6 +128,12 @@ def test_a_typed_message_gets_a_streamed_answer_from_the_filtered_history(browse
         last.locator(".sc-sent summary").click()
         marked = page.eval_on_selector_all(".sc-was-sent", "els => els.map(e => e.dataset.messageId)")
         assert marked == kept
+        shot = tmp_path / "web-chat.png"
+        last.scroll_into_view_if_needed()
+        page.screenshot(path=str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        if os.environ.get("SMARTCONTEXT_UPDATE_DOCS") == "1":  # regenerates the docs' screenshot
+            shutil.copy(shot, DOCS / "web-chat.png")
         rows = last.locator(".sc-sent li").all_text_contents()
         assert any(r.startswith("Context: notes/Ferries.md") for r in rows)
         assert all(r.rstrip().endswith("tokens") for r in rows)

@@ -125,6 +125,7 @@ class AgentSessions:
         self.stream = stream
         self.history_tokens = history_tokens
         self.context_tokens = context_tokens
+        self._warmed = False
         self._stops: dict[str, threading.Event] = {}
         self._stops_lock = threading.Lock()
         if max_rounds < 1:
@@ -148,9 +149,14 @@ class AgentSessions:
         from ..errors import LLMError
 
         try:
-            return {"configured": True, "model": self.model().name}
+            model = self.model()
         except LLMError as exc:
             return {"configured": False, "error": str(exc), "how": CONFIGURE_MODEL}
+        warm = getattr(model, "warm", None)
+        if warm is not None and not self._warmed:  # the page asks on load: the first answer is sooner
+            self._warmed = True
+            warm()
+        return {"configured": True, "model": model.name}
 
     # -- sessions ------------------------------------------------------------------------
 
