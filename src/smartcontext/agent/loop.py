@@ -150,6 +150,7 @@ def sent_record(sent: list[dict[str, Any]], turn_start_ids: set[str], info: dict
                         json.dumps(tools or [], ensure_ascii=False)], encoding)
     record = {
         "mode": info.get("mode", "all"), "status_line": info.get("status_line"),
+        "active_topics": info.get("active_topics"),
         "messages": history, "history_tokens": sum(h["tokens"] for h in history), "turn_tokens": turn,
         "total_messages": total, "system_tokens": fixed[0], "context_tokens": sum(fixed[1:-1]),
         "tools_tokens": fixed[-1] if tools else 0,

@@ -95,7 +95,8 @@
     var mode = document.createElement('p');
     mode.className = 'sc-muted';
     mode.textContent = 'History: ' + (sent.mode === 'topics' ? 'the selected topics' : sent.mode === 'auto' ?
-      'the automatic filter (the question as query)' : 'every message') + (sent.status_line ? ' — ' + sent.status_line : '');
+      'the automatic filter (the question as query)' : 'every message') +
+      (sent.active_topics ? ' (' + sent.active_topics.join(', ') + ')' : '');
     d.appendChild(mode);
     d.appendChild(ul);
     d.dataset.ids = JSON.stringify(sent.messages.map(function (h) { return String(h.id); }));
