@@ -134,7 +134,7 @@ def message_tokens(messages: list[dict[str, Any]], encoding: str) -> list[int]:
     return count_many([text(m) for m in messages], encoding)
 
 
-def sent_record(sent: list[dict[str, Any]], turn_start_ids: set[str], info: dict[str, Any], system: str,
+def sent_record(sent: list[dict[str, Any]], turn_start_ids: set[Any], info: dict[str, Any], system: str,
                 preamble: list[dict[str, Any]], tools: list[dict[str, Any]] | None, total: int,
                 encoding: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """What one model call was sent, for people: the history's filter (``info``), each
@@ -143,12 +143,12 @@ def sent_record(sent: list[dict[str, Any]], turn_start_ids: set[str], info: dict
     from ..tokens import count_many
 
     counts = message_tokens(sent, encoding)
-    history = [{"id": m.get("id"), "role": m.get("role"), "tokens": n}
-               for m, n in zip(sent, counts) if m.get("id") not in turn_start_ids]
+    history: list[dict[str, Any]] = [{"id": m.get("id"), "role": m.get("role"), "tokens": n}
+                                     for m, n in zip(sent, counts) if m.get("id") not in turn_start_ids]
     turn = sum(n for m, n in zip(sent, counts) if m.get("id") in turn_start_ids)
     fixed = count_many([system, *(p.get("content") or "" for p in preamble),
                         json.dumps(tools or [], ensure_ascii=False)], encoding)
-    record = {
+    record: dict[str, Any] = {
         "mode": info.get("mode", "all"), "status_line": info.get("status_line"),
         "active_topics": info.get("active_topics"),
         "messages": history, "history_tokens": sum(h["tokens"] for h in history), "turn_tokens": turn,

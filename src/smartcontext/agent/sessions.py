@@ -325,7 +325,7 @@ class AgentSessions:
             Chat(self.workspace.chats(), chat_id).extract_topics_in_background()
         return {"session_id": chat_id, **result.to_dict()}
 
-    def _context(self, question: str, encoding: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    def _context(self, question: str, encoding: str) -> tuple[builtins.list[dict[str, Any]], dict[str, Any] | None]:
         """The folder's context for the question as one system message, and what it holds
         (each section's path, name and tokens); nothing when ``context_tokens`` is 0 or
         nothing matched."""
