@@ -17,7 +17,12 @@ Per chat size:
 - ``clear``: click it again until "All messages in context" and no highlight;
 - ``server``: the same set_filter through the HTTP API alone (no page), to split the time;
 - ``highlight JS``: dispatching a ``highlight_applied`` event with the same ids in the page
-  (the DOM work alone).
+  (the DOM work alone);
+- ``first token``: a question typed in the chat view until the first streamed token is on
+  the page (the page's own clock, ``data-first-token``), and until the answer is saved and
+  shown again (``answer``). The model is the scripted OpenAI-compatible server of the tests
+  (``tests/openai_stub.py``), answering at once: this is the time Smart Context adds (the
+  history filter over the chat, the folder's context for the question, the request).
 
     python bench/web.py --quick      # 200 and 2,000 messages, 3 clicks each
     python bench/web.py              # 200, 2,000 and 5,000 messages, 7 clicks each
@@ -39,6 +44,7 @@ from _vault_common import BENCH_DIR, DATASETS, RESULTS_DIR, clean_env, load_aver
 from chat_context import chat_messages
 
 sys.path.insert(0, str(BENCH_DIR.parent / "tests"))
+from openai_stub import ScriptedOpenAI  # noqa: E402
 from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, web_server  # noqa: E402
 
 LOCOMO = DATASETS / "locomo" / "dev.json"
@@ -59,13 +65,14 @@ def long_chat(convs: list[dict], size: int) -> list[dict]:
     return out
 
 
-def prepare(root: Path, sizes: list[int], dataset: Path) -> None:
+def prepare(root: Path, sizes: list[int], dataset: Path, api_base: str) -> None:
     """Write the chats and extract their topics (embedding every message once)."""
     sys.path.insert(0, str(BENCH_DIR.parent / "src"))
     from smartcontext import Workspace
 
     convs = json.loads(dataset.read_text())
     (root / ".memory").mkdir(parents=True)
+    (root / "smartcontext.toml").write_text(f'[llm]\nagent = "openai/scripted"\napi_base = "{api_base}"\n')
     (root / "README.md").write_text("# Web benchmark\n\nLoCoMo chats in .memory/.\n")
     ws = Workspace.open(root)
     for size in sizes:
@@ -126,10 +133,22 @@ def measure(page, url: str, size: int, repeats: int) -> dict:
         assert answer["success"], answer
         httpx.post(f"{url}/api/execute_command", timeout=120,
                    json={"command": "smart_context.set_filter", "args": {"topics": [], "chat_id": chat}})
+    firsts, answers = [], []
+    for n in range(repeats):  # last: each answer adds two messages to the chat
+        shown = page.locator("[data-message-id]").count()
+        page.fill("#sc-input", f"What did they say about their plans for the weekend? ({n})")
+        t0 = time.perf_counter()
+        page.click("#sc-send")
+        page.wait_for_function("n => document.documentElement.dataset.answering === 'no' && "
+                               "document.querySelectorAll('[data-message-id]').length === n", arg=shown + 2)
+        answers.append(time.perf_counter() - t0)
+        firsts.append(int(page.evaluate("document.documentElement.dataset.firstToken")) / 1000)
     med = statistics.median
     return {"messages": size, "highlighted": included, "label": label, "load_s": med(loads),
             "filter_s": med(filters), "clear_s": med(clears), "server_s": med(servers), "highlight_js_s": med(js),
-            "raw": {"load": loads, "filter": filters, "clear": clears, "server": servers, "highlight_js": js}}
+            "first_token_s": med(firsts), "answer_s": med(answers),
+            "raw": {"load": loads, "filter": filters, "clear": clears, "server": servers, "highlight_js": js,
+                    "first_token": firsts, "answer": answers}}
 
 
 def render(report: dict) -> str:
@@ -142,13 +161,14 @@ def render(report: dict) -> str:
         "of the same run.",
         "",
         "| messages | highlighted | page load | click -> highlighted | click -> cleared | set_filter (API only) "
-        "| highlight (page JS) | load ratio | filter ratio |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| highlight (page JS) | first token | answer shown | load ratio | filter ratio |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['messages']:,} | {r['highlighted']:,} | {r['load_s'] * 1000:,.0f} ms | {r['filter_s'] * 1000:,.0f} ms "
             f"| {r['clear_s'] * 1000:,.0f} ms | {r['server_s'] * 1000:,.0f} ms | {r['highlight_js_s'] * 1000:,.1f} ms "
+            f"| {r['first_token_s'] * 1000:,.0f} ms | {r['answer_s'] * 1000:,.0f} ms "
             f"| {r['load_s'] / base['load_s']:.2f}x | {r['filter_s'] / base['filter_s']:.2f}x |")
     return "\n".join(lines) + "\n"
 
@@ -173,14 +193,16 @@ def main() -> int:
     report = {"command": "python bench/web.py" + (" --quick" if args.quick else ""),
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
               "load_average": load_average(), "repeats": repeats, "rows": []}
-    prepare(root, sizes, args.dataset)
-    with web_server(root, timeout=300) as url, browser_context() as context:
+    model = ScriptedOpenAI([{"content": "They plan to go hiking on Saturday."}] * (repeats * len(sizes)))
+    prepare(root, sizes, args.dataset, model.url)
+    with model, web_server(root, timeout=300) as url, browser_context() as context:
         context.set_default_timeout(300_000)
         page = context.new_page()
         for size in sizes:
             row = measure(page, url, size, repeats)
             print(f"{size} messages: load {row['load_s']:.2f}s, filter {row['filter_s']:.2f}s "
-                  f"(server {row['server_s']:.2f}s), clear {row['clear_s']:.2f}s", file=sys.stderr)
+                  f"(server {row['server_s']:.2f}s), clear {row['clear_s']:.2f}s, "
+                  f"first token {row['first_token_s']:.2f}s", file=sys.stderr)
             report["rows"].append(row)
     stem = args.out or RESULTS_DIR / ("web.quick" if args.quick else "web")
     Path(f"{stem}.json").write_text(json.dumps(report, indent=2))

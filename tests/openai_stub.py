@@ -9,6 +9,8 @@ request it received. Each scripted reply is a dict:
         may be a dict, or a string sent as is: malformed JSON on purpose); "id" optional
     {"status": 500, "error": "overloaded"}                      an HTTP error
     any of them with "wait": threading.Event()                  answered once it is set
+    {"content": "text", "hold": threading.Event()}              streamed: the first piece at
+        once, the rest once the event is set (a reader sees the answer arrive in pieces)
 
 A request with ``"stream": true`` is answered with server-sent events (text in pieces,
 each tool call in one chunk, the usage last when ``stream_options.include_usage``).
@@ -108,17 +110,21 @@ class ScriptedOpenAI:
                                                                   "type": "server_error"}})
                 completion = _completion(body, reply, n)
                 if body.get("stream"):
-                    return self._stream(completion, bool((body.get("stream_options") or {}).get("include_usage")))
+                    return self._stream(completion, bool((body.get("stream_options") or {}).get("include_usage")),
+                                        reply.get("hold"))
                 self._send(200, completion)
 
-            def _stream(self, completion: dict[str, Any], usage: bool) -> None:
+            def _stream(self, completion: dict[str, Any], usage: bool, hold: threading.Event | None = None) -> None:
                 """The completion as server-sent events, the way OpenAI streams: text in
                 pieces, each tool call in a chunk of its own, then the usage."""
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for chunk in _chunks(completion, usage):
+                for i, chunk in enumerate(_chunks(completion, usage)):
                     self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                    if i == 1 and hold is not None:  # the role chunk and the first piece are out
+                        self.wfile.flush()
+                        hold.wait(120)
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
                 self.close_connection = True

@@ -11,8 +11,10 @@ from conftest import write_tree
 from starlette.testclient import TestClient
 
 from smartcontext.agent import AgentSessions
+from smartcontext.agent.sessions import CHAT_CONTEXT_TOKENS, CHAT_HISTORY_TOKENS
 from smartcontext.server.http import build_app
 from smartcontext.tools import ToolRegistry
+import test_agent
 from test_web_api import BASE, NOTES, WS_URL, Inbox
 
 MODEL = "openai/scripted"
@@ -31,7 +33,7 @@ def make_vault(root: Path, api_base: str) -> Path:
 
 
 def comparable(result: dict) -> dict:
-    return {k: v for k, v in result.items() if k not in ("session_id", "message_id", "type", "success")}
+    return test_agent.comparable({k: v for k, v in result.items() if k not in ("type", "success")})
 
 
 def test_sessions_stream_answers_like_the_library(tmp_path, openai_stub):
@@ -82,7 +84,8 @@ def test_sessions_stream_answers_like_the_library(tmp_path, openai_stub):
         registry.close()
 
     library_model = openai_stub(SCRIPT)
-    with AgentSessions(make_vault(tmp_path / "lib", library_model.url)) as sessions:
+    with AgentSessions(make_vault(tmp_path / "lib", library_model.url), history_tokens=CHAT_HISTORY_TOKENS,
+                       context_tokens=CHAT_CONTEXT_TOKENS) as sessions:
         lib = sessions.send(sessions.create("Garden")["id"], QUESTION)
     assert comparable(lib) == comparable(final)
     assert web_model.requests[0]["messages"][-1] == library_model.requests[0]["messages"][-1]

@@ -123,8 +123,9 @@ def test_chat_topics_filter_highlight_toggle_and_reload(site, browser, tmp_path)
     active = page.locator(".sc-bubble.sc-active")
     assert active.count() == 1 and active.text_content() == ferry
     assert page.locator(".sc-bubble.sc-dim").count() == len(regular) - 1
-    opacity = page.eval_on_selector(".sc-bubble.sc-dim", "e => getComputedStyle(e).opacity")
-    assert float(opacity) == pytest.approx(0.4)
+    # Dimmed by a muted colour and a dashed border, not by opacity: still 4.5:1 (axe checks it).
+    dim = page.eval_on_selector(".sc-bubble.sc-dim", "e => [getComputedStyle(e).opacity, getComputedStyle(e).borderStyle]")
+    assert dim == ["1", "dashed"]
     assert "rgba(99, 179, 237" in page.eval_on_selector(".sc-bubble.sc-active", "e => getComputedStyle(e).boxShadow")
 
     shot = tmp_path / "web-panel.png"
@@ -252,41 +253,6 @@ def test_search_page_gives_a_context_with_its_token_count(site, browser):
     page.wait_for_selector("#sc-hits li")
     assert "shop/" in page.text_content("#sc-hits li")
     page.close()
-
-
-def test_agent_session_streams_its_answer_into_the_chat(browser, tmp_path, openai_stub):
-    model = openai_stub([
-        {"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "shop/pricing.py"}}]},
-        {"content": "Orders above 100 get DISCOUNT_RATE off (shop/pricing.py)."},
-    ])
-    folder = write_tree(tmp_path / "ws", SAMPLE_REPO)
-    (folder / "smartcontext.toml").write_text(f'[llm]\nagent = "openai/scripted"\napi_base = "{model.url}"\n')
-    with web_server(folder) as url:
-        page = browser.new_page()
-        open_chat(page, url, "notes")
-        page.click("#sc-new-agent")
-        page.wait_for_function("() => /[?&]chat=agent-/.test(location.search)")
-        page.wait_for_selector("#sc-role", state="hidden")  # an agent session: the user writes
-        sid = page.eval_on_selector("#sc-chat-select", "e => e.value")
-        assert sid.startswith("agent-")
-        page.fill("#sc-input", "How are discounts applied?")
-        page.click("#sc-send")
-        page.wait_for_function("() => document.querySelectorAll('[data-message-id]').length === 4")
-        roles = page.eval_on_selector_all("[data-message-id] .sc-msg-role", "els => els.map(e => e.textContent)")
-        assert roles == ["user", "assistant", "tool", "assistant"]
-        assert "read_file" in page.text_content("[data-message-id] .sc-msg-tool")
-        bodies = page.eval_on_selector_all("[data-message-id] .sc-msg-body", "els => els.map(e => e.textContent)")
-        assert bodies[-1] == "Orders above 100 get DISCOUNT_RATE off (shop/pricing.py)."
-        stored = httpx.get(f"{url}/api/agent/sessions/{sid}", timeout=30).json()
-        assert [m["id"] for m in stored["messages"]] == page.eval_on_selector_all(
-            "[data-message-id]", "els => els.map(e => e.dataset.messageId)")
-
-        # The script is used up: the model's failure is shown, and the user's message kept.
-        page.fill("#sc-input", "And below 100?")
-        page.click("#sc-send")
-        page.wait_for_function("() => document.getElementById('sc-chat-error').textContent.includes('script exhausted')")
-        page.wait_for_function("() => document.querySelectorAll('[data-message-id]').length === 5")
-        page.close()
 
 
 # A page on another port of this computer, as any site the user visits could serve it or

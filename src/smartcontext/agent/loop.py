@@ -11,11 +11,19 @@ not JSON or not an object, or arguments the tool's schema refuses come back to t
 as ``{"success": false, "error": "..."}`` saying what to fix. Progress is reported to
 ``on_event`` as plain dicts (``type``: history, delta, assistant, tool_call, tool_result,
 compaction, done, error); a failing listener never stops the turn.
+
+What each answer was sent is kept with it: the final assistant message carries ``sent``
+(``sent_record``): the history's mode, the ids and exact tokens of the messages sent, the
+tokens of the system prompt, of the context the caller added (``preamble``, with its
+sections) and of the tool schemas. A turn can be stopped (``stop``, a threading.Event):
+between rounds, between tool calls and while the text streams; the text written so far is
+kept as the answer.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -24,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..tokens import DEFAULT_ENCODING
 from .compaction import compact_tool_messages
-from .models import Model, ModelReply, ToolCall
+from .models import Model, ModelReply, Stopped, ToolCall
 
 if TYPE_CHECKING:
     from ..tools import ToolRegistry
@@ -87,8 +95,10 @@ def select_history(messages: list[dict[str, Any]], turn_start: int, kept: set[st
 class TurnResult:
     """What one user turn produced.
 
-    stopped: ``answer`` (the model answered) or ``round_limit`` (the last round, called
-             without tools, still asked for tools; its text, if any, is the answer).
+    stopped: ``answer`` (the model answered), ``round_limit`` (the last round, called
+             without tools, still asked for tools; its text, if any, is the answer) or
+             ``user`` (stopped: the text written so far is the answer).
+    sent:    what the last model call was sent (``sent_record``).
     tool_calls: every call of the turn with its outcome: {id, name, arguments, success,
              error?}.
     prompt_tokens: per model call, as the provider reported it (None when it did not).
@@ -101,11 +111,53 @@ class TurnResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: list[int | None] = field(default_factory=list)
     message_id: str | None = None
+    sent: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "rounds": self.rounds, "tokens_saved": self.tokens_saved,
                 "stopped": self.stopped, "tool_calls": self.tool_calls, "prompt_tokens": self.prompt_tokens,
-                "message_id": self.message_id}
+                "message_id": self.message_id, "sent": self.sent}
+
+
+def message_tokens(messages: list[dict[str, Any]], encoding: str) -> list[int]:
+    """Exact tokens of each message's text as sent: its content and its tool calls'
+    names and arguments (the provider's per-message framing is not counted)."""
+    from ..tokens import count_many
+
+    def text(m: dict[str, Any]) -> str:
+        calls = " ".join(f"{(c.get('function') or {}).get('name', '')} {(c.get('function') or {}).get('arguments', '')}"
+                         for c in m.get("tool_calls") or [])
+        content = m.get("content")
+        content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+        return f"{content} {calls}" if calls else content
+
+    return count_many([text(m) for m in messages], encoding)
+
+
+def sent_record(sent: list[dict[str, Any]], turn_start_ids: set[Any], info: dict[str, Any], system: str,
+                preamble: list[dict[str, Any]], tools: list[dict[str, Any]] | None, total: int,
+                encoding: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What one model call was sent, for people: the history's filter (``info``), each
+    earlier message sent (id, role, tokens), this turn's messages, and the tokens of the
+    system prompt, the added context and the tool schemas."""
+    from ..tokens import count_many
+
+    counts = message_tokens(sent, encoding)
+    history: list[dict[str, Any]] = [{"id": m.get("id"), "role": m.get("role"), "tokens": n}
+                                     for m, n in zip(sent, counts) if m.get("id") not in turn_start_ids]
+    turn = sum(n for m, n in zip(sent, counts) if m.get("id") in turn_start_ids)
+    fixed = count_many([system, *(p.get("content") or "" for p in preamble),
+                        json.dumps(tools or [], ensure_ascii=False)], encoding)
+    record: dict[str, Any] = {
+        "mode": info.get("mode", "all"), "status_line": info.get("status_line"),
+        "active_topics": info.get("active_topics"),
+        "messages": history, "history_tokens": sum(h["tokens"] for h in history), "turn_tokens": turn,
+        "total_messages": total, "system_tokens": fixed[0], "context_tokens": sum(fixed[1:-1]),
+        "tools_tokens": fixed[-1] if tools else 0,
+    }
+    if context:
+        record["context"] = context
+    return {k: v for k, v in record.items() if v is not None}
 
 
 class AgentLoop:
@@ -190,6 +242,9 @@ class AgentLoop:
         on_event: EventSink | None = None,
         history: HistoryFilter | None = None,
         save: Callable[[list[dict[str, Any]]], None] | None = None,
+        stop: threading.Event | None = None,
+        preamble: list[dict[str, Any]] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> TurnResult:
         """Answer the turn that starts at ``messages[turn_start]`` (the user's message).
 
@@ -197,20 +252,35 @@ class AgentLoop:
         it and compacted in place. ``save(messages)`` runs after each round, so an
         interrupted turn keeps its finished rounds. Raises LLMError when the model fails
         (after an ``error`` event); what finished before stays in ``messages``.
+
+        stop:     set it to end the turn early (``stopped`` is then ``user``).
+        preamble: system messages sent after the system prompt in every round (the context
+                  the question needs); ``context`` describes them for ``sent``.
         """
         emit = _safe(on_event)
         schemas = self.tool_schemas()
+        preamble = list(preamble or [])
         result = TurnResult(answer="", rounds=0, tokens_saved=0)
         used_ids = {c.get("id") for m in messages for c in m.get("tool_calls") or []}
         for round_no in range(1, self.max_rounds + 1):
             last = round_no == self.max_rounds
+            if stop is not None and stop.is_set():
+                return self._stopped(messages, result, "", round_no, emit, save)
             kept, info = history(messages, turn_start) if history else (None, {"mode": "all"})
             sent = select_history(messages, turn_start, kept)
-            emit({"type": "history", "round": round_no, "sent": len(sent), "total": len(messages), **info})
-            on_text = _deltas(emit, round_no) if self.stream else None
+            turn_ids = {m.get("id") for m in messages[turn_start:]}
+            record = sent_record(sent, turn_ids, info, self.system_prompt, preamble, None if last else schemas,
+                                 turn_start, self.encoding, context)
+            result.sent = record
+            emit({"type": "history", "round": round_no, "sent": len(sent), "total": len(messages), **info,
+                  "record": record})
+            written: list[str] = []
+            on_text = _deltas(emit, round_no, written, stop, self.stream) if self.stream or stop is not None else None
             try:
-                reply = self.model.complete([{"role": "system", "content": self.system_prompt}]
+                reply = self.model.complete([{"role": "system", "content": self.system_prompt}] + preamble
                                             + [api_message(m) for m in sent], None if last else schemas, on_text)
+            except Stopped:
+                return self._stopped(messages, result, "".join(written), round_no, emit, save)
             except Exception as exc:
                 emit({"type": "error", "round": round_no, "error": str(exc)})
                 raise
@@ -218,7 +288,8 @@ class AgentLoop:
             result.prompt_tokens.append(reply.prompt_tokens)
             calls = self._unique_ids(reply, used_ids) if not last else []
             assistant = new_message("assistant", reply.content,
-                                    tool_calls=[c.to_message() for c in calls] or None)
+                                    tool_calls=[c.to_message() for c in calls] or None,
+                                    sent=None if calls else record)
             messages.append(assistant)
             if reply.content:
                 emit({"type": "assistant", "round": round_no, "text": reply.content, "message_id": assistant["id"]})
@@ -235,6 +306,8 @@ class AgentLoop:
                 emit({"type": "done", **result.to_dict()})
                 return result
             for call in calls:
+                if stop is not None and stop.is_set():
+                    break
                 emit({"type": "tool_call", "round": round_no, "id": call.id, "name": call.name,
                       "arguments": call.arguments})
                 answer = self.call_tool(call)
@@ -246,11 +319,28 @@ class AgentLoop:
                 messages.append(new_message("tool", json.dumps(answer, ensure_ascii=False, default=str),
                                             tool_call_id=call.id, name=call.name))
                 emit({"type": "tool_result", "round": round_no, **outcome, "result": answer})
+            answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+            for call in calls:  # stopped between calls: the rest are answered as not run
+                if call.id not in answered:
+                    messages.append(new_message("tool", json.dumps({"success": False, "error": "stopped by the user"}),
+                                                tool_call_id=call.id, name=call.name))
             # This round's results stay whole until the model has read them.
             result.tokens_saved += self._compact(messages, {c.id for c in calls}, round_no, emit)
             if save:
                 save(messages)
         raise AssertionError("unreachable: the last round has no tools and returns")
+
+    def _stopped(self, messages: list[dict[str, Any]], result: TurnResult, text: str, round_no: int,
+                 emit: EventSink, save: Callable[[list[dict[str, Any]]], None] | None) -> TurnResult:
+        """End the turn the user stopped: what the model had written is the answer."""
+        assistant = new_message("assistant", text, stopped=True, sent=result.sent)
+        messages.append(assistant)
+        result.tokens_saved += self._compact(messages, (), round_no, emit)
+        if save:
+            save(messages)
+        result.answer, result.message_id, result.stopped = text, assistant["id"], "user"
+        emit({"type": "done", **result.to_dict()})
+        return result
 
     def _compact(self, messages: list[dict[str, Any]], keep: Iterable[str], round_no: int, emit: EventSink) -> int:
         if not self.compact:
@@ -277,8 +367,16 @@ class AgentLoop:
         return out
 
 
-def _deltas(emit: EventSink, round_no: int) -> Callable[[str], None]:
-    return lambda piece: emit({"type": "delta", "round": round_no, "text": piece})
+def _deltas(emit: EventSink, round_no: int, written: list[str],
+            stop: threading.Event | None, show: bool) -> Callable[[str], None]:
+    def on_text(piece: str) -> None:
+        if stop is not None and stop.is_set():
+            raise Stopped()  # ends the model's stream; the loop keeps what was written
+        written.append(piece)
+        if show:
+            emit({"type": "delta", "round": round_no, "text": piece})
+
+    return on_text
 
 
 def _safe(on_event: EventSink | None) -> EventSink:

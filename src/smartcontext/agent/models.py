@@ -25,6 +25,10 @@ PLACEHOLDER_KEY = "no-key"
 REQUEST_TIMEOUT = 120
 
 
+class Stopped(Exception):
+    """Raised by a streaming listener to end the model's reply early (the user stopped it)."""
+
+
 @dataclass
 class ToolCall:
     """One call the model asked for; ``arguments`` is the text it sent, as is (it may
@@ -98,6 +102,21 @@ class LiteLLMModel:
         self.settings = dict(settings)
         self.name = self.settings["model"]
 
+    @staticmethod
+    def warm() -> None:
+        """Import LiteLLM in a background thread: it takes seconds (39 s measured on a busy
+        2-core machine), which the first answer would otherwise wait for."""
+        import threading
+
+        def load() -> None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            try:
+                import litellm  # noqa: F401
+            except ImportError:  # said when the model is called
+                pass
+
+        threading.Thread(target=load, name="smartcontext-litellm-import", daemon=True).start()
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                  on_text: Callable[[str], None] | None = None) -> ModelReply:
         # No network at import: LiteLLM otherwise fetches its model price list.
@@ -115,6 +134,8 @@ class LiteLLMModel:
                 response = litellm.completion(messages=messages, **options)
             else:
                 response = self._streamed(litellm, messages, options, on_text)
+        except Stopped:
+            raise
         except Exception as exc:  # LiteLLM raises its providers' own exception types
             raise LLMError(f"the model {self.name} failed: {type(exc).__name__}: {exc}") from exc
         try:

@@ -11,6 +11,14 @@ by the chat source. Tool calls and results are messages with the OpenAI keys
     sessions = AgentSessions("~/vault", model="openai/gpt-4o-mini")
     s = sessions.create("Ferries")
     sessions.send(s["id"], "Which notes mention Naxos?", on_event=print)
+
+Any chat is answered the same way (``reply``: the web page's chat view): a chat the user
+wrote or imported gets the ``agent`` key on its first answer, so there is one kind of
+conversation. What the model is sent: the history filtered by the chat's topics (when
+they are selected for it) or else by the automatic filter with the question as query
+(``history_tokens``; sticky instructions always), the context the question needs from
+the folder (``context_tokens``), then the question. Each answer keeps what it was sent
+(``sent`` on the assistant message).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import builtins
 import fcntl
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +44,15 @@ SESSION_PREFIX = "agent-"
 META_KEY = "agent"
 TITLE_CHARS = 60
 MAX_MESSAGE_CHARS = 200_000
+# The web page's chat: the earlier messages within this many tokens (the automatic filter;
+# a shorter chat goes whole) and the folder's context for the question within this many.
+CHAT_HISTORY_TOKENS = 4000
+CHAT_CONTEXT_TOKENS = 1500
+CONFIGURE_MODEL = """\
+[llm]
+agent = "openai/gpt-4o-mini"          # any LiteLLM model name: ollama/qwen2.5, anthropic/...
+api_base = "http://127.0.0.1:8080/v1"  # optional: any OpenAI-compatible server
+api_key_env = "OPENAI_API_KEY"         # optional: the variable that holds the key"""
 
 
 def _now() -> str:
@@ -61,6 +79,10 @@ class AgentSessions:
     extract_topics: re-extract the session's topics after each answer (in the background).
     stream:       stream the model's text as ``delta`` events ({round, text}) as it is
                   written, before the round's ``assistant`` event with the whole text.
+    history_tokens: without selected topics, the earlier messages go through the automatic
+                  filter (the question is its query) within this many tokens; 0 sends them all.
+    context_tokens: the context the question needs from the folder (``context``), sent as a
+                  system message of at most this many tokens; 0 sends none.
     """
 
     def __init__(
@@ -77,6 +99,8 @@ class AgentSessions:
         history_filter: bool = True,
         extract_topics: bool = False,
         stream: bool = False,
+        history_tokens: int = 0,
+        context_tokens: int = 0,
     ):
         from ..tools import ToolRegistry
 
@@ -99,6 +123,11 @@ class AgentSessions:
         self.history_filter = history_filter
         self.extract_topics = extract_topics
         self.stream = stream
+        self.history_tokens = history_tokens
+        self.context_tokens = context_tokens
+        self._warmed = False
+        self._stops: dict[str, threading.Event] = {}
+        self._stops_lock = threading.Lock()
         if max_rounds < 1:
             raise InvalidArgument("max_rounds must be at least 1")
 
@@ -113,6 +142,21 @@ class AgentSessions:
                 self._model = open_model(model_settings(self.workspace.config.llm, self._model_spec,
                                                         self._api_base, self._api_key))
         return self._model
+
+    def model_info(self) -> dict[str, Any]:
+        """Whether a model answers the chats: ``{configured: true, model}``, or
+        ``{configured: false, how}`` saying how to configure one."""
+        from ..errors import LLMError
+
+        try:
+            model = self.model()
+        except LLMError as exc:
+            return {"configured": False, "error": str(exc), "how": CONFIGURE_MODEL}
+        warm = getattr(model, "warm", None)
+        if warm is not None and not self._warmed:  # the page asks on load: the first answer is sooner
+            self._warmed = True
+            warm()
+        return {"configured": True, "model": model.name}
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -195,52 +239,117 @@ class AgentSessions:
 
     # -- a message -----------------------------------------------------------------------
 
-    def send(self, session_id: str, text: str, on_event: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    def send(self, session_id: str, text: str, on_event: Callable[[dict], None] | None = None,
+             stop: threading.Event | None = None) -> dict[str, Any]:
         """Add the user's message and run the agent until it answers.
 
         Returns ``{session_id, answer, rounds, tokens_saved, stopped, tool_calls,
-        prompt_tokens, message_id}``; ``on_event`` receives each event as it happens
+        prompt_tokens, message_id, sent}``; ``on_event`` receives each event as it happens
         (each with ``session_id``). Raises SessionNotFound, SessionBusy (another message of
         this session is being answered), InvalidArgument (empty text) or LLMError (no
         model configured, or the model failed: the rounds that finished are kept).
         """
+        self._check_text(text)
+        self._load(session_id)
+        return self._turn(session_id, text, on_event, stop)
+
+    def reply(self, chat_id: str, text: str, on_event: Callable[[dict], None] | None = None) -> dict[str, Any]:
+        """``send`` for any chat (the web page's chat view): a chat without a file yet is
+        created, one the user wrote becomes a session on its first answer. ``stop(chat_id)``
+        from another thread ends the answer early, keeping what was written."""
+        self._check_text(text)
+        check_chat_id(chat_id)
+        return self._turn(chat_id, text, on_event, None)
+
+    def stop(self, chat_id: str) -> bool:
+        """Stop the answer being written in ``chat_id``; False when none is."""
+        with self._stops_lock:
+            event = self._stops.get(chat_id)
+        if event is None:
+            return False
+        event.set()
+        return True
+
+    @staticmethod
+    def _check_text(text: Any) -> None:
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgument("the message is empty: send the text to answer")
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidArgument(f"the message is {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}")
-        file, data = self._load(session_id)
+
+    def _turn(self, chat_id: str, text: str, on_event: Callable[[dict], None] | None,
+              stop: threading.Event | None) -> dict[str, Any]:
         model = self.model()
+        encoding = self.workspace.config.context.encoding or DEFAULT_ENCODING
         loop = AgentLoop(self.registry, model, self.tools, self.max_rounds, self.compact,
-                         encoding=self.workspace.config.context.encoding or DEFAULT_ENCODING, stream=self.stream)
+                         encoding=encoding, stream=self.stream)
 
         def emit(event: Event) -> None:
             if on_event is not None:
-                on_event({**event, "session_id": session_id})
+                on_event({**event, "session_id": chat_id})
 
-        with self._busy(session_id):
-            file, data = self._load(session_id)  # as it is now that we hold the session
-            messages = [m.to_dict() for m in data.messages]
-            turn_start = len(messages)
-            messages.append(new_message("user", text))
-            meta = dict(data.extra[META_KEY])
-            if not meta.get("title"):
-                meta["title"] = " ".join(text.split())[:TITLE_CHARS]
-            meta["model"] = model.name
+        stop = stop or threading.Event()
+        with self._busy(chat_id):
+            with self._stops_lock:
+                self._stops[chat_id] = stop
+            try:
+                file = ChatFile(self.memory_dir, chat_id)
+                data = file.load()  # as it is now that we hold the session
+                messages = [m.to_dict() for m in data.messages]
+                turn_start = len(messages)
+                messages.append(new_message("user", text))
+                meta = dict(data.extra.get(META_KEY) or {"created": _now(), "turns": 0, "rounds": 0,
+                                                          "tokens_saved": 0})
+                if not meta.get("title"):
+                    meta["title"] = " ".join(text.split())[:TITLE_CHARS]
+                meta["model"] = model.name
 
-            def save(msgs: list[dict[str, Any]]) -> None:
-                self._save(file, msgs, meta)
+                def save(msgs: list[dict[str, Any]]) -> None:
+                    self._save(file, msgs, meta)
 
-            save(messages)
-            result = loop.run(messages, turn_start, emit, self._history(session_id), save)
-            meta["turns"] = meta.get("turns", 0) + 1
-            meta["rounds"] = meta.get("rounds", 0) + result.rounds
-            meta["tokens_saved"] = meta.get("tokens_saved", 0) + result.tokens_saved
-            save(messages)
+                self.memory_dir.mkdir(parents=True, exist_ok=True)
+                save(messages)
+                preamble, context = self._context(text, encoding)
+                result = loop.run(messages, turn_start, emit, self._history(chat_id, text), save,
+                                  stop=stop, preamble=preamble, context=context)
+                meta["turns"] = meta.get("turns", 0) + 1
+                meta["rounds"] = meta.get("rounds", 0) + result.rounds
+                meta["tokens_saved"] = meta.get("tokens_saved", 0) + result.tokens_saved
+                save(messages)
+            finally:
+                with self._stops_lock:
+                    self._stops.pop(chat_id, None)
         if self.extract_topics:
             from ..chat.session import Chat
 
-            Chat(self.workspace.chats(), session_id).extract_topics_in_background()
-        return {"session_id": session_id, **result.to_dict()}
+            Chat(self.workspace.chats(), chat_id).extract_topics_in_background()
+        return {"session_id": chat_id, **result.to_dict()}
+
+    def _context(self, question: str, encoding: str) -> tuple[builtins.list[dict[str, Any]], dict[str, Any] | None]:
+        """The folder's context for the question as one system message, and what it holds
+        (each section's path, name and tokens); nothing when ``context_tokens`` is 0 or
+        nothing matched."""
+        if not self.context_tokens:
+            return [], None
+        from ..query import Query
+        from ..tokens import count_many
+
+        ctx = self.registry.context
+        ws = ctx.ready_workspace()
+        # The folder's files, not its chats: the history is the filter's to choose.
+        query = Query.build("code-context", question, defaults=ws.config.context, max_tokens=self.context_tokens,
+                            exclude=[f"{MEMORY_DIR}/"])
+        with ctx.reading():
+            result = ws.answer_context(query)
+        if not result.items or not result.text.strip():
+            return [], None
+        texts = [s.item.text if s.mode == "full" else (s.item.signature or s.item.name or "") for s in result.items]
+        sections = [{"path": s.item.path, "name": s.item.qualname or s.item.name, "kind": s.item.kind,
+                     "mode": s.mode, "tokens": n} for s, n in zip(result.items, count_many(texts, encoding))]
+        content = f"Context from the folder for the question (Smart Context):\n\n{result.text}"
+        return ([{"role": "system", "content": content}],
+                {"tokens": result.token_count, "max_tokens": self.context_tokens, "files": result.files,
+                 "sections": sections})
 
     def _save(self, file: ChatFile, messages: builtins.list[dict[str, Any]], meta: dict[str, Any]) -> None:
         """Write the session's messages: those already in the file are replaced by id
@@ -262,27 +371,46 @@ class AgentSessions:
 
         file.update(put)
 
-    def _history(self, session_id: str):
-        """The chat context's filter for this session (the seed's ``pipeline.context``):
-        with topics selected for this chat, the messages the topic filter keeps (sticky
-        ones always); otherwise everything."""
+    def _history(self, chat_id: str, pending: str):
+        """The chat context's filter for this chat (the seed's ``pipeline.context``): with
+        topics selected for this chat, the messages the topic filter keeps; otherwise the
+        automatic filter with the question as query, within ``history_tokens``; sticky
+        messages always. Computed once per turn: the earlier messages do not change."""
+        memo: dict[int, tuple[set[str] | None, dict[str, Any]]] = {}
 
         def kept(messages: list[dict[str, Any]], turn_start: int) -> tuple[set[str] | None, dict[str, Any]]:
-            if not self.history_filter:
-                return None, {"mode": "all"}
-            sc = self.workspace.chats()
-            if sc.current_chat_id != session_id or not sc.active_topics or not sc.embedding_search:
-                return None, {"mode": "all"}
-            from ..chat.session import Chat
-
-            try:
-                # Chat(...) rather than sc.chat(): that would make this the current chat.
-                result = Chat(sc, session_id).history(mode="topics", sync=False)
-            except SmartContextError as exc:  # e.g. no embedding model: the whole history
-                return None, {"mode": "all", "error": str(exc)}
-            return set(result.message_ids), {"mode": result.mode, "status_line": result.status_line()}
+            if turn_start not in memo:
+                memo[turn_start] = self._filter(chat_id, pending, turn_start)
+            return memo[turn_start]
 
         return kept
+
+    def _filter(self, chat_id: str, pending: str, earlier: int) -> tuple[set[str] | None, dict[str, Any]]:
+        if not self.history_filter or not earlier:
+            return None, {"mode": "all"}
+        sc = self.workspace.chats()
+        topics = sc.current_chat_id == chat_id and sc.active_topics and sc.embedding_search
+        if not topics and not self.history_tokens:
+            return None, {"mode": "all"}
+        from ..chat.session import Chat
+
+        ctx = self.registry.context
+        try:
+            # Chat(...) rather than sc.chat(): that would make this the current chat.
+            chat = Chat(sc, chat_id)
+            if topics:
+                result = chat.history(mode="topics", sync=False)
+            else:
+                ctx.ready_workspace()
+                with ctx.reading():
+                    result = chat.history(pending, mode="auto", max_tokens=self.history_tokens, sync=False)
+        except SmartContextError as exc:  # e.g. no embedding model: the whole history
+            return None, {"mode": "all", "error": str(exc)}
+        info: dict[str, Any] = {"mode": result.mode, "status_line": result.status_line(),
+                                "sticky_ids": result.sticky_ids}
+        if result.active_topics:
+            info["active_topics"] = result.active_topics
+        return set(result.message_ids), info
 
     def _busy_path(self, session_id: str) -> Path:
         return self.workspace.index_dir / "agent" / f"{session_id}.lock"

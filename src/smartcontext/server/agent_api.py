@@ -11,6 +11,12 @@ tool registry, so the agent shares its index and locks.
            ``done``), then ``{"type": "result", "success": ...}``; with ``stream: false``,
            that result alone as JSON.
 
+The chat view's routes (any chat is answered the same way, ``AgentSessions.reply``):
+
+    GET    /api/model                             {configured, model} or {configured: false, how}
+    POST   /api/chats/{id}/reply {text, stream?}  the answer, streamed as above
+    POST   /api/chats/{id}/stop                   stop the answer being written {stopped}
+
 Every event also goes to the WebSocket as ``smartcontext.agent_event``.
 """
 
@@ -63,8 +69,13 @@ class AgentApi:
             if self._sessions is None:
                 from ..agent import AgentSessions
 
-                # Topics after each answer, for the panel; streamed text for the page.
-                self._sessions = AgentSessions(registry=self.registry, stream=True, extract_topics=True)
+                from ..agent.sessions import CHAT_CONTEXT_TOKENS, CHAT_HISTORY_TOKENS
+
+                # Topics after each answer, for the panel; streamed text for the page; the
+                # filtered history and the folder's context for each question.
+                self._sessions = AgentSessions(registry=self.registry, stream=True, extract_topics=True,
+                                               history_tokens=CHAT_HISTORY_TOKENS,
+                                               context_tokens=CHAT_CONTEXT_TOKENS)
             return self._sessions
 
     async def run(self, fn: Callable[[], dict[str, Any]], llm_status: int = 502):
@@ -101,8 +112,19 @@ class AgentApi:
 
         return await self.run(fn)
 
-    async def send(self, request: Request):
-        sid = request.path_params["session_id"]
+    async def model(self, request: Request):
+        return await self.run(lambda: self.sessions().model_info())
+
+    async def stop(self, request: Request):
+        chat_id = request.path_params["chat_id"]
+        await self.read_body(request)  # checked like every write
+        return await self.run(lambda: {"chat_id": chat_id, "stopped": self.sessions().stop(chat_id)})
+
+    async def reply(self, request: Request):
+        return await self.send(request, chat=True)
+
+    async def send(self, request: Request, chat: bool = False):
+        sid = request.path_params["chat_id" if chat else "session_id"]
         body = await self.read_body(request)
         text, stream = body.get("text"), body.get("stream", True)
         if not isinstance(text, str) or not text.strip():
@@ -110,21 +132,27 @@ class AgentApi:
         # The session and the model are checked first, so a missing one is a plain error
         # answer rather than a stream that fails.
         def check() -> dict[str, Any]:
-            self.sessions().get(sid)
+            if chat:
+                from ..chat.files import check_chat_id
+
+                check_chat_id(sid)
+            else:
+                self.sessions().get(sid)
             self.sessions().model()
             return {}
 
         checked = await self.run(check, llm_status=400)  # no model configured: the request cannot be answered
         if checked.status_code != 200:
             return checked
+        answer = self.sessions().reply if chat else self.sessions().send
         if stream is False:
-            return await self.run(lambda: self.sessions().send(sid, text, self._publish))
-        return StreamingResponse(self._stream(sid, text), media_type="application/x-ndjson")
+            return await self.run(lambda: answer(sid, text, self._publish))
+        return StreamingResponse(self._stream(answer, sid, text), media_type="application/x-ndjson")
 
     def _publish(self, event: dict[str, Any]) -> None:
         self.hub.publish(AGENT_EVENT, event)
 
-    async def _stream(self, sid: str, text: str) -> AsyncIterator[str]:
+    async def _stream(self, answer: Callable[..., dict[str, Any]], sid: str, text: str) -> AsyncIterator[str]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
 
@@ -137,7 +165,7 @@ class AgentApi:
 
         def run() -> None:
             try:
-                put({"type": "result", "success": True, **self.sessions().send(sid, text, on_event)})
+                put({"type": "result", "success": True, **answer(sid, text, on_event)})
             except SmartContextError as exc:
                 put({"type": "result", **error_answer(exc)[0]})
             except Exception as exc:  # the stream ends with an answer, whatever happened
@@ -157,4 +185,7 @@ class AgentApi:
             Route("/api/agent/sessions/{session_id}", self.get, methods=["GET"]),
             Route("/api/agent/sessions/{session_id}", self.delete, methods=["DELETE"]),
             Route("/api/agent/sessions/{session_id}/messages", self.send, methods=["POST"]),
+            Route("/api/model", self.model, methods=["GET"]),
+            Route("/api/chats/{chat_id}/reply", self.reply, methods=["POST"]),
+            Route("/api/chats/{chat_id}/stop", self.stop, methods=["POST"]),
         ]

@@ -18,6 +18,103 @@
 
   function showError(e) { errorEl.textContent = e ? (e.message || String(e)) : ''; }
 
+  function toolCallLine(call) {
+    // Compact: the call on one line; its arguments when opened.
+    var fn = call.function || {};
+    var d = document.createElement('details');
+    d.className = 'sc-msg-tool';
+    var s = document.createElement('summary');
+    var args = fn.arguments || '';
+    s.textContent = '→ ' + fn.name + '(' + (args.length > 60 ? args.slice(0, 60) + '…' : args) + ')';
+    var pre = document.createElement('pre');
+    try { pre.textContent = JSON.stringify(JSON.parse(args), null, 2); } catch (e) { pre.textContent = args; }
+    d.appendChild(s);
+    d.appendChild(pre);
+    return d;
+  }
+
+  function toolResult(m, body) {
+    var d = document.createElement('details');
+    d.className = 'sc-msg-tool';
+    var s = document.createElement('summary');
+    var ok = null;
+    try { var r = JSON.parse(m.content); ok = r.status ? r.status === 'success' : r.success; } catch (e) { /* prose */ }
+    s.textContent = (ok === false ? '✗ ' : '← ') + (m.name || 'tool') + ': ' +
+      (ok === false ? 'error' : 'result') + ' (' + m.content.length + ' characters' + (m._compacted ? ', compacted' : '') + ')';
+    var pre = document.createElement('pre');
+    pre.textContent = m.content;
+    d.appendChild(s);
+    d.appendChild(pre);
+    body.appendChild(d);
+  }
+
+  function plural(n, one, many) { return n + ' ' + (n === 1 ? one : many); }
+
+  // What an answer was sent (the server's record on the assistant message): opening it
+  // marks those messages in the chat.
+  function sentDetails(m) {
+    var sent = m.sent;
+    var d = document.createElement('details');
+    d.className = 'sc-sent';
+    var s = document.createElement('summary');
+    var ctx = sent.context || null;
+    var total = (sent.history_tokens || 0) + (sent.turn_tokens || 0) + (sent.system_tokens || 0) +
+      (sent.context_tokens || 0) + (sent.tools_tokens || 0);
+    s.textContent = 'Sent: ' + sent.messages.length + ' of ' + plural(sent.total_messages, 'earlier message', 'earlier messages') +
+      (ctx ? ', ' + plural(ctx.sections.length, 'section', 'sections') + ' of ' + plural(ctx.files.length, 'file', 'files') : '') +
+      ', ' + total.toLocaleString('en') + ' tokens';
+    d.appendChild(s);
+    var ul = document.createElement('ul');
+    function row(text, tokens, id) {
+      var li = document.createElement('li');
+      if (id) {
+        var a = document.createElement('button');
+        a.type = 'button';
+        a.className = 'sc-link sc-sent-jump';
+        a.dataset.target = id;
+        a.textContent = text;
+        li.appendChild(a);
+      } else {
+        li.appendChild(document.createTextNode(text));
+      }
+      var t = document.createElement('span');
+      t.className = 'sc-tokens';
+      t.textContent = ' ' + tokens.toLocaleString('en') + ' tokens';
+      li.appendChild(t);
+      ul.appendChild(li);
+    }
+    row('System prompt', sent.system_tokens || 0);
+    if (ctx) ctx.sections.forEach(function (c) { row('Context: ' + c.path + (c.name ? ' · ' + c.name : ''), c.tokens); });
+    sent.messages.forEach(function (h) {
+      var el = byId.get(String(h.id));
+      var text = el ? el.querySelector('.sc-msg-body').textContent : '';
+      row(h.role + ': ' + (text.length > 50 ? text.slice(0, 50) + '…' : text || h.id), h.tokens, h.id);
+    });
+    row('This question (and tool rounds)', sent.turn_tokens || 0);
+    if (sent.tools_tokens) row('Tool descriptions', sent.tools_tokens);
+    var mode = document.createElement('p');
+    mode.className = 'sc-muted';
+    mode.textContent = 'History: ' + (sent.mode === 'topics' ? 'the selected topics' : sent.mode === 'auto' ?
+      'the automatic filter (the question as query)' : 'every message') +
+      (sent.active_topics ? ' (' + sent.active_topics.join(', ') + ')' : '');
+    d.appendChild(mode);
+    d.appendChild(ul);
+    d.dataset.ids = JSON.stringify(sent.messages.map(function (h) { return String(h.id); }));
+    d.addEventListener('toggle', function () { markSent(d); });
+    return d;
+  }
+
+  function markSent(d) {
+    listEl.querySelectorAll('.sc-was-sent').forEach(function (el) { el.classList.remove('sc-was-sent'); });
+    if (!d.open) return;
+    // One answer's record at a time.
+    listEl.querySelectorAll('details.sc-sent[open]').forEach(function (o) { if (o !== d) o.open = false; });
+    JSON.parse(d.dataset.ids).forEach(function (id) {
+      var el = byId.get(id);
+      if (el) el.classList.add('sc-was-sent');
+    });
+  }
+
   function messageElement(m) {
     var el = document.createElement('div');
     el.className = 'sc-msg sc-role-' + (/^[a-z]+$/.test(m.role) ? m.role : 'other');
@@ -34,18 +131,23 @@
       ts.textContent = m.timestamp;
       head.appendChild(ts);
     }
+    if (m.stopped) {
+      var st = document.createElement('span');
+      st.textContent = 'stopped';
+      head.appendChild(st);
+    }
     var body = document.createElement('div');
     body.className = 'sc-msg-body';
-    body.textContent = m.content;
     el.appendChild(head);
     el.appendChild(body);
-    (m.tool_calls || []).forEach(function (call) {  // an agent's tool calls
-      var line = document.createElement('div');
-      line.className = 'sc-msg-tool';
-      var fn = call.function || {};
-      line.textContent = '→ ' + fn.name + '(' + (fn.arguments || '') + ')';
-      el.appendChild(line);
-    });
+    if (m.role === 'tool') {
+      el.classList.add('sc-compact');
+      toolResult(m, body);
+      return el;
+    }
+    body.appendChild(window.scMarkdown(m.content));
+    (m.tool_calls || []).forEach(function (call) { el.appendChild(toolCallLine(call)); });
+    if (m.sent && m.sent.messages) el.appendChild(sentDetails(m));
     return el;
   }
 
@@ -98,10 +200,12 @@
     history.replaceState(null, '', url);
     // ?new=1: a chat not written yet opens empty (it is created by its first message);
     // without it, an unknown id is an error naming the closest chats.
+    var asked = performance.now();
     return window.scGet('/api/chats/' + encodeURIComponent(id) + '?new=1').then(function (data) {
       render(data.messages);
       showError(null);
-      window.dispatchEvent(new CustomEvent('smartcontext.chat_opened', {detail: data}));
+      // asked: when the file was asked for, so that topics pushed meanwhile win (panel.js).
+      window.dispatchEvent(new CustomEvent('smartcontext.chat_opened', {detail: Object.assign({asked: asked}, data)}));
       return data;
     });
   };
@@ -136,16 +240,25 @@
   };
   chat.showError = showError;
   chat.element = messageElement;
+  chat.toolCall = toolCallLine;
   chat.list = listEl;
 
-  composer.addEventListener('submit', function (e) {
-    e.preventDefault();
-    var text = input.value;
-    if (!text.trim() || !chat.id) return;
-    if (chat.sendOverride && chat.sendOverride(text)) { input.value = ''; return; }
+  // A line of an answer's record: the message it names, scrolled to and focused.
+  listEl.addEventListener('click', function (e) {
+    var btn = e.target.closest('.sc-sent-jump');
+    if (!btn) return;
+    var el = byId.get(btn.dataset.target);
+    if (!el) return;
+    el.tabIndex = -1;
+    el.scrollIntoView({block: 'center'});
+    el.focus();
+  });
+
+  // The transcript editor: the message is added with the chosen role, nobody answers.
+  function addToTranscript(text) {
     var role = document.getElementById('sc-role').value;
     sendBtn.disabled = true;
-    fetch('/api/chats/' + encodeURIComponent(chat.id) + '/messages', {
+    return fetch('/api/chats/' + encodeURIComponent(chat.id) + '/messages', {
       method: 'POST',
       headers: {'Content-Type': 'application/json'},
       body: JSON.stringify({role: role, content: text})
@@ -159,6 +272,20 @@
       })
       .catch(showError)
       .finally(function () { sendBtn.disabled = false; input.focus(); });
+  }
+
+  // Send: the model answers when one is configured (reply.js), else the transcript editor.
+  composer.addEventListener('submit', function (e) {
+    e.preventDefault();
+    var text = input.value;
+    if (!text.trim() || !chat.id || sendBtn.disabled) return;  // Enter while an answer is written
+    if (chat.sendOverride && chat.sendOverride(text)) { input.value = ''; return; }
+    addToTranscript(text);
+  });
+
+  document.getElementById('sc-add').addEventListener('click', function () {
+    var text = input.value;
+    if (text.trim() && chat.id) addToTranscript(text);
   });
 
   input.addEventListener('keydown', function (e) {

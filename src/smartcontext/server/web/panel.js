@@ -10,6 +10,7 @@
   var scTopics = [];
   var scActive = new Set();
   var scSimilarity = true;
+  var pushed = null;  // the last topics_updated: {chat_id, at, topics}
 
   var bubblesEl = document.getElementById('sc-bubbles');
   var statusEl = document.getElementById('sc-status');
@@ -119,6 +120,7 @@
     var d = e.detail || {};
     if (!d.topics || (d.chat_id && d.chat_id !== window.scChat.id)) return;
     scTopics = d.topics;
+    pushed = {chat_id: window.scChat.id, at: performance.now(), topics: d.topics};
     // Topics are regenerated: a selected label that is gone is dropped, here and on the server.
     var labels = new Set(scTopics.map(function (t) { return t.label; }));
     var kept = Array.from(scActive).filter(function (l) { return labels.has(l); });
@@ -165,7 +167,9 @@
     return window.scGet('/api/state').then(function (state) {
       scSimilarity = !!state.embedding_search;
       toggleEl.checked = scSimilarity;
-      scTopics = chatData.topics || [];
+      // Topics pushed after the chat file was asked for are newer than the file's.
+      var newer = pushed && pushed.chat_id === window.scChat.id && pushed.at > (chatData.asked || 0);
+      scTopics = newer ? pushed.topics : (chatData.topics || []);
       var mine = state.current_chat_id === window.scChat.id;
       scActive = new Set(mine && scSimilarity ? state.active_topics : []);
       scRender();
