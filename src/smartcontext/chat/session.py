@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..errors import ChatNotFound, InvalidArgument, LLMError, did_you_mean
 from ..safeio import is_regular
@@ -577,7 +577,7 @@ class Chat:
 
         rows = list(map(known.get, map(attrgetter("id"), messages)))
         if None not in rows:  # a chat the index holds (at C speed: 50,000 messages)
-            return list(map(itemgetter(1), rows))
+            return list(map(itemgetter(1), cast("list[tuple[int, int]]", rows)))
         out: list[int] = []
         todo: dict[int, str] = {}
         for i, m in enumerate(messages):

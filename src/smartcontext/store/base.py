@@ -285,10 +285,13 @@ class VectorIndex(Protocol):
     """Item vectors and the embedding cache: an item's vector is the cached embedding
     (by model and text hash) of its content hash, so it is stored once."""
 
-    searches_vectors: bool
-    """True when the backend answers :meth:`nearest` from its own vector index (pgvector
-    HNSW), so retrieval asks it rather than holding every vector in memory; False when
-    retrieval's exact in-memory search is the faster path (SQLite)."""
+    @property
+    def searches_vectors(self) -> bool:
+        """True when the backend answers :meth:`nearest` from its own vector index (pgvector
+        HNSW), so retrieval asks it rather than holding every vector in memory; False when
+        retrieval's exact in-memory search is the faster path (SQLite). Read-only: a
+        backend may decide it from what it holds."""
+        ...
 
     def vector_generation(self) -> int:
         """Bumped by every write of vectors (``cache_vectors``, ``put_vectors``), so a
