@@ -66,3 +66,33 @@ def test_a_plain_word_naming_an_item_is_weaker_than_an_identifier():
     assert found["session"].kind == "known"
     assert found["session"].confidence == entities.PLAIN_NAME_IN_SHORT_TEXT
     assert found["session"].confidence < found["open_session"].confidence
+
+
+def test_a_plain_word_is_a_members_name_only_when_another_name_is_its_class(tmp_path):
+    from smartcontext import Workspace
+    from smartcontext.retrieval.catalogue import Catalogue
+    from smartcontext.retrieval.scoring import entity_scores
+
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "auth.py").write_text(
+        "class AuthService:\n    def login(self, user):\n        return user\n\n\n"
+        "class Login:\n    def login(self):\n        return self\n\n\n"
+        "def login(user):\n    return user\n", encoding="utf-8")
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = Catalogue(ws.store)
+        by_name = {cat.entries[r].qualname: r for r in cat.entries}
+
+        def scores(question):
+            ents = EntityExtractor(is_known=cat.is_known).extract(question)
+            got = entity_scores(cat, ents)
+            return {q: got.get(r, 0.0) for q, r in by_name.items()}
+
+        named = scores("How does AuthService handle login?")
+        # The class the question names vouches for its member: the other two are only
+        # named by the plain word.
+        assert named["AuthService.login"] > named["login"] > 0
+        assert named["AuthService.login"] > named["Login.login"]
+        # A class named like the word itself vouches for nothing.
+        alone = scores("how does login work?")
+        assert alone["Login.login"] == alone["login"] == alone["AuthService.login"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import replace
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..model import ItemKind, kind_traits
