@@ -68,7 +68,7 @@ def test_a_plain_word_naming_an_item_is_weaker_than_an_identifier():
     assert found["session"].confidence < found["open_session"].confidence
 
 
-def test_a_plain_word_is_a_members_name_only_when_another_name_is_its_class(tmp_path):
+def test_a_plain_word_is_a_members_name_when_the_question_names_its_class(tmp_path):
     from smartcontext import Workspace
     from smartcontext.retrieval.catalogue import Catalogue
     from smartcontext.retrieval.scoring import entity_scores
@@ -89,10 +89,11 @@ def test_a_plain_word_is_a_members_name_only_when_another_name_is_its_class(tmp_
             return {q: got.get(r, 0.0) for q, r in by_name.items()}
 
         named = scores("How does AuthService handle login?")
-        # The class the question names vouches for its member: the other two are only
+        # The class the question names vouches for its member; the free function is only
         # named by the plain word.
         assert named["AuthService.login"] > named["login"] > 0
-        assert named["AuthService.login"] > named["Login.login"]
-        # A class named like the word itself vouches for nothing.
+        # Without the class named, its member is named like the free function. (A class
+        # named like the word itself counts as named too: leaving it out cost a dev2
+        # instance its place in the top ten, rank 10 -> 11.)
         alone = scores("how does login work?")
-        assert alone["Login.login"] == alone["login"] == alone["AuthService.login"]
+        assert alone["login"] == alone["AuthService.login"] < alone["Login.login"]

@@ -142,11 +142,9 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
         if not matches:
             continue
         ambiguity = 1.0 / (1.0 + math.log(len(matches)))
-        # The other names: a class named like the word itself does not vouch for it.
-        others = named - {last} if ent.kind == "known" else set()
         for r, m in matches.items():
             confidence = ent.confidence
-            if others and MEMBER_OF_NAMED and _owner_named(cat.entries[r], others):
+            if ent.kind == "known" and MEMBER_OF_NAMED and _owner_named(cat.entries[r], named):
                 confidence = max(confidence, MEMBER_OF_NAMED)
             hit(r, confidence * m * ambiguity)
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
