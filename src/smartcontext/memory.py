@@ -1,4 +1,5 @@
-"""Giving memory back to the system once a long-running process has gone idle.
+"""Memory and the collector: giving memory back to the system once a long-running
+process has gone idle, and pausing the cyclic collector while many objects are made.
 
 CPython frees objects into its own pools and the C allocator's arenas (glibc keeps one
 per thread that allocated, and a server's worker threads all do); both keep freed
@@ -8,10 +9,10 @@ the caches are dropped, a collection and ``malloc_trim`` hand the free pages bac
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
 
@@ -20,6 +21,9 @@ def _malloc_trim():
     """glibc's ``malloc_trim``, or None (another C library, another system)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # only for a server gone idle: not on a one-question process's path
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         trim = libc.malloc_trim
@@ -38,3 +42,17 @@ def return_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Around making hundreds of thousands of objects of which none is garbage (a large
+    index's catalogue, a long chat's messages and maps): the cyclic collector would walk
+    them again and again while they are made (a third to a half of that time)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

@@ -15,15 +15,14 @@ parsing, silently.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import marshal
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
+from ..memory import collector_paused
 from ..safeio import read_regular
 from ..sources.chat import ChatData, Message
 
@@ -33,20 +32,6 @@ CACHE_FROM_BYTES = 1 << 20
 # workspace and does not import it).
 INDEX_DIR = ".smartcontext"
 _FORMAT = 1
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Around making a long chat's objects (50,000 messages, their maps): none of them is
-    garbage, and the cyclic collector walking them again and again while they are made
-    took a third to a half of the time of reading a chat and its rows."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def digest(data: bytes) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFileError, InvalidArgument
+from ..memory import collector_paused
 from ..safeio import read_regular
 from . import filecache
 # The file format lives with the chat source, below this layer: the indexer reads chat
@@ -204,7 +205,7 @@ class ChatFile:
             data = cached
         else:
             try:
-                with filecache.collector_paused():
+                with collector_paused():
                     raw = json.loads(text)
                     data = parse_chat(raw, str(self.path))
             except json.JSONDecodeError as exc:

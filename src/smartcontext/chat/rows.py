@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
-from .filecache import collector_paused
+from ..memory import collector_paused
 
 
 class ChatRows:

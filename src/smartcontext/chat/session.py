@@ -27,7 +27,7 @@ from ..safeio import is_regular
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
-from .filecache import collector_paused
+from ..memory import collector_paused
 from .filter import HistoryResult, members_end, threshold_filter, topic_filter, topic_members
 from ..sources.chat import INDEX_ENCODING
 from .rows import ChatRows

@@ -9,15 +9,14 @@ vault; a reader still holding the old catalogue is never disturbed.
 from __future__ import annotations
 
 import copy
-import gc
 import os
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..memory import collector_paused
 from ..model import kind_traits
 from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import CatalogueRow, Store
@@ -61,7 +60,7 @@ class Catalogue:
         self.children: dict[str, list[int]] = defaultdict(list)
         self.test_paths: set[str] = set()
         self._code_rows = 0
-        with _collector_paused():
+        with collector_paused():
             self._read_all(store)
         self.paths = sorted(self.by_path)
         self._link_resolver: LinkResolver | None = None
@@ -122,7 +121,7 @@ class Catalogue:
             "test_paths": sorted(self.test_paths), "paths": self.paths,
             "module_of_path": dict(self.module_of_path), "by_stem": dict(self.by_stem),
         }
-        with _collector_paused():
+        with collector_paused():
             catalogue_file.write(path, head, {name: getattr(self, name) for name in catalogue_file.LAZY_MAPS})
 
     @classmethod
@@ -148,7 +147,7 @@ class Catalogue:
         def read_whole() -> None:
             # A damaged bucket: every map is taken from the index instead, and a good
             # file written in place of the damaged one.
-            with _collector_paused():
+            with collector_paused():
                 full = Catalogue(store)
             for name in catalogue_file.LAZY_MAPS:
                 getattr(cat, name).adopt(getattr(full, name))
@@ -168,7 +167,7 @@ class Catalogue:
     def _materialize(self) -> None:
         """Decode every saved map whole, as plain dicts (the server's case)."""
         maps = [getattr(self, name) for name in catalogue_file.LAZY_MAPS]
-        with _collector_paused():
+        with collector_paused():
             for value in maps:  # all first: damage found on the way refills them all
                 value.load_all()
             for name, value in zip(catalogue_file.LAZY_MAPS, maps):
@@ -395,20 +394,6 @@ class Catalogue:
             same = [r for r in cands if self.entries[r].path == from_path]
             return same[:limit]
         return cands[:limit]
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Hundreds of thousands of new objects, none of them garbage: the cyclic collector
-    would walk them again and again while they are made (half the time of opening a
-    large index's saved catalogue, a sixth of building one)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _stem(path: str) -> str:
