@@ -17,7 +17,11 @@ from smartcontext import Workspace
 from smartcontext.retrieval import scoring
 from smartcontext.retrieval.entities import EntityExtractor, ExtractedEntity
 from smartcontext.retrieval.keyword import KeywordSearcher, message_phrases
-from smartcontext.retrieval.reports import without_template_comments, without_version_lines
+from smartcontext.retrieval.reports import (
+    without_environment_blocks,
+    without_template_comments,
+    without_version_lines,
+)
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -357,6 +361,63 @@ def test_template_comments_are_not_read_but_a_question_all_comment_is_kept():
     assert without_template_comments("Broken writer <!-- System details: numpy") .strip() == "Broken writer"
     assert without_template_comments("<!-- why is this comment shown? -->") == "<!-- why is this comment shown? -->"
     assert without_template_comments("no comment at all") == "no comment at all"
+
+
+_ENV_REPORT = textwrap.dedent("""\
+    concat changes the order of dimensions
+
+    ```python
+    ds2 = concat([ds, ds], dim="c")
+    ```
+
+    #### Output of ``show_versions()``
+
+    <details><summary>versions</summary>
+    INSTALLED VERSIONS
+    ------------------
+    python: 3.7.1 | packaged by conda-forge | (default, Nov 13 2018)
+    python-bits: 64
+    byteorder: little
+    numpy: 1.15.4
+    scipy: 1.1.0
+    pandas: 0.23.4
+    netCDF4: 1.4.2
+    dask: 1.0.0
+    setuptools: 40.6.2
+    pip: 18.1
+    </details>
+    """)
+
+
+def test_an_environment_block_and_its_heading_are_not_read():
+    kept = without_environment_blocks(_ENV_REPORT)
+    assert "concat([ds, ds]" in kept and "concat changes the order" in kept
+    assert "show_versions" not in kept and "byteorder" not in kept and "INSTALLED" not in kept
+    # A session whose outputs are floats is the report itself, not a listing.
+    session = "```\nIn [5]: np.pi/2\nOut[5]: 1.5707963267948966\nIn [6]: f(np.pi/2)\nOut[6]: 1.5707964\n```"
+    assert without_environment_blocks(session) == session
+    # A fence with one version among code is kept.
+    code = "```\nimport numpy\nprint(numpy.__version__)\nnumpy 1.24.1\nx = 1\n```"
+    assert without_environment_blocks(code) == code
+
+
+def test_the_function_that_prints_the_environment_does_not_rank_first(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/util/print_versions.py": '''
+            def show_versions():
+                """Print INSTALLED VERSIONS: python-bits, byteorder and each dependency."""
+                print("INSTALLED VERSIONS")
+                print("python-bits: 64", "byteorder: little")
+            ''',
+        "pkg/concat.py": '''
+            def concat(objs, dim):
+                """Join objects along dim, keeping the order of the other dimensions."""
+                return sorted(objs, key=lambda o: o[dim])
+            ''',
+    })
+    files, _ = _files(tmp_path, _ENV_REPORT)
+    assert files[0] == "pkg/concat.py"
 
 
 def test_an_issue_template_does_not_pull_in_the_template_file(tmp_path):

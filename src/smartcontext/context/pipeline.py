@@ -101,8 +101,10 @@ class SmartContextExtractor:
         t = time.perf_counter()
         # Names and keywords come from what the question says, not the package versions
         # it pastes; the question itself is kept whole for the result.
-        asked = reports.without_version_lines(
-            reports.without_template_comments(question) if reports.STRIP_COMMENTS else question)
+        asked = reports.without_template_comments(question) if reports.STRIP_COMMENTS else question
+        if reports.DROP_ENV_BLOCKS:
+            asked = reports.without_environment_blocks(asked)
+        asked = reports.without_version_lines(asked)
         entities = EntityExtractor(is_known=cat.is_known).extract(asked)
         placed = scoring.placed_frames(cat, entities)
         ent = scoring.entity_scores(cat, entities, placed)
