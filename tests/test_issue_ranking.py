@@ -504,3 +504,67 @@ def test_the_callee_an_exception_message_names_is_placed_one_frame_deeper(tmp_pa
         assert "pkg/fancy.py" in ws.context(question, max_tokens=8000, exclude_tests=True).files[:2]
     # Without a traceback, a call in prose is only a name.
     assert not [e for e in EntityExtractor().extract("Fancy.__init__() looks wrong") if e.kind == "callee"]
+
+
+_TITLED_REPORT = textwrap.dedent("""\
+    `autodoc_typehints = "description"` puts a return type on classes
+    Building the html documentation with the html theme shows a return type on the html page
+    of each class. I build the html documentation with the static path of the project and
+    the html theme it sets; the html build writes the pages under the build path as always.
+    Nothing else in the html build looks wrong, only the return type of classes.
+    """)
+
+
+def _titled_tree(root: Path) -> None:
+    # Other writers of html pages make the build words common, as in a real project.
+    _write(root, {f"pkg/writer{i}.py": f'''
+        def write_html_{i}(page, build_path):
+            """Write the html page of the documentation under the build path."""
+            return save(page, build_path)
+        ''' for i in range(6)})
+    _write(root, {
+        "pkg/__init__.py": "",
+        "pkg/typehints.py": '''
+            def merge_typehints(app, domain, objtype, contentnode):
+                """Record type hints in the description when the option asks for it."""
+                if app.config.autodoc_typehints not in ("both", "description"):
+                    return
+                contentnode.append(field_list_for(objtype))
+            ''',
+        "pkg/builder.py": '''
+            def build_html(project, theme, static_path, build_path):
+                """Build the html documentation of the project: the html theme renders each
+                html page, the static path is copied, and the html build writes the pages
+                under the build path. Building the html documentation again rebuilds every
+                html page of the build."""
+                return write_pages(render(project, theme), static_path, build_path)
+            ''',
+    })
+
+
+def test_a_report_title_outweighs_the_words_its_body_repeats(tmp_path, monkeypatch):
+    from smartcontext.retrieval import keyword
+
+    _titled_tree(tmp_path)
+
+    def builder_share() -> float:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            res = ws.context(_TITLED_REPORT, max_tokens=8000)
+        score = {s.item.path: s.score for s in res.items}
+        assert res.files[0] == "pkg/typehints.py"
+        return score["pkg/builder.py"] / score["pkg/typehints.py"]
+
+    # The body's build words alone keep the builder level with the file the title names;
+    # the title's weight puts it well behind.
+    with_title = builder_share()
+    monkeypatch.setattr(keyword, "TITLE_WEIGHT", 0)
+    assert builder_share() > 0.9 > 0.7 > with_title
+
+
+def test_a_report_title_is_the_first_line_of_a_long_text_only():
+    from smartcontext.retrieval.keyword import report_title
+
+    assert report_title(_TITLED_REPORT).startswith("`autodoc_typehints")
+    assert report_title("How does the html build copy static files?") == ""
+    assert report_title("Short title\nshort body") == ""

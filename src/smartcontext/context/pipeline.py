@@ -111,7 +111,7 @@ class SmartContextExtractor:
         timings["entities"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        match, _terms = self.keyword.build_match(asked)
+        match, _terms = self.keyword.build_match(asked, report=True)
         kw_hits, file_hits = self.store.keyword_search_with_files(match, CANDIDATES_PER_SIGNAL, cat.is_file_row)
         kw = scoring.keyword_scores(kw_hits)
         timings["keyword"] = time.perf_counter() - t
