@@ -70,7 +70,9 @@ def ask(ws, scoring, question: str, opts: dict[str, str], default_tokens: int):
     saved = {k: getattr(_home(scoring, k), k.rpartition(".")[2]) for k in constants}
     try:
         for k, v in constants.items():
-            setattr(_home(scoring, k), k.rpartition(".")[2], float(v))
+            # An int constant (a count, a slice bound) stays an int; a switch stays a bool.
+            kind = type(saved[k]) if isinstance(saved[k], (bool, int)) else float
+            setattr(_home(scoring, k), k.rpartition(".")[2], kind(float(v)))
         res = ws.context(question, max_tokens=int(opts.get("tokens", default_tokens)),
                          exclude_tests=opts.get("exclude", "0") == "1", format="markdown")
     finally:

@@ -568,3 +568,83 @@ def test_a_report_title_is_the_first_line_of_a_long_text_only():
     assert report_title(_TITLED_REPORT).startswith("`autodoc_typehints")
     assert report_title("How does the html build copy static files?") == ""
     assert report_title("Short title\nshort body") == ""
+
+
+def _wrapper_tree(root: Path) -> None:
+    # Files of several functions each, as in a real package: a question ranks their items.
+    others = {
+        "pkg/api.py": "".join(f'''
+            def {verb}(url, **kwargs):
+                """Send a {verb.upper()} request and return its response.
+
+                :param url: the URL of the request.
+                :param kwargs: the optional arguments of the request.
+                """
+                return request("{verb}", url, **kwargs)
+            ''' for verb in ("get", "put", "patch", "delete", "head", "options")),
+        "pkg/sessions.py": "".join(f'''
+            def merge_{name}(session_value, request_value):
+                """Merge the {name} of the session with those of one request."""
+                merged = dict(session_value or {{}})
+                merged.update(request_value or {{}})
+                return {{k: v for k, v in merged.items() if v is not None}}
+            ''' for name in ("headers", "params", "hooks", "cookies")),
+    }
+    _write(root, {
+        "pkg/__init__.py": "",
+        "pkg/api.py": others["pkg/api.py"] + '''
+            def post(url, data=None, json=None, **kwargs):
+                """Send a POST request.
+
+                The body is the form data or the json object; when the request is
+                redirected the session follows the redirect and decides what happens to the
+                body and to the content headers of the request that is sent again.
+
+                :param url: the URL of the request.
+                :param data: form data for the body of the request.
+                :param json: a json object for the body of the request.
+                :return: the response of the redirected request.
+                """
+                return request("post", url, data=data, json=json, **kwargs)
+            ''',
+        "pkg/sessions.py": others["pkg/sessions.py"] + '''
+            def rebuild_method(prepared, response):
+                """The method of a redirected request: a POST redirected by 303 is sent
+                again as a GET, without its body."""
+                method = prepared.method
+                if response.status_code == 303 and method != "HEAD":
+                    method = "GET"
+                if response.status_code == 302 and method != "HEAD":
+                    method = "GET"
+                if method == "GET":
+                    prepared.body = None
+                    for header in ("Content-Length", "Content-Type", "Transfer-Encoding"):
+                        prepared.headers.pop(header, None)
+                prepared.method = method
+                return prepared
+            ''',
+    })
+
+
+def test_a_function_that_is_mostly_its_docstring_is_demoted_unless_named(tmp_path):
+    from smartcontext.retrieval import scoring
+    from smartcontext.retrieval.scoring import ScoredItem
+
+    _wrapper_tree(tmp_path)
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        res = ws.context("When a POST request gets redirected, what happens to the body?", max_tokens=8000)
+        assert res.stats["docstring_demoted"] >= 1  # the pipeline applies the rule
+        cat = ws.catalogue
+        cat = cat() if callable(cat) else cat
+        rows = {cat.entries[r].name: r for r in cat.entries if cat.entries[r].name in ("post", "rebuild_method")}
+        scored = {r: ScoredItem(r, cat.entries[r].id, score=1.0) for r in rows.values()}
+        wordy = scoring.doc_heavy_candidates(scored, cat)
+        assert sorted(wordy) == sorted(rows.values())
+        docs = {r: (len(si.item.docstring), len(si.item.text)) for r, si in ws.store.items_by_rowids(wordy).items()}
+    assert scoring.demote_doc_heavy(scored, docs) == 1
+    assert scored[rows["rebuild_method"]].score == 1.0  # code with a short docstring keeps its score
+    assert 0.5 <= scored[rows["post"]].score < 0.9
+    # A function the question names as an identifier is not a candidate for it.
+    named = {r: ScoredItem(r, cat.entries[r].id, score=1.0, entity_score=1.0) for r in rows.values()}
+    assert scoring.doc_heavy_candidates(named, cat) == []

@@ -18,7 +18,7 @@ from ..retrieval.scoring import ScoredItem
 from ..retrieval.keyword import KeywordSearcher
 from ..retrieval.noise import semantic_evidence
 from ..retrieval import reports
-from ..store.base import Store
+from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
 from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
 from .explain import spend_of
@@ -167,6 +167,13 @@ class SmartContextExtractor:
         demoted = (cat.test_paths - {cat.entries[r].path for r in named if r in cat.entries}
                    if scoring.TEST_PRIOR < 1.0 else set())
         file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames, demoted)
+        wordy = scoring.doc_heavy_candidates(scored, cat)
+        docs_demoted = 0
+        read: dict[int, StoredItem] = {}  # items read already: the budget stage reuses them
+        if wordy:
+            read = self.store.items_by_rowids(wordy)
+            docs_demoted = scoring.demote_doc_heavy(
+                scored, {r: (len(si.item.docstring), len(si.item.text)) for r, si in read.items()})
         scoring.add_file_prior(scored, cat, file_rank)
         seeds = [s.rowid for s in sorted(scored.values(), key=lambda s: -s.score)[:GRAPH_SEEDS]]
         neighbours = graph.expand(self.store, cat, seeds, depth=cfg.expand_depth)
@@ -195,7 +202,7 @@ class SmartContextExtractor:
             timings["explain"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out)
+        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out, read)
         timings["budget_export"] = time.perf_counter() - t
         if "explain" in result.stats:  # measured inside the budget stage: moved to its own line
             spent = result.stats.pop("explain")
@@ -219,6 +226,7 @@ class SmartContextExtractor:
                 },
                 "signals": signals_used,
                 "tests_demoted": tests_demoted,
+                "docstring_demoted": docs_demoted,
                 "selected": len(result.items),
                 "tokens_used": result.token_count,
                 "max_tokens": cfg.max_tokens,
@@ -345,12 +353,16 @@ class SmartContextExtractor:
         files: list[str],
         entities,
         filtered_out: list[tuple[int, float, str]],
+        read: dict[int, StoredItem] | None = None,
     ) -> ContextResult:
-        """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render."""
+        """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render;
+        ``read``: items read already, by row."""
         cfg = self.config
         pool = ranked[:POOL]
         pinned = self._pin_top_file(pool, cat, files)
-        stored = self.store.items_by_rowids([s.rowid for s in pool])
+        read = read or {}
+        stored = {s.rowid: read[s.rowid] for s in pool if s.rowid in read}
+        stored.update(self.store.items_by_rowids([s.rowid for s in pool if s.rowid not in read]))
         parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
         heads = self._file_heads(files, cat, pinned)
