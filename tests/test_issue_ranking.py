@@ -648,3 +648,18 @@ def test_a_function_that_is_mostly_its_docstring_is_demoted_unless_named(tmp_pat
     # A function the question names as an identifier is not a candidate for it.
     named = {r: ScoredItem(r, cat.entries[r].id, score=1.0, entity_score=1.0) for r in rows.values()}
     assert scoring.doc_heavy_candidates(named, cat) == []
+
+
+def test_verbose_says_how_many_functions_were_demoted_for_their_docstring(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    _wrapper_tree(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smartcontext", "context", "When a POST request gets redirected, what happens to the body?",
+         str(tmp_path), "--verbose"],
+        capture_output=True, text=True, timeout=180, env={**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "docstring demoted" in proc.stderr and "function that is mostly docstring" in proc.stderr

@@ -122,7 +122,8 @@ def _print_stats(result) -> None:
         # Short: the table cuts a long cell at the terminal's width.
         t.add_row("tests demoted", f"{s['tests_demoted']} below the source (--exclude-tests drops them)")
     if s.get("docstring_demoted"):
-        t.add_row("docstring demoted", f"{s['docstring_demoted']} functions that are mostly docstring")
+        n = s["docstring_demoted"]
+        t.add_row("docstring demoted", f"{n} function{'s that are' if n != 1 else ' that is'} mostly docstring")
     if s.get("note"):
         t.add_row("note", s["note"])
     t.add_row("selected", str(s.get("selected")))
