@@ -663,3 +663,28 @@ def test_verbose_says_how_many_functions_were_demoted_for_their_docstring(tmp_pa
     )
     assert proc.returncode == 0, proc.stderr
     assert "docstring demoted" in proc.stderr and "function that is mostly docstring" in proc.stderr
+
+
+def test_the_project_package_named_as_a_plain_word_is_not_read_as_a_name(tmp_path, monkeypatch):
+    from smartcontext.retrieval import scoring
+
+    _write(tmp_path, {
+        "src/shop/__init__.py": '''
+            """shop: carts, prices and checkout."""
+            from .cart import Cart
+            ''',
+        "src/shop/cart.py": '''
+            class Cart:
+                def total(self, items):
+                    """The sum of the prices of the items in the cart."""
+                    return sum(item.price for item in items)
+            ''',
+    })
+    question = "How does shop work out the sum of the prices in a cart?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        res = ws.context(question, max_tokens=2000)
+        assert "shop" not in {e.text for e in res.entities}
+        assert res.files[0] == "src/shop/cart.py"
+        monkeypatch.setattr(scoring, "PROJECT_NAME_IS_NO_NAME", False)
+        assert "shop" in {e.text for e in ws.context(question, max_tokens=2000).entities}

@@ -105,7 +105,7 @@ class SmartContextExtractor:
         if reports.DROP_ENV_BLOCKS:
             asked = reports.without_environment_blocks(asked)
         asked = reports.without_version_lines(asked)
-        entities = EntityExtractor(is_known=cat.is_known).extract(asked)
+        entities = scoring.without_project_names(cat, EntityExtractor(is_known=cat.is_known).extract(asked))
         placed = scoring.placed_frames(cat, entities)
         ent = scoring.entity_scores(cat, entities, placed)
         timings["entities"] = time.perf_counter() - t

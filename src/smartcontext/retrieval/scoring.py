@@ -354,6 +354,28 @@ def demote_tests(scored: dict[int, ScoredItem], cat: Catalogue, named: set[int])
     return demoted
 
 
+# The project's own package named as a plain word ("How does pytest discover test files?" in
+# pytest, "flask" in Flask) is the subject of any question about it, not a pointer to its
+# __init__ module: it is not read as a name (it still counts as a keyword). A switch for
+# bench/ablate.py's "before" variant; measured in docs/benchmarks.md.
+PROJECT_NAME_IS_NO_NAME = True
+_PACKAGE_ROOTS = ("", "src/", "lib/")
+
+
+def is_project_package(cat: Catalogue, word: str) -> bool:
+    """Whether ``word`` names a top-level package of the tree (``pytest/__init__.py``, or
+    under ``src/`` or ``lib/``)."""
+    low = word.lower()
+    return any(f"{root}{low}/__init__.py" in cat.module_of_path for root in _PACKAGE_ROOTS)
+
+
+def without_project_names(cat: Catalogue, entities: list[ExtractedEntity]) -> list[ExtractedEntity]:
+    """``entities`` less the plain words that name the project's own package."""
+    if not PROJECT_NAME_IS_NO_NAME:
+        return entities
+    return [e for e in entities if not (e.kind == "known" and is_project_package(cat, e.text))]
+
+
 # A function that is mostly its docstring (a documented wrapper such as ``requests.post``, a
 # decorator that only registers its argument) repeats the words of a plain-English question
 # about the behaviour it hands on, while the code doing it lives elsewhere: past DOC_HEAVY_FROM
