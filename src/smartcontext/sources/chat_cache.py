@@ -8,6 +8,10 @@ SHA-1 of the bytes it was parsed from. A reader still reads and hashes the whole
 (tens of milliseconds): a cached parse is used only for the very bytes on disk now, so an
 edited, appended or replaced file (even one of the same size and time) is parsed again.
 
+The indexer writes it when it indexes such a chat (``ChatSource.keep_aside``), so the
+first history after indexing reads it rather than parsing the file again; a chat read
+that finds no current copy writes one.
+
 The cache is an optimisation only: a folder without an index (no ``.smartcontext``), a
 read-only one, a link where a folder should be, or a damaged cache file all fall back to
 parsing, silently.
@@ -24,12 +28,12 @@ from pathlib import Path
 
 from ..memory import collector_paused
 from ..safeio import read_regular
-from ..sources.chat import ChatData, Message
+from .chat import ChatData, Message
 
 # Below this a chat parses in a few milliseconds: not worth a second file.
 CACHE_FROM_BYTES = 1 << 20
-# The workspace's index folder (``workspace.INDEX_DIR``; the chat layer sits below the
-# workspace and does not import it).
+# The workspace's index folder (``workspace.INDEX_DIR``; sources sit below the workspace
+# and do not import it).
 INDEX_DIR = ".smartcontext"
 _FORMAT = 1
 
