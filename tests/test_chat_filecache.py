@@ -146,3 +146,43 @@ def test_a_chat_the_indexer_decoded_with_replacements_is_not_kept(chat_folder):
     _forget_process_caches()
     with pytest.raises(files.ChatFileError):
         ChatFile(chat_folder / ".memory", "long").load()
+
+
+# Stops in the middle of ``save``: the temporary file written, the rename never done.
+KILLED_WRITER = """
+import os, sys, time
+from pathlib import Path
+from smartcontext.sources import chat_cache
+from smartcontext.chat.files import ChatFile
+chat_cache.CACHE_FROM_BYTES = 1
+os.replace = lambda *args: time.sleep(600)
+ChatFile(Path(sys.argv[1]) / ".memory", "long").load()
+"""
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_save(chat_folder):
+    import signal
+    import time
+
+    chats = chat_folder / ".smartcontext" / "chats"
+    writers = []
+    try:
+        for _ in range(2):
+            proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(chat_folder)], env=dict(os.environ))
+            writers.append(proc)
+            deadline = time.monotonic() + 60
+            while not list(chats.glob(f"long.json.parsed.{proc.pid}~*.tmp")):
+                assert proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
+                time.sleep(0.05)
+        killed, busy = writers
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        ChatFile(chat_folder / ".memory", "long").load()  # no current copy: parses, saves, sweeps
+        left = sorted(p.name for p in chats.glob("*.tmp"))
+        # The killed writer's file is gone; the one still being written is left alone.
+        assert len(left) == 1 and left[0].startswith(f"long.json.parsed.{busy.pid}~"), left
+        assert _cache(chat_folder).is_file()
+    finally:
+        for proc in writers:
+            proc.kill()
+            proc.wait()
