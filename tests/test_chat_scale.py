@@ -3,7 +3,8 @@ its JSON file, so adding a message writes (and re-indexes) one small segment wha
 the chat's length; reading puts the pieces back in order; a rewrite folds them in; a
 line torn by a crash is ignored. The automatic history ranks the chat's messages through the
 workspace index's keyword search, scoped to the chat.
-Small chats built in temp folders, with the thresholds lowered."""
+Small chats built in temp folders, with the thresholds lowered; each test on SQLite and on
+PostgreSQL (``conftest.store_env``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from smartcontext.chat import files
 from smartcontext.chat.files import ChatFile, Message
 from smartcontext.tools import ToolRegistry
 from smartcontext.workspace import Workspace
+
+pytestmark = pytest.mark.usefixtures("store_env")
 
 
 @pytest.fixture
