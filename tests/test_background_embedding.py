@@ -10,6 +10,7 @@ embedder is busy" is a fact of the test, not a matter of timing.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import subprocess
 import sys
@@ -251,3 +252,39 @@ def test_the_embedding_thread_runs_at_low_priority_and_never_keeps_the_process_a
         assert con.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0] == 2 * BATCH
     finally:
         con.close()
+
+
+def test_a_process_that_is_done_does_not_wait_for_the_static_model_to_be_built(tmp_path):
+    """On a machine where the default static model is not built yet, a tool process's
+    background embedder starts building it (30 CPU seconds, minutes at its low priority
+    on a busy machine). A process that is done exits within a model call or two, and
+    leaves nothing half-written: the next process builds the model."""
+    vault = make_vault(tmp_path / "vault")
+    cache = tmp_path / "model-cache"
+    script = textwrap.dedent("""
+        import sys, time
+        from smartcontext.tools import ToolRegistry
+
+        reg = ToolRegistry.open(sys.argv[1], refresh_interval=-1)
+        assert reg.call("search", {"query": "lighthouse"})["success"]
+        job = reg.context.workspace.background
+        deadline = time.monotonic() + 60
+        while job.state().model is None:  # the embedder made: the build is next
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1.0)
+        print(job.state().state, flush=True)
+    """)
+    env = {**os.environ, "SMARTCONTEXT_CACHE_DIR": str(cache), "SMARTCONTEXT_EMBEDDING_MODEL": "local:static"}
+    proc = subprocess.Popen([sys.executable, "-c", script, str(vault)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "running"
+        done = time.monotonic()
+        proc.wait(90)
+        waited = time.monotonic() - done
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, proc.stderr.read()
+    assert waited < 15, f"the process waited {waited:.0f} s for the model build after it was done"
+    assert not [p for p in cache.rglob("*") if p.is_file()]  # no model, no temporary file

@@ -1,4 +1,4 @@
-"""A long chat's parse kept beside the index (``chat.filecache``): a new process reads it
+"""A long chat's parse kept beside the index (``sources.chat_cache``): a new process reads it
 instead of parsing the file, and only while the file holds the very bytes it was parsed
 from: an edit (even one of the same size and time), an append or a damaged cache file
 gets the file parsed again. Real chat files in temp folders; the size threshold lowered."""
@@ -12,8 +12,9 @@ import sys
 
 import pytest
 
-from smartcontext.chat import filecache, files
+from smartcontext.chat import files
 from smartcontext.chat.files import ChatFile
+from smartcontext.sources import chat_cache as filecache
 from smartcontext.workspace import Workspace
 
 
@@ -107,7 +108,7 @@ def test_history_in_a_new_process_after_an_edit_sees_the_edit(chat_folder):
     file edited and re-indexed, then the history again."""
     ws = Workspace.open(chat_folder)
     ws.index(embeddings=False)
-    code = ("import sys, json; from smartcontext.chat import filecache; filecache.CACHE_FROM_BYTES = 1\n"
+    code = ("import sys, json; from smartcontext.sources import chat_cache as filecache; filecache.CACHE_FROM_BYTES = 1\n"
             "from smartcontext.workspace import Workspace\n"
             "ws = Workspace.open(sys.argv[1]); ws.update_files(['.memory/long.json'])\n"
             "r = ws.chat('long').history('bridges', mode='auto', max_tokens=40)\n"
@@ -120,3 +121,68 @@ def test_history_in_a_new_process_after_an_edit_sees_the_edit(chat_folder):
     path = chat_folder / ".memory" / "long.json"
     path.write_bytes(path.read_bytes().replace(b"message 5 about ferries", b"message 5 about bridges"))
     assert "message 5 about bridges" in run()
+
+
+def test_indexing_a_long_chat_keeps_its_parse_for_the_first_history(chat_folder):
+    """The indexer parsed the chat already: it leaves that parse beside the index, so the
+    first history right after indexing reads it instead of parsing the file again."""
+    assert not _cache(chat_folder).exists()
+    Workspace.open(chat_folder).index(embeddings=False)
+    raw = (chat_folder / ".memory" / "long.json").read_bytes()
+    kept = filecache.load(chat_folder / ".memory" / "long.json", filecache.digest(raw))
+    assert kept is not None
+    _forget_process_caches()
+    assert kept.to_dict() == ChatFile(chat_folder / ".memory", "long").load().to_dict()
+    assert kept.messages[3].extra == {"lang": "en"} and kept.topics == [{"label": "Ferries", "count": 20}]
+
+
+def test_a_chat_the_indexer_decoded_with_replacements_is_not_kept(chat_folder):
+    """The index reads a bad byte as U+FFFD; the chat layer refuses such a file. The
+    indexer's parse must not stand in for the file then."""
+    path = chat_folder / ".memory" / "long.json"
+    path.write_bytes(path.read_bytes().replace(b"message 7 about", b"message 7 \xff about"))
+    Workspace.open(chat_folder).index(embeddings=False)
+    assert not _cache(chat_folder).exists()
+    _forget_process_caches()
+    with pytest.raises(files.ChatFileError):
+        ChatFile(chat_folder / ".memory", "long").load()
+
+
+# Stops in the middle of ``save``: the temporary file written, the rename never done.
+KILLED_WRITER = """
+import os, sys, time
+from pathlib import Path
+from smartcontext.sources import chat_cache
+from smartcontext.chat.files import ChatFile
+chat_cache.CACHE_FROM_BYTES = 1
+os.replace = lambda *args: time.sleep(600)
+ChatFile(Path(sys.argv[1]) / ".memory", "long").load()
+"""
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_save(chat_folder):
+    import signal
+    import time
+
+    chats = chat_folder / ".smartcontext" / "chats"
+    writers = []
+    try:
+        for _ in range(2):
+            proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(chat_folder)], env=dict(os.environ))
+            writers.append(proc)
+            deadline = time.monotonic() + 60
+            while not list(chats.glob(f"long.json.parsed.{proc.pid}~*.tmp")):
+                assert proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
+                time.sleep(0.05)
+        killed, busy = writers
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        ChatFile(chat_folder / ".memory", "long").load()  # no current copy: parses, saves, sweeps
+        left = sorted(p.name for p in chats.glob("*.tmp"))
+        # The killed writer's file is gone; the one still being written is left alone.
+        assert len(left) == 1 and left[0].startswith(f"long.json.parsed.{busy.pid}~"), left
+        assert _cache(chat_folder).is_file()
+    finally:
+        for proc in writers:
+            proc.kill()
+            proc.wait()

@@ -86,3 +86,21 @@ def test_tools_and_http_answer_success_false(folder):
         assert registry.context.workspace.chats().state()["active_topics"] == []
     finally:
         registry.close()
+
+
+def test_mcp_answers_success_false_with_the_closest_names(folder):
+    """The same refusals through a real MCP client over stdio."""
+    from test_mcp_server import payload, run, stdio_session
+
+    async def scenario() -> None:
+        async with stdio_session(folder, ENV) as session:
+            for tool, args, says in (
+                ("chat_history", {"chat_id": "tirp", "mode": "all"}, "did you mean 'trip'"),
+                ("smart_context_get_topics", {"chat_id": "nosuch"}, "no chat 'nosuch'"),
+                ("smart_context_set_filter", {"chat_id": "trip", "topics": ["No Such Topic"]}, "no topic"),
+            ):
+                data = payload(await session.call_tool(tool, args))
+                assert data["success"] is False and says in data["error"], (tool, data)
+
+    run(scenario)
+    assert Workspace.open(folder).chats().state()["active_topics"] == []

@@ -57,3 +57,28 @@ def test_topic_filter_by_words_and_threshold_mode_explains(folder):
     assert "u7" not in kept.message_ids and len(kept.message_ids) < len(CHAT)
     with pytest.raises(InvalidArgument, match="embeddings are off"):
         chat.history("ferry", mode="threshold")
+
+
+def test_cli_adds_an_answer_once_and_answers_a_keyword_history(folder):
+    """The same through the CLI, as a subprocess: the assistant's message is stored and
+    reported as stored (exit 0, once), and the history for a pending message is keyword-only."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "smartcontext", "chat", *args], cwd=folder, env=dict(os.environ),
+                              capture_output=True, text=True, timeout=120)
+
+    added = cli("add", "trip", "assistant", "- The Naxos ferry leaves Piraeus at 7:25.", str(folder), "--json")
+    assert added.returncode == 0, added.stderr
+    reply = json.loads(added.stdout)
+    assert reply["message"]["content"] == "- The Naxos ferry leaves Piraeus at 7:25." and "error" not in reply["extraction"]
+    contents = [m.content for m in Workspace.open(folder).chats().chat("trip").messages()]
+    assert contents.count("- The Naxos ferry leaves Piraeus at 7:25.") == 1
+    hist = cli("context", "trip", str(folder), "--message", "which ferry goes to Naxos?", "--share", "0.3", "--json")
+    assert hist.returncode == 0, hist.stderr
+    got = json.loads(hist.stdout)
+    assert got["mode"] == "auto" and got["signals"] == ["keyword"], got
+    assert {"u4", "a4"} & set(got["message_ids"]) and "u7" not in got["message_ids"]

@@ -3,7 +3,8 @@ its JSON file, so adding a message writes (and re-indexes) one small segment wha
 the chat's length; reading puts the pieces back in order; a rewrite folds them in; a
 line torn by a crash is ignored. The automatic history ranks the chat's messages through the
 workspace index's keyword search, scoped to the chat.
-Small chats built in temp folders, with the thresholds lowered."""
+Small chats built in temp folders, with the thresholds lowered; each test on SQLite and on
+PostgreSQL (``conftest.store_env``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from smartcontext.chat import files
 from smartcontext.chat.files import ChatFile, Message
 from smartcontext.tools import ToolRegistry
 from smartcontext.workspace import Workspace
+
+pytestmark = pytest.mark.usefixtures("store_env")
 
 
 @pytest.fixture
@@ -146,3 +149,22 @@ def test_token_counts_come_from_the_index_rows_and_are_exact(long_chat):
             [render_message(m) for m in messages], "o200k_base")  # another encoding: counted here
     finally:
         ws.close()
+
+def test_a_keyword_only_history_does_not_import_numpy(long_chat):
+    """numpy's import (0.1-0.3 s on this machine) was a fifth of a long chat's first
+    history with embeddings off: that history is plain Python, numpy waits for vectors."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from smartcontext.tools import ToolRegistry\n"
+            "reg = ToolRegistry.open(sys.argv[1]); reg.context.ready_workspace()\n"
+            "before = 'numpy' in sys.modules\n"
+            "got = reg.call('chat_history', {'chat_id': 'long', 'message': 'gardening tips?'})\n"
+            "assert got['success'] and got['mode'] == 'auto', got\n"
+            "print(before, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(long_chat)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"}).stdout.split()
+    if out[0] == "True":
+        pytest.skip("something before the history imported numpy already")
+    assert out == ["False", "False"]

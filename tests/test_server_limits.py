@@ -239,3 +239,48 @@ def test_cli_servers_answer_past_more_idle_connections_than_they_keep(tmp_path, 
         err = proc.stderr.read().decode(errors="replace")
         proc.stderr.close()
     assert "Traceback" not in err and "out of system resource" not in err
+
+
+def stalled_websocket(port: int) -> socket.socket:
+    """A WebSocket client of ``/ws`` that, once upgraded, never reads again (a frozen tab),
+    with a small receive buffer so the server's sends to it stall soon."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(1)
+        assert chunk, "the server closed the WebSocket upgrade"
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return sock
+
+
+def test_a_websocket_client_that_never_reads_does_not_slow_adding_messages(registry):
+    """Every added message is an event to every connected tab; a tab that stopped reading
+    loses its oldest events (the page re-reads the state when it reconnects), and adding
+    a message never waits for it."""
+    text = "A long note about the ferry timetable. " * 200  # 8 KB an event: buffers fill soon
+
+    def add_times(client: httpx.Client, port: int, n: int, first: int) -> list[float]:
+        times = []
+        for i in range(first, first + n):
+            t0 = time.perf_counter()
+            r = client.post(f"http://127.0.0.1:{port}/api/chats/trip/messages",
+                            json={"role": "user", "content": f"{i}: {text}"})
+            times.append(time.perf_counter() - t0)
+            assert r.status_code == 200 and r.json()["success"], r.text
+        return sorted(times)
+
+    with served(registry) as port, httpx.Client(timeout=30) as client:
+        alone = add_times(client, port, 40, 0)
+        frozen = stalled_websocket(port)
+        try:
+            stalled = add_times(client, port, 160, 40)  # 1.3 MB of events the tab never reads
+        finally:
+            frozen.close()
+    assert stalled[len(stalled) // 2] < 2 * alone[len(alone) // 2] + 0.05, (alone, stalled)
+    assert stalled[-1] < 1.0, stalled

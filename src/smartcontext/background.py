@@ -40,6 +40,10 @@ class EmbeddingHost(Protocol):
 
 log = logging.getLogger("smartcontext.background")
 
+
+class _Stopped(Exception):
+    """Raised into a model build to end it when the embedder is stopped."""
+
 # Niceness of the embedding thread (0 normal, 19 lowest): questions and parsing come first.
 NICENESS = 10
 # A short sleep after each stored batch lets reader threads take the GIL and the cores.
@@ -193,12 +197,19 @@ class BackgroundEmbedding:
                 self._state.state = "stopped"
 
     def _pass(self) -> None:
+        from .embeddings.base import prepare_embedder  # numpy: only once a pass runs
+
         ws = self.workspace
         self._started_at = time.monotonic()
         try:
             embedder = ws.embedder()
             with self._lock:
                 self._state.model = embedder.name
+            # A model built on first use (the static one: about 30 CPU seconds, far more at
+            # this thread's priority on a busy machine) is built here, where a stop ends
+            # the build between two of its steps: a process that is done never waits for
+            # it (nothing is written; the next process builds it).
+            prepare_embedder(embedder, self._building)
 
             def landed(rowids, matrix, generations) -> None:
                 ws.vectors_landed(embedder.name, rowids, matrix, generations)
@@ -219,6 +230,10 @@ class BackgroundEmbedding:
             return
         with self._lock:
             self._state.state = "stopped" if self._stop.is_set() else "idle"
+
+    def _building(self, phase: str, done: int, total: int) -> None:
+        if self._stop.is_set():
+            raise _Stopped("stopped while building the embedding model")
 
     def _progress(self, phase: str, done: int, total: int) -> None:
         elapsed = time.monotonic() - self._started_at

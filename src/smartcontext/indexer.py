@@ -160,6 +160,9 @@ def _process(
     if source.skip_generated and looks_generated(data):
         return _Processed(file, digest, "generated")
     parsed = parse_file(file.path, source, file.language, data)
+    if parsed.aside is not None:
+        source.keep_aside(file.abs_path, digest, parsed.aside)  # type: ignore[attr-defined]
+        parsed.aside = None
     text = decode(data)
     try:
         module, rows = _rows(source, file.path, parsed.items, text)

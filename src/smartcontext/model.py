@@ -192,3 +192,7 @@ class ParsedFile:
     items: list[Item] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What the source keeps beside the index (a long chat's parse, so its first history
+    # does not parse it again): handed to ``source.keep_aside`` by the indexer where the
+    # file was read, then dropped; never stored in the index nor sent between processes.
+    aside: Any = field(default=None, repr=False, compare=False)

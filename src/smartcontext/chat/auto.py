@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..query.fusion import reciprocal_rank
 from ..query.packers import fill_by_size
@@ -28,7 +27,10 @@ from ..query.profiles import CHAT_HISTORY
 from .filter import HistoryResult
 from .files import Message
 from ..sources.chat import render_line
-from .vectors import GENERIC_ROLES
+from ..sources.chat import GENERIC_ROLES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The chat-history profile's measured constants (query/profiles.py says how each was
 # measured); module names, so bench/chat_context.py can vary them.
@@ -44,25 +46,31 @@ def render_message(m: Message) -> str:
     return render_line(m.role, m.content, m.timestamp)
 
 
-def fuse(rankings: Sequence[Sequence[int] | np.ndarray], n: int, weights: Sequence[float] | None = None,
-         k: float | None = None) -> np.ndarray:
+def fuse(rankings: Sequence[Sequence[int]], n: int, weights: Sequence[float] | None = None,
+         k: float | None = None) -> list[float]:
     """Reciprocal rank fusion of ranked message positions into one score per message
     (``k``: the rank constant, ``CHAT_RRF_K`` when None)."""
     k = CHAT_RRF_K if k is None else k
-    fused = reciprocal_rank([np.asarray(r, dtype=np.intp).tolist() for r in rankings], k, weights)
-    scores = np.zeros(n, dtype=np.float64)
-    if fused:
-        scores[np.fromiter(fused.keys(), dtype=np.intp, count=len(fused))] = np.fromiter(
-            fused.values(), dtype=np.float64, count=len(fused))
+    scores = [0.0] * n
+    for i, score in reciprocal_rank([list(r) for r in rankings], k, weights).items():
+        scores[i] = score
     return scores
 
 
-def spread_to_neighbours(scores: np.ndarray, neighbours: int) -> np.ndarray:
-    out = scores.copy()
+def spread_to_neighbours(scores: list[float], neighbours: int) -> list[float]:
+    """Each scored turn lends ``NEIGHBOUR_DECAY[d - 1]`` of its score to the turns ``d``
+    before and after it (a turn keeps the larger of its own and what it is lent)."""
+    out = list(scores)
+    n = len(scores)
+    scored = [i for i, s in enumerate(scores) if s]  # a turn with no score lends nothing
     for d in range(1, min(neighbours, len(NEIGHBOUR_DECAY)) + 1):
-        lent = scores * NEIGHBOUR_DECAY[d - 1]
-        out[d:] = np.maximum(out[d:], lent[:-d])
-        out[:-d] = np.maximum(out[:-d], lent[d:])
+        decay = NEIGHBOUR_DECAY[d - 1]
+        for i in scored:
+            lent = scores[i] * decay
+            if i + d < n and out[i + d] < lent:
+                out[i + d] = lent
+            if i >= d and out[i - d] < lent:
+                out[i - d] = lent
     return out
 
 
@@ -108,12 +116,14 @@ def auto_filter(
 
     weights = FUSION_WEIGHTS if weights is None else weights
     n = len(messages)
-    counts = np.asarray(token_counts if token_counts is not None
-                        else count_many([render_message(m) for m in messages], encoding), dtype=np.int64)
-    total = int(counts.sum())
+    # Plain lists, no numpy: a keyword-only history (embeddings off) of a long chat must
+    # not pay numpy's import on its first answer; 50,000 messages cost a few ms here.
+    counts = list(token_counts) if token_counts is not None else count_many(
+        [render_message(m) for m in messages], encoding)
+    total = sum(counts)
     budget = int(max_tokens) if max_tokens else max(1, int(share * total))
     pos = index_of if index_of is not None else {m.id: i for i, m in enumerate(messages)}
-    rankings: list[Sequence[int] | np.ndarray] = []
+    rankings: list[Sequence[int]] = []
     signals, used_weights = [], []
     kw = [pos[i] for i in dict.fromkeys(keyword_ranking) if i in pos]
     if kw:
@@ -121,25 +131,28 @@ def auto_filter(
         signals.append("keyword")
         used_weights.append(weights[0])
     if message_vectors is not None and query_vector is not None and n:
+        import numpy as np  # vectors are numpy already
+
         cos = message_vectors @ np.asarray(query_vector, dtype=np.float32)
-        rankings.append(np.argsort(-cos, kind="stable"))
+        rankings.append(np.argsort(-cos, kind="stable").tolist())
         signals.append("semantic")
         used_weights.append(weights[1])
-    scores = spread_to_neighbours(fuse(rankings, n, used_weights), neighbours) if rankings else np.zeros(n)
+    scores = spread_to_neighbours(fuse(rankings, n, used_weights), neighbours) if rankings else [0.0] * n
     roles = speakers if speakers is not None else {m.role for m in messages}
     speaker = named_speaker(pending, list(roles)) if pending and rankings and SPEAKER_BOOST else None
     if speaker is not None:
-        scores = scores * np.where([m.role == speaker for m in messages], 1.0 + SPEAKER_BOOST, 1.0)
+        boost = 1.0 + SPEAKER_BOOST
+        scores = [s * boost if m.role == speaker else s for s, m in zip(scores, messages)]
         signals.append("speaker")
     sticky = {i for i in sticky_ids if i in pos}
-    chosen = np.zeros(n, dtype=bool)
+    taken = [False] * n
     for i in sticky:
-        chosen[pos[i]] = True
-    # Best first; ties (no signal at all) go to the most recent turns.
-    key = scores * np.maximum(counts, 1) ** LENGTH_EXPONENT
-    order = np.lexsort((-np.arange(n), -key))
-    taken = chosen.tolist()
-    used = fill_by_size(order.tolist(), counts.tolist(), budget, taken, int(counts[chosen].sum()))
+        taken[pos[i]] = True
+    # Best first; ties (no signal at all) go to the most recent turns: the positions go in
+    # newest first, and a stable sort keeps that order among equal keys.
+    key = [s * float(max(c, 1)) ** LENGTH_EXPONENT if s else 0.0 for s, c in zip(scores, counts)]
+    order = sorted(range(n - 1, -1, -1), key=key.__getitem__, reverse=True)
+    used = fill_by_size(order, counts, budget, taken, sum(counts[pos[i]] for i in sticky))
     kept = [messages[i] for i, keep in enumerate(taken) if keep]
     return HistoryResult(
         chat_id=chat_id, mode="auto", messages=kept, total_messages=n,

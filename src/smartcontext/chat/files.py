@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ChatFileError, InvalidArgument
 from ..memory import collector_paused
 from ..safeio import read_regular
-from . import filecache
+from ..sources import chat_cache as filecache
 # The file format lives with the chat source, below this layer: the indexer reads chat
 # files without importing the chat package (which sits above the index).
 from ..sources.chat import ChatData, Message, content_text, parse_chat  # noqa: F401 (re-exported)

@@ -14,11 +14,12 @@ cosine to the label reaches the threshold. When nothing is selected, the whole h
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .files import Message
+
+if TYPE_CHECKING:  # numpy is imported where vectors are used: a keyword-only history never needs it
+    import numpy as np
 
 
 @dataclass
@@ -153,6 +154,8 @@ def threshold_filter(
 ) -> HistoryResult:
     """The seed's rule with the pending message as the query: cosine >= threshold, plus
     sticky; the whole history when nothing clears it (the benchmark's baseline)."""
+    import numpy as np
+
     sticky = set(sticky_ids)
     scores = message_vectors @ np.asarray(query_vector, dtype=np.float32)
     passing = {m.id for m, s in zip(messages, scores) if s >= threshold and m.id not in sticky}

@@ -20,12 +20,13 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..retrieval.keyword import STOPWORDS
 from .files import STICKY_LABEL, Message
+
+if TYPE_CHECKING:  # numpy is imported where vectors are used: a keyword-only history never needs it
+    import numpy as np
 
 MIN_TOPICS, MAX_TOPICS = 3, 8
 # A cluster smaller than this share of the clustered messages is no topic: a bubble
@@ -165,6 +166,8 @@ def choose_k(n: int) -> int:
 
 def spherical_kmeans(x: np.ndarray, k: int, iterations: int = 30, seed: int = 0) -> np.ndarray:
     """Cluster of each unit row of ``x`` (cosine k-means, k-means++ start)."""
+    import numpy as np
+
     n = len(x)
     rng = np.random.default_rng(seed)
     centres = [x[int(rng.integers(n))]]
@@ -287,6 +290,8 @@ def merge_alike(terms: list[TermMap], labels: np.ndarray, k: int) -> np.ndarray:
     """Clusters whose best term is the same word (two "Basketball" clusters) made one:
     to a user they are one topic, and two bubbles would read "Basketball Team",
     "Basketball Court"."""
+    import numpy as np
+
     scored = _candidates(terms, labels, k)
     owner: dict[str, int] = {}
     target = list(range(k))
@@ -337,6 +342,8 @@ def term_vectors(messages: list[Message], labels: list[str] | None = None):
     Without ``labels``: over the chat's most common content words (in 2+ messages),
     tf-idf weighted; returns the matrix. With ``labels`` (topic labels): over the labels'
     words; returns (message rows, label rows), so a cosine above 0 means a shared word."""
+    import numpy as np
+
     toks = [{_stem(t) for t in _terms(m.content) if " " not in t} for m in messages]
     if labels is None:
         df = Counter(t for ts in toks for t in ts)
@@ -365,6 +372,8 @@ def term_vectors(messages: list[Message], labels: list[str] | None = None):
 
 
 def _cohesion(x: np.ndarray, labels: np.ndarray) -> float:
+    import numpy as np
+
     total = 0.0
     for c in set(labels.tolist()):
         v = x[labels == c].sum(axis=0)

@@ -20,13 +20,14 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..safeio import read_regular
 from ..sources.chat import GENERIC_ROLES, MAX_EMBED_CHARS, message_embed_text  # noqa: F401 (re-exported)
 from .files import EMBEDDINGS_SUFFIX, Message, memory_path, recheck, write_json_atomic
+
+if TYPE_CHECKING:  # numpy is imported where vectors are used: a keyword-only history never needs it
+    import numpy as np
 
 MODEL_KEY = "_model"
 
@@ -67,6 +68,8 @@ class MessageVectors:
         self.embedded_last = 0  # texts sent to the model by the last ``matrix`` call
 
     def _load(self) -> dict[str, Any]:
+        import numpy as np
+
         recheck(self.path)
         try:
             st = self.path.stat()
@@ -95,6 +98,8 @@ class MessageVectors:
     def matrix(self, messages: list[Message]) -> np.ndarray:
         """Unit vectors of ``messages`` in order (float32, one row each); embeds the
         messages the cache lacks and saves them."""
+        import numpy as np
+
         data = self._load()
         stacked = _stacked_memo.get(str(self.path))
         if stacked is not None and stacked[2] is data and same_objects(stacked[0], messages):
@@ -120,6 +125,8 @@ class MessageVectors:
         return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         store = self.shared_store() if self.shared_store is not None else None
         if store is None:
             self.embedded_last = len(texts)
@@ -153,6 +160,8 @@ class MessageVectors:
 
 def embed_labels(embedder: Any, labels: list[str]) -> np.ndarray:
     """Unit vectors of topic labels (memoised per model: a filter reuses few labels)."""
+    import numpy as np
+
     if not labels:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     missing = [lab for lab in dict.fromkeys(labels) if (embedder.name, lab) not in _label_memo]

@@ -49,7 +49,9 @@ RECIPE_VERSION = 1
 # Sections are cut at 2,000 characters before embedding (indexer.embed_text); a static
 # model has no window, so it reads all of them (about 500 tokens).
 DEFAULT_MAX_TOKENS = 1024
-_DISTIL_BATCH = 1024
+# Tokens per model call while distilling: small enough that a stop (``progress`` raising
+# between calls) ends a build within a fraction of a CPU second.
+_DISTIL_BATCH = 256
 # -- distillation -----------------------------------------------------------------------
 
 

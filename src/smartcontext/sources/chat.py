@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFileError
@@ -196,6 +197,12 @@ def _segment_messages(path: str, text: str) -> tuple[ChatData, list[str]]:
     return parse_chat({"messages": records}, path), warnings
 
 
+def _keep_from() -> int:
+    from . import chat_cache
+
+    return chat_cache.CACHE_FROM_BYTES
+
+
 def parse_chat_file(path: str, text: str) -> ParsedFile:
     """Items for the messages of one chat file; an invalid file gives a warning, no items."""
     parsed = ParsedFile(path=path, language=CHAT_LANGUAGE)
@@ -206,6 +213,10 @@ def parse_chat_file(path: str, text: str) -> ParsedFile:
             parsed.warnings.extend(warnings)
         else:
             data = parse_chat(json.loads(text), path)
+            # A long chat's parse is kept beside the index for the chat layer, which reads
+            # files strictly: not when a byte was replaced decoding it.
+            if len(text) >= _keep_from() and "\ufffd" not in text:
+                parsed.aside = data
     except json.JSONDecodeError as exc:
         parsed.warnings.append(f"{path}: not valid JSON ({exc.msg}); chat not indexed")
         return parsed
@@ -246,6 +257,13 @@ class ChatSource(BaseSource):
 
     def parse(self, path: str, data: bytes, language: str) -> ParsedFile:
         return parse_chat_file(path, decode(data))
+
+    def keep_aside(self, abs_path: Path, digest: str, data: ChatData) -> None:
+        """Keep a long chat's parse beside the index (``digest``: the SHA-1 of the bytes
+        parsed), so the chat's first history reads it instead of parsing the file."""
+        from . import chat_cache
+
+        chat_cache.save(abs_path, digest, data)
 
     def fts_bodies(self, items: list[Item], text: str) -> list[str]:
         # The speaker is searchable with the text ("what did Caroline say"): the name

@@ -8,6 +8,10 @@ SHA-1 of the bytes it was parsed from. A reader still reads and hashes the whole
 (tens of milliseconds): a cached parse is used only for the very bytes on disk now, so an
 edited, appended or replaced file (even one of the same size and time) is parsed again.
 
+The indexer writes it when it indexes such a chat (``ChatSource.keep_aside``), so the
+first history after indexing reads it rather than parsing the file again; a chat read
+that finds no current copy writes one.
+
 The cache is an optimisation only: a folder without an index (no ``.smartcontext``), a
 read-only one, a link where a folder should be, or a damaged cache file all fall back to
 parsing, silently.
@@ -18,18 +22,19 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import threading
+import tempfile
 from contextlib import suppress
 from pathlib import Path
 
 from ..memory import collector_paused
 from ..safeio import read_regular
-from ..sources.chat import ChatData, Message
+from ..sealed import remove_stale_temps
+from .chat import ChatData, Message
 
 # Below this a chat parses in a few milliseconds: not worth a second file.
 CACHE_FROM_BYTES = 1 << 20
-# The workspace's index folder (``workspace.INDEX_DIR``; the chat layer sits below the
-# workspace and does not import it).
+# The workspace's index folder (``workspace.INDEX_DIR``; sources sit below the workspace
+# and do not import it).
 INDEX_DIR = ".smartcontext"
 _FORMAT = 1
 
@@ -76,17 +81,22 @@ def save(chat_path: Path, sha1: str, data: ChatData) -> None:
     record = (_FORMAT, sha1, [m.id for m in ms], [m.role for m in ms], [m.content for m in ms],
               [m.timestamp for m in ms], {i: m.extra for i, m in enumerate(ms) if m.extra},
               data.topics, data.extra)
-    tmp = where.with_name(f".{where.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
+    tmp: str | None = None
     try:
         blob = marshal.dumps(record)
         where.parent.mkdir(exist_ok=True)
+        remove_stale_temps(where.parent)  # left by a process killed while saving one
+        # Named as ``sealed`` names its temporary files (the writer's pid in the name), so
+        # one left by a killed process is told from one being written now. mkstemp
+        # creates a new file: a link put in its place is never followed.
+        fd, tmp = tempfile.mkstemp(dir=where.parent, prefix=f"{where.name}.{os.getpid()}~", suffix=".tmp")
         # Not synced: a copy cut short by a crash fails to load and is parsed again.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(blob)
         os.replace(tmp, where)
     except (OSError, ValueError):
         # A read-only or full disk, or a value marshal cannot hold: the next reader
         # parses the file again.
-        with suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with suppress(OSError):
+                os.unlink(tmp)
