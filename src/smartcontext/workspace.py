@@ -302,7 +302,11 @@ class Workspace:
                     + (f" ({stats.skipped_total} skipped: {_reasons(stats.skipped)})" if stats.skipped else "")
                 )
             want = self.config.embeddings.active if embeddings is None else embeddings
-            if want:
+            if want and not (stats.files_indexed or stats.files_deleted) and self._all_embedded():
+                # The refresh before a question, with nothing new: the model (and numpy)
+                # is not loaded to learn that no item lacks a vector.
+                stats.embedding_model = self._embedder_name()
+            elif want:
                 t1 = time.perf_counter()
                 embedder = self.embedder()
                 stats.embedding_model = embedder.name
@@ -508,6 +512,12 @@ class Workspace:
         if name is None:  # an unusable model: count nothing as embedded
             return 0, total
         return min(models.get(name, 0), total), total
+
+    def _all_embedded(self) -> bool:
+        """Whether every item has a vector of the configured model, told from the stored
+        counts and the model's remembered name (no model is loaded)."""
+        name = self._embedder_name()
+        return name is not None and self.store.vector_models().get(name, 0) >= self.store.item_count()
 
     def _embedder_name(self) -> str | None:
         """The configured model's name as its vectors are stored. Building a model to

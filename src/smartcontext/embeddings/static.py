@@ -25,9 +25,12 @@ import functools
 import hashlib
 import json
 import logging
+import mmap
 import os
+import struct
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -181,6 +184,103 @@ def _write_cached(path: Path, table: np.ndarray, meta: dict[str, Any]) -> None:
         raise
 
 
+# -- the mapped copy a process reads ------------------------------------------------------
+#
+# Reading the .npz and checking its sha256 took a tenth of a second and two copies of the
+# 31 MB table in every process that embeds a query (which reads some ten rows). The
+# table is therefore also kept as a raw file the process maps, each row with its CRC-32,
+# checked when the row is first read: a damaged row is found when it would be used, and
+# the copy is made again from the .npz (itself checked whole, rebuilt when damaged).
+
+_TABLE_MAGIC = b"smartcontext static table 1\n"
+_TABLE_HEAD = struct.Struct("<II")  # CRC-32 of the JSON and the row CRCs, JSON length
+_ALIGN = 64
+
+
+class DamagedTable(Exception):
+    """A row of the mapped table does not match its CRC."""
+
+
+class Table:
+    """The static model's rows, read through ``gather`` (which checks each row once when
+    the table carries row CRCs: a mapped file)."""
+
+    def __init__(self, rows: np.ndarray, crcs: np.ndarray | None = None):
+        self.rows = rows
+        self.shape = rows.shape
+        self._crcs = crcs
+        self._checked = np.zeros(rows.shape[0], dtype=bool) if crcs is not None else None
+
+    def gather(self, ids: np.ndarray) -> np.ndarray:
+        if self._checked is not None and self._crcs is not None:
+            # A set, not np.unique: that one imports numpy.ma (a tenth of a second).
+            todo = sorted(set(ids[~self._checked[ids]].tolist()))
+            for i in todo:
+                if zlib.crc32(self.rows[i]) != int(self._crcs[i]):
+                    raise DamagedTable(f"row {i}")
+            self._checked[todo] = True
+        return self.rows[ids]
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // _ALIGN) * _ALIGN
+
+
+def write_mapped(path: Path, table: np.ndarray, meta: dict[str, Any]) -> None:
+    """Save ``table`` as the mapped file at ``path`` atomically; raises OSError."""
+    table = np.ascontiguousarray(table, dtype="<f4")
+    crcs = np.fromiter((zlib.crc32(row) for row in table), dtype="<u4", count=table.shape[0])
+    head = json.dumps({"meta": meta, "shape": list(table.shape)}, sort_keys=True).encode()
+    start = len(_TABLE_MAGIC) + _TABLE_HEAD.size
+    crc_at = _aligned(start + len(head))
+    rows_at = _aligned(crc_at + crcs.nbytes)
+    checked = zlib.crc32(crcs.tobytes(), zlib.crc32(head))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_TABLE_MAGIC + _TABLE_HEAD.pack(checked, len(head)) + head)
+            fh.write(b"\0" * (crc_at - start - len(head)))
+            fh.write(crcs.tobytes())
+            fh.write(b"\0" * (rows_at - crc_at - crcs.nbytes))
+            fh.write(table.tobytes())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_mapped(path: Path, meta: dict[str, Any]) -> Table | None:
+    """The mapped table at ``path`` when it was made with these settings and its header
+    is whole; None otherwise (rows are checked as they are read)."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < len(_TABLE_MAGIC) + _TABLE_HEAD.size:
+                return None
+            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        if mapping[: len(_TABLE_MAGIC)] != _TABLE_MAGIC:
+            return None
+        start = len(_TABLE_MAGIC) + _TABLE_HEAD.size
+        checked, length = _TABLE_HEAD.unpack_from(mapping, len(_TABLE_MAGIC))
+        head_bytes = mapping[start : start + length]
+        head = json.loads(head_bytes)
+        rows, dim = (int(x) for x in head["shape"])
+        crc_at = _aligned(start + length)
+        rows_at = _aligned(crc_at + 4 * rows)
+        if head["meta"] != meta or size != rows_at + 4 * rows * dim:
+            return None
+        crcs = np.frombuffer(mapping, dtype="<u4", count=rows, offset=crc_at)
+        if zlib.crc32(crcs, zlib.crc32(head_bytes)) != checked:
+            return None
+    except (ValueError, KeyError, TypeError, struct.error):
+        return None
+    return Table(np.frombuffer(mapping, dtype="<f4", count=rows * dim, offset=rows_at).reshape(rows, dim), crcs)
+
+
 # -- the embedder -----------------------------------------------------------------------
 
 
@@ -218,7 +318,7 @@ class StaticEmbedder(EmbedderBase):
         self.max_tokens = int(max_tokens)
         self._cache = Path(cache) if cache is not None else None
         self._lock = threading.Lock()
-        self._table: np.ndarray | None = None
+        self._table: Table | None = None
         self._tokenizer: Any = None
         self._unk: int | None = None
         suffix = "" if self.max_tokens == DEFAULT_MAX_TOKENS else f"@{self.max_tokens}"
@@ -232,6 +332,11 @@ class StaticEmbedder(EmbedderBase):
     def cache_path(self) -> Path:
         folder = self._cache if self._cache is not None else cache_dir()
         return folder / "static" / f"minilm-{self._source_digest()[:16]}-d{self._dim}-v{RECIPE_VERSION}.npz"
+
+    @property
+    def mapped_path(self) -> Path:
+        """The mapped copy of the table that processes read (made from ``cache_path``)."""
+        return self.cache_path.with_suffix(".table")
 
     def prepare(self, progress: BuildProgress | None = None) -> None:
         """Load the table, distilling it first when no valid cached copy exists.
@@ -252,15 +357,39 @@ class StaticEmbedder(EmbedderBase):
                          self.model_path.name, self.cache_path)
                 return distil_table(self.model_path, self.tokenizer_path, dim=self._dim, progress=progress)
 
-            table = load_or_build(self.cache_path, build, self._meta())
-            if table.shape != (tokenizer.get_vocab_size(), self._dim):
-                raise EmbeddingError(
-                    f"the static model table has shape {table.shape}, expected "
-                    f"({tokenizer.get_vocab_size()}, {self._dim}); delete {self.cache_path} to rebuild it"
-                )
+            shape = (tokenizer.get_vocab_size(), self._dim)
+            table = read_mapped(self.mapped_path, self._meta())
+            if table is None or table.shape != shape:
+                built = load_or_build(self.cache_path, build, self._meta())
+                if built.shape != shape:
+                    raise EmbeddingError(
+                        f"the static model table has shape {built.shape}, expected "
+                        f"{shape}; delete {self.cache_path} to rebuild it"
+                    )
+                try:
+                    write_mapped(self.mapped_path, built, self._meta())
+                    table = read_mapped(self.mapped_path, self._meta())
+                except OSError as exc:
+                    log.warning("cannot save the mapped static model at %s (%s)", self.mapped_path, exc)
+                    table = None
+                if table is None or table.shape != shape:
+                    table = Table(built)  # in memory, checked whole already
             unk = tokenizer.token_to_id("[UNK]")
             self._tokenizer, self._unk = tokenizer, (-1 if unk is None else int(unk))
             self._table = table
+
+    def _gather(self, ids: np.ndarray) -> np.ndarray:
+        assert self._table is not None
+        try:
+            return self._table.gather(ids)
+        except DamagedTable as exc:
+            log.warning("the mapped static embedding model %s is damaged (%s); making it again", self.mapped_path, exc)
+            with self._lock:
+                self._table = None
+                self.mapped_path.unlink(missing_ok=True)
+            self.prepare()
+            assert self._table is not None
+            return self._table.gather(ids)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         self.prepare()
@@ -278,7 +407,7 @@ class StaticEmbedder(EmbedderBase):
             starts = np.concatenate([[0], np.cumsum(counts[nonempty])[:-1]])
             # One gather and one segmented sum for the whole batch; the mean's divisor
             # does not matter once rows are normalised.
-            out[nonempty] = np.add.reduceat(self._table[flat], starts, axis=0)
+            out[nonempty] = np.add.reduceat(self._gather(flat), starts, axis=0)
         return l2_normalise(out)
 
     # -- internals ------------------------------------------------------------------
