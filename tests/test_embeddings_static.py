@@ -203,3 +203,30 @@ def test_a_damaged_cache_file_is_rebuilt_identically_with_progress(static, tmp_p
     assert np.array_equal(fresh.embed(texts), static.embed(texts))
     assert fresh.cache_path.read_bytes() != bytes(damaged)
     assert np.array_equal(StaticEmbedder(*default_model_files(), cache=cache).embed(texts), static.embed(texts))
+
+
+def test_the_mapped_table_is_read_in_place_and_a_damaged_row_is_made_again(static, tmp_path):
+    """A process reads the table through a mapped copy beside the .npz, checking each row it
+    uses; a damaged row is found when used, and the copy is made again from the .npz."""
+    import shutil
+
+    from smartcontext.embeddings.static import read_mapped
+
+    assert static.mapped_path.is_file()
+    cache = tmp_path / "cache"
+    (cache / "static").mkdir(parents=True)
+    shutil.copy(static.cache_path, cache / "static" / static.cache_path.name)
+    shutil.copy(static.mapped_path, cache / "static" / static.mapped_path.name)
+    copy = StaticEmbedder(*default_model_files(), cache=cache)
+    texts = ["the garden shed", "tokens read one row each"]
+    want = static.embed(texts)
+    row = static._tokenizer.token_to_id("garden")
+    table = read_mapped(copy.mapped_path, copy._meta())
+    assert table is not None and not table.rows.flags.writeable
+    at = copy.mapped_path.stat().st_size - table.rows.nbytes + row * table.rows.strides[0] + 8
+    data = bytearray(copy.mapped_path.read_bytes())
+    data[at] ^= 0x10
+    copy.mapped_path.write_bytes(bytes(data))
+    assert np.array_equal(copy.embed(texts[1:]), want[1:])  # a row not damaged: no rebuild needed
+    assert np.array_equal(copy.embed(texts), want)  # the damaged row: made again, same vectors
+    assert copy.mapped_path.read_bytes() == static.mapped_path.read_bytes()

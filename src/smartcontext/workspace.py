@@ -51,8 +51,8 @@ CATALOGUE_FILE = "catalogue.bin"
 # The last walk of the folder and what it rested on, so a refresh need not walk again.
 WALK_FILE = "walk.bin"
 # Files derived from the index (the saved catalogue, the last clean integrity check, the
-# last walk): they go with it.
-DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked", WALK_FILE)
+# last walk, the mapped vectors and their counts: store/vector_file.py): they go with it.
+DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked", WALK_FILE, INDEX_FILE + ".vectors", INDEX_FILE + ".vcounts")
 # What marks a workspace's root when a command starts inside it, as git finds its root:
 # a repository, an Obsidian vault, or a folder indexed before.
 ROOT_MARKERS = (".git", ".obsidian", INDEX_DIR)
