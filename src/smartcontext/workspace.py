@@ -327,6 +327,13 @@ class Workspace:
                 finish_copy_by_index(self.store)  # an index run makes an unfinished copy whole
             if stats.files_indexed or stats.files_deleted:
                 self.store.compact()
+                if not self.store_url:
+                    # Brought up to date and saved now, so the first question after
+                    # `index` opens it from the file instead of building and saving it.
+                    try:
+                        self.catalogue()
+                    except OSError:  # best effort: the next question builds it
+                        pass
             stats.seconds["total"] = time.perf_counter() - t0
             return stats
 
