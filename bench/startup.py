@@ -16,8 +16,9 @@ every run).
 Rows:
 - `python -c pass` and `--version`: the interpreter's and the CLI's floor;
 - `context` / `search` with the saved catalogue (the normal case);
-- `context` after deleting the saved catalogue (the first question after `index`, which
-  builds and saves it);
+- `context` right after `index` re-indexed one changed file (the first question to see
+  the new index: it opens the catalogue `index` saved, or patches and saves it itself);
+- `context` after deleting the saved catalogue (which it builds and saves);
 - `context` after deleting the saved walk (`.smartcontext/walk.bin`: the first question
   after a folder's listing changed, which walks the whole folder again);
 - with `--baseline SRC`: the same commands run by another source tree (e.g. the main
@@ -156,6 +157,21 @@ def suite(name: str, repo: Path, src: Path, runs: int) -> list[dict]:
         measure(f"{name}: `context`{saved}", ctx, repo, env, runs),
         measure(f"{name}: `search`", ["-m", "smartcontext", "search", QUERY], repo, env, runs),
     ]
+    probe = repo / "_startup_probe.py"
+    edits = iter(range(1_000_000))
+
+    def edit_and_index() -> None:
+        # One file changed and `index` run (not timed): the question after it is the
+        # first to see the new index.
+        probe.write_text(f"PROBE = {next(edits)}\n")
+        subprocess.run([PYTHON, "-m", "smartcontext", "index", str(repo), "--no-embeddings"],
+                       cwd=repo, env=env, check=True, capture_output=True)
+
+    rows.append(measure(f"{name}: `context`, first after `index` (one file changed)", ctx, repo, env, runs,
+                        before=edit_and_index))
+    probe.unlink()
+    subprocess.run([PYTHON, "-m", "smartcontext", "index", str(repo), "--no-embeddings"],
+                   cwd=repo, env=env, check=True, capture_output=True)
     if cat.exists() or name == "this tree":
         rows.append(measure(f"{name}: `context`, catalogue rebuilt", ctx, repo, env, runs,
                             before=lambda: cat.unlink(missing_ok=True)))
@@ -203,23 +219,28 @@ def vault_rows(vault: Path, src: Path, baseline: Path | None, runs: int) -> list
     """`context` on a vault indexed with vectors (its default embedding model), by this
     tree and, with ``--baseline``, by the other one in turn, each on its own copy (the
     files each writes beside the index stay its own)."""
-    def tool(name: str, tree: Path) -> Tool:
+    def tool(name: str, tree: Path, vectors: bool) -> Tool:
         copy = WORK / f"{vault.name}-{name}"
         if not copy.exists():
             shutil.copytree(vault, copy)
         env = environment(tree)
-        env.pop("SMARTCONTEXT_EMBEDDING_MODEL")
+        if vectors:
+            env.pop("SMARTCONTEXT_EMBEDDING_MODEL")
         return Tool(PYTHON, env, copy)
 
     args = ["-m", "smartcontext", "context", VAULT_QUESTION]
-    ours = tool("this-tree", src)
-    if baseline is None:
-        ours.run(args)
-        walls, cpus, rss = zip(*(ours.run(args) for _ in range(runs)))
-        return [{"label": "`context` on the vault, vectors on", "runs": runs,
-                 "ours": {"wall": statistics.median(walls), "cpu": statistics.median(cpus), "rss": max(rss)}}]
-    row = measure_pair("`context` on the vault, vectors on", (ours, args), (tool("baseline", baseline), args), runs)
-    return [row]
+    rows = []
+    for vectors in (True, False):
+        label = f"`context` on the vault, vectors {'on' if vectors else 'off'}"
+        ours = tool("this-tree", src, vectors)
+        if baseline is None:
+            ours.run(args)
+            walls, cpus, rss = zip(*(ours.run(args) for _ in range(runs)))
+            rows.append({"label": label, "runs": runs, "ours": {
+                "wall": statistics.median(walls), "cpu": statistics.median(cpus), "rss": max(rss)}})
+        else:
+            rows.append(measure_pair(label, (ours, args), (tool("baseline", baseline, vectors), args), runs))
+    return rows
 
 
 def vault_table(rows: list[dict]) -> list[str]:

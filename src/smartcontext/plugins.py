@@ -133,7 +133,7 @@ def installed_entry_points(group: str = PROJECT) -> list[tuple[str, str]]:
     from .cachedir import cache_dir
     from .sealed import load_sealed, save_sealed
 
-    stamps = []
+    stamps: list[tuple[str, tuple[int, int] | None]] = []
     now = time.time_ns()
     trusted = True
     for entry in sys.path:
@@ -151,7 +151,7 @@ def installed_entry_points(group: str = PROJECT) -> list[tuple[str, str]]:
     memo = memo if isinstance(memo, dict) else {}
     found = memo.get(key)
     if isinstance(found, list):
-        return [tuple(pair) for pair in found]  # type: ignore[misc]
+        return [(str(name), str(value)) for name, value in found]
     import importlib.metadata
 
     found = [(ep.name, ep.value) for ep in importlib.metadata.entry_points(group=group)]

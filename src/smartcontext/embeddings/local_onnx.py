@@ -385,7 +385,7 @@ def _file_digest(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     value = digest.hexdigest()
-    if stamp is not None and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+    if st is not None and stamp is not None and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
         known[key] = [*stamp, value]
         while len(known) > _DIGESTS_KEPT:
             known.pop(next(iter(known)))

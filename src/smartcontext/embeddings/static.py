@@ -285,7 +285,7 @@ def read_mapped(path: Path, meta: dict[str, Any]) -> Table | None:
         if head["meta"] != meta or size != rows_at + 4 * rows * dim:
             return None
         crcs = np.frombuffer(mapping, dtype="<u4", count=rows, offset=crc_at)
-        if zlib.crc32(crcs, zlib.crc32(words, zlib.crc32(head_bytes))) != checked:
+        if zlib.crc32(crcs.tobytes(), zlib.crc32(words, zlib.crc32(head_bytes))) != checked:
             return None
         wordpiece = WordPiece.from_state(marshal.loads(words)) if words else None
     except (ValueError, KeyError, TypeError, EOFError, struct.error):
