@@ -16,12 +16,16 @@ every run).
 Rows:
 - `python -c pass` and `--version`: the interpreter's and the CLI's floor;
 - `context` / `search` with the saved catalogue (the normal case);
-- `context` after deleting the saved catalogue (the first question after `index`, which
-  builds and saves it);
+- `context` right after `index` re-indexed one changed file (the first question to see
+  the new index: it opens the catalogue `index` saved, or patches and saves it itself);
+- `context` after deleting the saved catalogue (which it builds and saves);
 - `context` after deleting the saved walk (`.smartcontext/walk.bin`: the first question
   after a folder's listing changed, which walks the whole folder again);
 - with `--baseline SRC`: the same commands run by another source tree (e.g. the main
   checkout's src) on its own copy of the repository and index, in the same run;
+- `context` on a notes vault indexed with vectors (`--vault`, default the hub vault of the
+  main checkout's bench/.work, 36,962 vectors), with its default embedding model, on a copy
+  of its own (and the baseline's, alternated, with `--baseline`);
 - against contextsmith (its own venv, `--contextsmith-venv`, made with the pinned versions
   of bench/code_context.py when missing; offline, its cl100k file seeded as
   bench/_swebench.py does): `context` at 8,000 tokens on its own copy of the repository
@@ -57,6 +61,9 @@ QUESTION = "how does simplify handle trigonometric functions"
 QUERY = "trigsimp"
 BUDGET = 8000
 PYTHON = sys.executable  # main() puts clean_python() here
+# A notes vault indexed with vectors (the hub vault, 36,962 x 256): `--vault`.
+VAULT = ROOT.parent / "main" / "bench" / ".work" / "vault" / "hub-full-embed"
+VAULT_QUESTION = "how do I sync my vault across devices"
 PEER_VENVS = (WORK / "venv-contextsmith", ROOT.parent / "main" / "bench" / ".work" / "venv-contextsmith")
 
 
@@ -150,6 +157,21 @@ def suite(name: str, repo: Path, src: Path, runs: int) -> list[dict]:
         measure(f"{name}: `context`{saved}", ctx, repo, env, runs),
         measure(f"{name}: `search`", ["-m", "smartcontext", "search", QUERY], repo, env, runs),
     ]
+    probe = repo / "_startup_probe.py"
+    edits = iter(range(1_000_000))
+
+    def edit_and_index() -> None:
+        # One file changed and `index` run (not timed): the question after it is the
+        # first to see the new index.
+        probe.write_text(f"PROBE = {next(edits)}\n")
+        subprocess.run([PYTHON, "-m", "smartcontext", "index", str(repo), "--no-embeddings"],
+                       cwd=repo, env=env, check=True, capture_output=True)
+
+    rows.append(measure(f"{name}: `context`, first after `index` (one file changed)", ctx, repo, env, runs,
+                        before=edit_and_index))
+    probe.unlink()
+    subprocess.run([PYTHON, "-m", "smartcontext", "index", str(repo), "--no-embeddings"],
+                   cwd=repo, env=env, check=True, capture_output=True)
     if cat.exists() or name == "this tree":
         rows.append(measure(f"{name}: `context`, catalogue rebuilt", ctx, repo, env, runs,
                             before=lambda: cat.unlink(missing_ok=True)))
@@ -191,6 +213,48 @@ def measure_pair(label: str, ours: tuple[Tool, list[str]], peer: tuple[Tool, lis
                      "rss": max(r[2] for r in rows)}
     out["pairwise"] = statistics.median(a[0] / b[0] for a, b in zip(got["ours"], got["peer"]))
     return out
+
+
+def vault_rows(vault: Path, src: Path, baseline: Path | None, runs: int) -> list[dict]:
+    """`context` on a vault indexed with vectors (its default embedding model), by this
+    tree and, with ``--baseline``, by the other one in turn, each on its own copy (the
+    files each writes beside the index stay its own)."""
+    def tool(name: str, tree: Path, vectors: bool) -> Tool:
+        copy = WORK / f"{vault.name}-{name}"
+        if not copy.exists():
+            shutil.copytree(vault, copy)
+        env = environment(tree)
+        if vectors:
+            env.pop("SMARTCONTEXT_EMBEDDING_MODEL")
+        return Tool(PYTHON, env, copy)
+
+    args = ["-m", "smartcontext", "context", VAULT_QUESTION]
+    rows = []
+    for vectors in (True, False):
+        label = f"`context` on the vault, vectors {'on' if vectors else 'off'}"
+        ours = tool("this-tree", src, vectors)
+        if baseline is None:
+            ours.run(args)
+            walls, cpus, rss = zip(*(ours.run(args) for _ in range(runs)))
+            rows.append({"label": label, "runs": runs, "ours": {
+                "wall": statistics.median(walls), "cpu": statistics.median(cpus), "rss": max(rss)}})
+        else:
+            rows.append(measure_pair(label, (ours, args), (tool("baseline", baseline, vectors), args), runs))
+    return rows
+
+
+def vault_table(rows: list[dict]) -> list[str]:
+    paired = any("peer" in r for r in rows)
+    head = "| process | this tree wall s | CPU s | peak MB |" + (" baseline wall s | CPU s | peak MB | ratio (pairwise median) |" if paired else "")
+    table = [head, "|---|---:|---:|---:|" + ("---:|---:|---:|---:|" if paired else "")]
+    for r in rows:
+        o = r["ours"]
+        line = f"| {r['label']} ({r['runs']} runs) | {o['wall']:.3f} | {o['cpu']:.3f} | {o['rss']:.0f} |"
+        if "peer" in r:
+            p = r["peer"]
+            line += f" {p['wall']:.3f} | {p['cpu']:.3f} | {p['rss']:.0f} | {o['wall'] / p['wall']:.2f}x ({r['pairwise']:.2f}x) |"
+        table.append(line)
+    return table
 
 
 def peer_tools(repo: Path, venv: Path | None) -> tuple[Tool, Path]:
@@ -270,6 +334,9 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="leave out the contextsmith comparison")
     parser.add_argument("--contextsmith-venv", type=Path, help="contextsmith's venv (made when missing)")
     parser.add_argument("--index-runs", type=int, help="cold index runs of each tool (default 3, --quick 1)")
+    parser.add_argument("--vault", type=Path, default=VAULT if VAULT.is_dir() else None,
+                        help="a vault indexed with vectors, copied and asked `context` (default: the hub vault)")
+    parser.add_argument("--no-vault", action="store_true", help="leave out the vault with vectors")
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
     index_runs = args.index_runs or (1 if args.quick else 3)
@@ -300,6 +367,9 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.baseline)], env=base_env, check=False)
         run_once(["-m", "smartcontext", "context", QUESTION], base_repo, base_env)
         rows += suite("baseline", base_repo, args.baseline.resolve(), runs)
+    vault: list[dict] = []
+    if args.vault is not None and not args.no_vault:
+        vault = vault_rows(args.vault.resolve(), src, args.baseline.resolve() if args.baseline else None, runs)
     peer: list[dict] = []
     peer_label = ""
     if not args.no_peer:
@@ -312,6 +382,7 @@ def main() -> None:
         table.append(f"| {r['label']} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['rss']:.0f} |")
     cmd = "python bench/startup.py" + (" --quick" if args.quick else "") + (
         f" --baseline {args.baseline}" if args.baseline else "") + (" --no-peer" if args.no_peer else "") + (
+        " --no-vault" if args.no_vault else "") + (
         f" --index-runs {args.index_runs}" if args.index_runs else "")
     try:
         load = os.getloadavg()[0]
@@ -326,6 +397,9 @@ def main() -> None:
         f"{runs} runs each, modules byte-compiled.", "",
         f"Question: `{QUESTION}`; search: `{QUERY}`.", "",
         *table, "",
+        *([f"Vault with vectors ({args.vault}; question `{VAULT_QUESTION}`), each tree on its own copy"
+           + (", in turn" if args.baseline else "") + ", medians, largest process:", "", *vault_table(vault), ""]
+          if vault else []),
         *([f"Against {peer_label}, in turn, medians (wall), largest single process (peak):", "",
            *peer_table(peer), ""] if peer else []),
         "Index status: " + " ".join(status.split())[:300], "",

@@ -197,3 +197,21 @@ def test_a_damaged_bucket_found_mid_question_reads_the_index_instead(tmp_path):
     assert saved.read_bytes() != bytes(data)  # and a good file in place of the damaged one
     assert snapshot(Catalogue.open(store, saved, "idx", lazy=True)) == truth
     store.close()
+
+
+def test_an_index_run_that_changed_files_leaves_the_catalogue_saved_for_the_next_question(tmp_path):
+    root, ws = _vault(tmp_path)
+    saved = ws.index_dir / CATALOGUE_FILE
+    assert saved.is_file()  # saved by `index` itself, not by a first question
+    head = catalogue_file.open_saved(saved).head
+    assert head["generation"] == ws.store.generation()
+    ws.close()
+    (root / "note5.md").write_text("# Rewritten\n\nother words\n")
+    again = _workspace(root)
+    again.index(embeddings=False)
+    assert catalogue_file.open_saved(saved).head["generation"] == again.store.generation()
+    assert snapshot(again.catalogue()) == snapshot(Catalogue(again.store))
+    stamp = saved.stat().st_mtime_ns
+    again.index(embeddings=False)  # nothing changed: nothing written
+    assert saved.stat().st_mtime_ns == stamp
+    again.close()

@@ -203,3 +203,68 @@ def test_a_damaged_cache_file_is_rebuilt_identically_with_progress(static, tmp_p
     assert np.array_equal(fresh.embed(texts), static.embed(texts))
     assert fresh.cache_path.read_bytes() != bytes(damaged)
     assert np.array_equal(StaticEmbedder(*default_model_files(), cache=cache).embed(texts), static.embed(texts))
+
+
+def test_the_mapped_table_is_read_in_place_and_a_damaged_row_is_made_again(static, tmp_path):
+    """A process reads the table through a mapped copy beside the .npz, checking each row it
+    uses; a damaged row is found when used, and the copy is made again from the .npz."""
+    import shutil
+
+    from smartcontext.embeddings.static import read_mapped
+
+    assert static.mapped_path.is_file()
+    cache = tmp_path / "cache"
+    (cache / "static").mkdir(parents=True)
+    shutil.copy(static.cache_path, cache / "static" / static.cache_path.name)
+    shutil.copy(static.mapped_path, cache / "static" / static.mapped_path.name)
+    copy = StaticEmbedder(*default_model_files(), cache=cache)
+    texts = ["the garden shed", "tokens read one row each"]
+    want = static.embed(texts)
+    row = static._library_tokenizer().token_to_id("garden")
+    table = read_mapped(copy.mapped_path, copy._meta())
+    assert table is not None and not table.rows.flags.writeable
+    at = copy.mapped_path.stat().st_size - table.rows.nbytes + row * table.rows.strides[0] + 8
+    data = bytearray(copy.mapped_path.read_bytes())
+    data[at] ^= 0x10
+    copy.mapped_path.write_bytes(bytes(data))
+    assert np.array_equal(copy.embed(texts[1:]), want[1:])  # a row not damaged: no rebuild needed
+    assert np.array_equal(copy.embed(texts), want)  # the damaged row: made again, same vectors
+    again, good = read_mapped(copy.mapped_path, copy._meta()), read_mapped(static.mapped_path, static._meta())
+    assert again is not None and good is not None and np.array_equal(again.rows, good.rows)
+    assert again.wordpiece is not None and good.wordpiece is not None
+    assert again.wordpiece.state() == good.wordpiece.state()
+
+
+def test_questions_are_split_as_the_tokenizers_library_splits_them(static):
+    """The WordPiece split a question takes without loading the library gives the
+    library's ids on ASCII text, and leaves other text to the library."""
+    import random
+    from pathlib import Path
+
+    from smartcontext.embeddings.wordpiece import WordPiece
+
+    library = static._library_tokenizer()
+    wordpiece = WordPiece.from_config(json.loads(library.to_str()))
+    assert wordpiece is not None and static._table.wordpiece is not None
+    rng = random.Random(4)
+    alphabet = "abcXYZ019 \t\n\r\x00\x01\x0b\x0c\x1c\x7f'-_.,;:!?()[]{}<>@#$%^&*+=/\\|~`\"" + " " * 8
+    words = ["unbelievable", "tokenization", "xqzvk", "GraphQL", "re-index", "[MASK]", "[mask]", "##ing",
+             "a" * 99, "b" * 101, "Obsidian", "SmartConnections", "don't", "vault"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(2000)]
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(500)]
+    src = Path(__file__).resolve().parents[1] / "src" / "smartcontext"
+    texts += [p.read_text(encoding="utf-8") for p in sorted(src.rglob("*.py"))[:40]]
+    split = 0
+    for text in texts:
+        ids = wordpiece.ids(text)
+        want = library.encode(text, add_special_tokens=False).ids
+        if ids is None:  # only text holding an added token's text (or not ASCII)
+            assert any(t in text for t in wordpiece.added) or not text.isascii()
+            continue
+        assert ids == want, repr(text[:120])
+        split += 1
+    assert split > 2300
+    assert wordpiece.ids("café") is None and wordpiece.ids("fill the [MASK] in") is None
+    # The embedder gives the same vectors either way (a long batch goes to the library).
+    for text in ("How do I sync my vault across devices?", "naïve café", "a [MASK] here"):
+        assert np.array_equal(static.embed_query(text), static.embed([text, "long " * 5_000])[0])

@@ -93,3 +93,30 @@ def test_embedder_plugins_are_marked_loaded_only_after_a_successful_load(monkeyp
         pm.unregister(plugin)
     embedders._load_plugins()
     assert embedders._hook.loaded is True and "onnx" in embedders._schemes
+
+
+def test_the_entry_point_scan_is_remembered_until_a_distribution_comes_or_goes(tmp_path, monkeypatch):
+    import os
+
+    from smartcontext.plugins import installed_entry_points
+
+    monkeypatch.setenv("SMARTCONTEXT_CACHE_DIR", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    site.mkdir()
+    _install(site, monkeypatch, "first = sc_first_plugin\n", {"sc_first_plugin": ""})
+    past = 1_600_000_000
+    os.utime(site, (past, past))  # installed a while ago: its stamp can be trusted
+    assert installed_entry_points() == [("first", "sc_first_plugin")]
+    memo = tmp_path / "cache" / "entry_points.bin"
+    assert memo.is_file()
+    # Remembered: a change inside the distribution that leaves the folder's stamp alone
+    # is not seen (as for any installed package until it is reinstalled)...
+    (site / "fake_plugins-0.1.dist-info" / "entry_points.txt").write_text(f"[{PROJECT}]\nedited = x\n")
+    os.utime(site, (past, past))
+    assert installed_entry_points() == [("first", "sc_first_plugin")]
+    # ...while installing or removing a distribution moves the folder's stamp.
+    other = site / "more_plugins-0.1.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: more-plugins\nVersion: 0.1\n")
+    (other / "entry_points.txt").write_text(f"[{PROJECT}]\nsecond = sc_second_plugin:thing\n")
+    assert sorted(installed_entry_points()) == [("edited", "x"), ("second", "sc_second_plugin:thing")]

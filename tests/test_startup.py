@@ -64,3 +64,38 @@ def test_a_keyword_only_question_loads_no_numpy_jsonschema_or_model(sample_repo)
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded == {"text": loaded["text"], "numpy": False, "jsonschema": False, "onnxruntime": False}
     assert loaded["text"] > 0
+
+
+def test_a_question_with_vectors_maps_them_and_loads_no_tokenizer_library(tmp_path, embedding_model_cache):
+    """A `context` process on a vault indexed with the default static model: the vectors
+    and the model's table are mapped files, the question is split without the tokenizers
+    library, its emoji and accents are counted without building tiktoken, and the plugins
+    are found without importlib.metadata (after a first process has remembered them)."""
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    for i, (title, body) in enumerate([("Sync 🔄", "Keep the vault in sync across devices with a plugin."),
+                                       ("Garden", "Plant tomatoes in spring; water them daily."),
+                                       ("Café notes", "Naïve ideas about coffee and croissants ✅.")]):
+        (vault / f"n{i}.md").write_text(f"# {title}\n\n## Part\n\n{body}\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "SMARTCONTEXT_EMBEDDING_MODEL"}
+    env["SMARTCONTEXT_CACHE_DIR"] = str(embedding_model_cache)
+    out = subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault)], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    probe = (
+        "import contextlib, io, json, runpy, sys\n"
+        f"sys.argv = ['smartcontext', 'context', 'how do I sync my vault across devices', {str(vault)!r}]\n"
+        "buf = io.StringIO()\n"
+        "try:\n    with contextlib.redirect_stdout(buf):\n        runpy.run_module('smartcontext', run_name='__main__')\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print(json.dumps({'text': buf.getvalue(), **{m: m in sys.modules for m in "
+        "('numpy', 'tokenizers', 'tiktoken', 'importlib.metadata', 'onnxruntime')}}))"
+    )
+    for _ in range(2):  # the first one may remember what the second finds saved
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "Sync" in loaded.pop("text")
+    assert loaded == {"numpy": True, "tokenizers": False, "tiktoken": False, "importlib.metadata": False,
+                      "onnxruntime": False}
+    assert (vault / ".smartcontext" / "index.db.vectors").is_file()

@@ -227,11 +227,42 @@ def test_plain_text_counts_without_the_encoder_match_the_independent_one(rank_ta
     assert counted > 3000
 
 
-def test_text_outside_plain_ascii_or_a_damaged_table_is_left_to_the_encoder(rank_table, tmp_path):
+def _unicode_texts():
+    import random
+
+    rng = random.Random(2)
+    alphabet = list("aZ09 \t\n\r'sSdDlLvVeErR_-.,!?é€—“”😀我們한국ΑΘΗΝΑМосква\u00a0\u2003\u3000\u0301ßﬁǅ٣५")
+    alphabet += ["👩🏽‍💻", "🇫🇷", "\u200d", "\ufe0f", "\u2028", "\x85", "\x0b", "\x0c"]
+    texts = [SAMPLES[s] for s in ("accents", "cjk", "emoji", "whitespace", "prose")]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(1500)]
+    for _ in range(500):  # any assigned code point, with spaces, letters and digits between
+        chars = [chr(rng.randint(0xA0, 0x2FFFF)) for _ in range(rng.randint(1, 12))]
+        texts.append("".join(c + rng.choice(["", " ", "a", "1", "\n"]) for c in chars if not "\ud800" <= c <= "\udfff"))
+    return texts
+
+
+def test_unicode_text_counts_without_the_encoder_match_the_independent_one(rank_table, reference):
     from smartcontext import bpe_count
 
-    for sample in ("accents", "cjk", "emoji", "whitespace"):  # (an nbsp in the last)
-        assert bpe_count.count(SAMPLES[sample], rank_table) is None
+    ref = reference["cl100k_base"]
+    counted = 0
+    for text in _unicode_texts():
+        n = bpe_count.count(text, rank_table)
+        if n is None:  # only characters the Unicode spelling may read otherwise
+            assert not bpe_count._unicode_safe(text) or max(map(len, text.split()), default=0) > 60, repr(text)
+            continue
+        assert n == len(ref.encode_ordinary(text)), repr(text[:200])
+        counted += 1
+    assert counted > 1600
+
+
+def test_characters_the_pattern_may_read_otherwise_or_a_damaged_table_are_left_to_the_encoder(rank_table, tmp_path):
+    from smartcontext import bpe_count
+
+    # Categories No and Nl, an information separator, a letter folding to "s", a lone
+    # surrogate and a code point this Python does not know.
+    for text in ("x² + y²", "chapter Ⅻ", "a\x1cb", "it'ſ", "bad \ud800 half", "new \u0378 letter"):
+        assert bpe_count.count(text, rank_table) is None, repr(text)
     assert bpe_count.count("x" * 300, rank_table) is None  # a piece too long to merge here
     damaged = tmp_path / "damaged.table"
     data = bytearray(rank_table.read_bytes())
@@ -252,6 +283,8 @@ def test_count_tokens_uses_the_table_until_the_encoder_is_built(rank_table, refe
     assert tokens.count_tokens(SAMPLES["code"]) == len(ref.encode_ordinary(SAMPLES["code"]))
     assert built == []  # plain text: counted from the table
     assert tokens.count_tokens(SAMPLES["accents"]) == len(ref.encode_ordinary(SAMPLES["accents"]))
+    assert built == []  # Unicode text the pattern reads alike: from the table too
+    assert tokens.count_tokens("x² ≥ Ⅻ") == len(ref.encode_ordinary("x² ≥ Ⅻ"))
     assert built == ["cl100k_base"]  # other text: the encoder, as before
 
 

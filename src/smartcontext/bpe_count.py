@@ -1,4 +1,4 @@
-"""Exact cl100k_base token counts of plain ASCII text without building tiktoken's encoder.
+"""Exact cl100k_base token counts without building tiktoken's encoder.
 
 Building the encoder (importing tiktoken, loading 100k ranks, its Rust set-up) cost a
 ``context`` process about a fifth of its time, to count one text of a few thousand tokens.
@@ -8,10 +8,19 @@ into pieces (on that alphabet Python's ``re`` reads the pattern as tiktoken's en
 once ``\\p{L}``, ``\\p{N}`` and ``$`` are spelled out), a piece that is a token counts one,
 and any other is merged pair by pair, lowest rank first, as tiktoken's byte-pair merge.
 
+Other text (a vault's accents, emoji, CJK) is split by a second spelling of the pattern,
+in Python's Unicode classes: ``\\p{L}`` is ``[^\\W\\d_]`` and ``\\p{N}`` is ``\\d``, which
+read alike on every character except those of categories Nl and No (Roman numerals,
+superscripts), characters Python's Unicode tables do not know, lone surrogates, the
+information separators ``\\x1c``-``\\x1f`` (whitespace to Python only) and the letters that
+fold to ASCII under case-insensitive matching (``ſ``, ``K``, ``İ``, ``ı``): a text with any of
+those is left to the encoder. Pieces are merged on their UTF-8 bytes, as tiktoken does.
+
 The ranks come from a table the first full build writes to the cache folder: a hash table
 of small marshalled buckets, mapped, so a count reads only the buckets of its pieces. Text
-outside the alphabet, a very long piece, or no table yet: ``count`` returns None and the
-caller builds the encoder as before. Tests hold this count equal to tiktoken's.
+the patterns cannot split as tiktoken does, a very long piece, or no table yet: ``count``
+returns None and the caller builds the encoder as before. Tests hold this count equal to
+tiktoken's.
 """
 
 from __future__ import annotations
@@ -32,6 +41,10 @@ from .sealed import write_sealed
 ENCODING = "cl100k_base"
 _MAGIC = b"smartcontext rank table 1\n"
 _PLAIN = re.compile(r"[\t\n\r\x20-\x7e]*")
+# Characters on which the Unicode spelling of the pattern could read differently (see
+# above); categories Nl, No, Cn (unassigned here) and Cs are checked apart.
+_UNICODE_UNSAFE = re.compile("[\x1c-\x1f\u017f\u212a\u0130\u0131]")
+_UNSAFE_CATEGORIES = frozenset(("Nl", "No", "Cn", "Cs"))
 # Merging is quadratic in a piece's length; tiktoken's encoder takes the rare long ones.
 _LONGEST_PIECE = 256
 _BUCKET_SIZE = 2  # ranks per bucket, on average
@@ -80,7 +93,15 @@ class _Table:
         self._data, self._offsets, self._blobs_at = data, offsets, blobs_at
         self._n = head["n"]
         self._buckets: dict[int, dict[bytes, int]] = {}
-        self.pattern = re.compile(_ascii_pattern(head["pat_str"]))
+        self._pat_str = head["pat_str"]
+        self.pattern = re.compile(_ascii_pattern(self._pat_str))
+        self._unicode: re.Pattern[str] | None = None
+
+    @property
+    def unicode_pattern(self) -> re.Pattern[str]:
+        if self._unicode is None:
+            self._unicode = re.compile(_unicode_pattern(self._pat_str))
+        return self._unicode
 
     def rank(self, key: bytes) -> int | None:
         i = zlib.crc32(key) % self._n
@@ -106,6 +127,36 @@ def _ascii_pattern(pat_str: str) -> str:
     if "\\p" in out or "\\P" in out:
         raise ValueError("a Unicode property is left in the pattern")
     return out
+
+
+def _unicode_pattern(pat_str: str) -> str:
+    """``pat_str`` as Python's ``re`` reads it identically on text that ``_unicode_safe``
+    accepts: a negated class holding both properties becomes "not in the class nor a
+    word character, or an underscore"; a letter is a word character that is neither a
+    digit nor an underscore; a number is a digit; ``$`` is the end of the text only."""
+    both = "\\p{L}\\p{N}"
+
+    def negated(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        if both not in inner:
+            raise ValueError(f"a class this spelling cannot carry: [^{inner}]")
+        return f"(?:[^{inner.replace(both, '')}\\w]|_)"
+
+    out = re.sub(r"\[\^([^\]]*\\p\{[LN]\}[^\]]*)\]", negated, pat_str)
+    out = out.replace("\\p{L}", "[^\\W\\d_]").replace("\\p{N}", "\\d").replace("$", r"\Z")
+    if "\\p" in out or "\\P" in out:
+        raise ValueError("a Unicode property is left in the pattern")
+    return out
+
+
+def _unicode_safe(text: str) -> bool:
+    """Whether ``_unicode_pattern`` splits ``text`` as tiktoken's pattern does."""
+    if _UNICODE_UNSAFE.search(text):
+        return False
+    import unicodedata
+
+    category = unicodedata.category
+    return not any(category(c) in _UNSAFE_CATEGORIES for c in set(text) if c > "\x7f")
 
 
 _tables: dict[Path, _Table | None] = {}
@@ -142,20 +193,28 @@ def _open(path: Path) -> _Table | None:
 
 def count(text: str, table_path: Path | None) -> int | None:
     """The cl100k_base token count of ``text``, or None when it cannot be counted here
-    (text outside the alphabet, a very long piece, no table)."""
-    if table_path is None or not _PLAIN.fullmatch(text):
+    (characters the patterns may split otherwise, a very long piece, no table)."""
+    if table_path is None:
+        return None
+    plain = _PLAIN.fullmatch(text) is not None
+    if not plain and not _unicode_safe(text):
         return None
     table = _open(table_path)
     if table is None:
         return None
+    try:
+        pattern = table.pattern if plain else table.unicode_pattern
+    except (ValueError, re.error):
+        return None
     known = _pieces
     total = 0
-    for piece in table.pattern.findall(text):
+    for piece in pattern.findall(text):
         n = known.get(piece)
         if n is None:
-            if len(piece) > _LONGEST_PIECE:
+            data = piece.encode("utf-8")
+            if len(data) > _LONGEST_PIECE:
                 return None
-            n = known[piece] = _piece_tokens(piece.encode("ascii"), table)
+            n = known[piece] = _piece_tokens(data, table)
         total += n
     return total
 

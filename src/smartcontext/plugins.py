@@ -22,9 +22,12 @@ Each registry (``sources.registry``, ``sources.lang``, ``embeddings.registry``,
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import logging
+import os
+import re
+import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -92,20 +95,87 @@ def load_entry_points(pm: pluggy.PluginManager, group: str = PROJECT) -> list[st
     fails to import or does not fit the hook specifications is skipped with a warning
     naming it, and the others (and the built-ins) still load. Returns the names loaded."""
     loaded = []
-    for ep in importlib.metadata.entry_points(group=group):
-        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+    for name, value in installed_entry_points(group):
+        if pm.get_plugin(name) is not None or pm.is_blocked(name):
             continue
         try:
-            plugin = ep.load()
-            pm.register(plugin, name=ep.name)
+            plugin = _load(value)
+            pm.register(plugin, name=name)
         except Exception as exc:  # one broken plugin must not take smartcontext down
-            message = (f"smartcontext plugin {ep.name!r} ({ep.value}) was not loaded: "
+            message = (f"smartcontext plugin {name!r} ({value}) was not loaded: "
                        f"{type(exc).__name__}: {exc}")
             log.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=2)
             continue
-        loaded.append(ep.name)
+        loaded.append(name)
     return loaded
+
+
+# The entry points found, by the folders they were looked for in (see
+# installed_entry_points).
+_SCAN_MAGIC = b"smartcontext entry points 1\n"
+_SCANS_KEPT = 16
+_RACY_NS = 2_000_000_000
+# importlib.metadata's EntryPoint.value syntax: "module", "module:attr.attr", extras ignored.
+_VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+
+
+def installed_entry_points(group: str = PROJECT) -> list[tuple[str, str]]:
+    """(name, value) of the entry points of ``group``, as ``importlib.metadata`` finds them.
+
+    Importing ``importlib.metadata`` and reading every installed distribution took a
+    tenth of a second of each process that used a registry (a question that embeds its
+    text, for one), for a list that changes only when packages are installed or removed.
+    So the list is remembered in the cache folder by the folders of ``sys.path`` and their
+    modification times, which installing or removing a distribution moves (a distribution
+    whose entry points are edited in place is seen once reinstalled, as the folder walk's
+    saved answer sees plugins)."""
+    from .cachedir import cache_dir
+    from .sealed import load_sealed, save_sealed
+
+    stamps: list[tuple[str, tuple[int, int] | None]] = []
+    now = time.time_ns()
+    trusted = True
+    for entry in sys.path:
+        folder = entry or os.getcwd()
+        try:
+            st = os.stat(folder)
+        except OSError:
+            stamps.append((entry, None))
+            continue
+        stamps.append((entry, (st.st_mtime_ns, st.st_ino)))
+        trusted = trusted and now - st.st_mtime_ns > _RACY_NS
+    key = repr((group, sys.executable, stamps))
+    memo_file = cache_dir() / "entry_points.bin"
+    memo = load_sealed(memo_file, _SCAN_MAGIC)
+    memo = memo if isinstance(memo, dict) else {}
+    found = memo.get(key)
+    if isinstance(found, list):
+        return [(str(name), str(value)) for name, value in found]
+    import importlib.metadata
+
+    found = [(ep.name, ep.value) for ep in importlib.metadata.entry_points(group=group)]
+    if trusted:
+        memo[key] = found
+        while len(memo) > _SCANS_KEPT:
+            memo.pop(next(iter(memo)))
+        try:
+            memo_file.parent.mkdir(parents=True, exist_ok=True)
+            save_sealed(memo_file, _SCAN_MAGIC, memo)
+        except OSError:  # a read-only cache folder: scanned again next time
+            pass
+    return found
+
+
+def _load(value: str) -> Any:
+    """What an entry point's value names, as ``EntryPoint.load`` reads it."""
+    match = _VALUE.match(value)
+    if match is None:
+        raise ValueError(f"not an entry point value: {value!r}")
+    target: Any = importlib.import_module(match.group("module"))
+    for attr in filter(None, (match.group("attr") or "").split(".")):
+        target = getattr(target, attr)
+    return target
 
 
 

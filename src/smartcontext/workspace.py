@@ -51,8 +51,8 @@ CATALOGUE_FILE = "catalogue.bin"
 # The last walk of the folder and what it rested on, so a refresh need not walk again.
 WALK_FILE = "walk.bin"
 # Files derived from the index (the saved catalogue, the last clean integrity check, the
-# last walk): they go with it.
-DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked", WALK_FILE)
+# last walk, the mapped vectors and their counts: store/vector_file.py): they go with it.
+DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked", WALK_FILE, INDEX_FILE + ".vectors", INDEX_FILE + ".vcounts")
 # What marks a workspace's root when a command starts inside it, as git finds its root:
 # a repository, an Obsidian vault, or a folder indexed before.
 ROOT_MARKERS = (".git", ".obsidian", INDEX_DIR)
@@ -302,7 +302,11 @@ class Workspace:
                     + (f" ({stats.skipped_total} skipped: {_reasons(stats.skipped)})" if stats.skipped else "")
                 )
             want = self.config.embeddings.active if embeddings is None else embeddings
-            if want:
+            if want and not (stats.files_indexed or stats.files_deleted) and self._all_embedded():
+                # The refresh before a question, with nothing new: the model (and numpy)
+                # is not loaded to learn that no item lacks a vector.
+                stats.embedding_model = self._embedder_name()
+            elif want:
                 t1 = time.perf_counter()
                 embedder = self.embedder()
                 stats.embedding_model = embedder.name
@@ -323,6 +327,13 @@ class Workspace:
                 finish_copy_by_index(self.store)  # an index run makes an unfinished copy whole
             if stats.files_indexed or stats.files_deleted:
                 self.store.compact()
+                if not self.store_url:
+                    # Brought up to date and saved now, so the first question after
+                    # `index` opens it from the file instead of building and saving it.
+                    try:
+                        self.catalogue()
+                    except OSError:  # best effort: the next question builds it
+                        pass
             stats.seconds["total"] = time.perf_counter() - t0
             return stats
 
@@ -508,6 +519,12 @@ class Workspace:
         if name is None:  # an unusable model: count nothing as embedded
             return 0, total
         return min(models.get(name, 0), total), total
+
+    def _all_embedded(self) -> bool:
+        """Whether every item has a vector of the configured model, told from the stored
+        counts and the model's remembered name (no model is loaded)."""
+        name = self._embedder_name()
+        return name is not None and self.store.vector_models().get(name, 0) >= self.store.item_count()
 
     def _embedder_name(self) -> str | None:
         """The configured model's name as its vectors are stored. Building a model to

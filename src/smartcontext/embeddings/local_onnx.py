@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -352,10 +353,45 @@ def _read_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+# Digests of model files by their stamp, kept between processes (see _file_digest).
+_DIGESTS_MAGIC = b"smartcontext file digests 1\n"
+_DIGESTS_KEPT = 64
+# A file changed within this long of being hashed could keep its stamp: not remembered.
+_RACY_NS = 2_000_000_000
+
+
 def _file_digest(path: Path) -> str:
-    # The cache key follows the weights, so replacing model.onnx never serves stale vectors.
+    """sha256 of the file. The cache key follows the weights, so replacing model.onnx
+    never serves stale vectors. Hashing a 23 MB model took a tenth of a second of every
+    process that named the model, so the digest is remembered in the cache folder by the
+    file's inode, size, modification and change times (as git trusts its index's stamps)."""
+    from ..cachedir import cache_dir
+    from ..sealed import load_sealed, save_sealed
+
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    key = str(path.resolve())
+    stamp = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns] if st is not None else None
+    memo = cache_dir() / "digests.bin"
+    known = load_sealed(memo, _DIGESTS_MAGIC)
+    known = known if isinstance(known, dict) else {}
+    hit = known.get(key)
+    if stamp is not None and isinstance(hit, list) and hit[:4] == stamp and isinstance(hit[4], str):
+        return hit[4]
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
-    return digest.hexdigest()
+    value = digest.hexdigest()
+    if st is not None and stamp is not None and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+        known[key] = [*stamp, value]
+        while len(known) > _DIGESTS_KEPT:
+            known.pop(next(iter(known)))
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            save_sealed(memo, _DIGESTS_MAGIC, known)
+        except OSError:  # a read-only cache folder: hashed again next time
+            pass
+    return value

@@ -25,9 +25,13 @@ import functools
 import hashlib
 import json
 import logging
+import marshal
+import mmap
 import os
+import struct
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,7 @@ import numpy as np
 from ..cachedir import cache_dir
 from ..errors import EmbeddingError
 from .base import EmbedderBase, l2_normalise
+from .wordpiece import WordPiece
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,9 @@ DEFAULT_MAX_TOKENS = 1024
 # Tokens per model call while distilling: small enough that a stop (``progress`` raising
 # between calls) ends a build within a fraction of a CPU second.
 _DISTIL_BATCH = 256
+# Texts split in Python rather than by the tokenizers library, in characters per call: a
+# question's worth, where loading the library would cost more than splitting.
+_SPLIT_HERE_CHARS = 20_000
 # -- distillation -----------------------------------------------------------------------
 
 
@@ -183,6 +191,111 @@ def _write_cached(path: Path, table: np.ndarray, meta: dict[str, Any]) -> None:
         raise
 
 
+# -- the mapped copy a process reads ------------------------------------------------------
+#
+# Reading the .npz and checking its sha256 took a tenth of a second and two copies of the
+# 31 MB table in every process that embeds a query (which reads some ten rows). The
+# table is therefore also kept as a raw file the process maps, each row with its CRC-32,
+# checked when the row is first read: a damaged row is found when it would be used, and
+# the copy is made again from the .npz (itself checked whole, rebuilt when damaged).
+
+_TABLE_MAGIC = b"smartcontext static table 2\n"
+# CRC-32 of the JSON, the tokenizer and the row CRCs; the JSON's length; the tokenizer's
+# (the marshalled ``WordPiece`` state, or nothing when the tokenizer is not BERT's).
+_TABLE_HEAD = struct.Struct("<III")
+_ALIGN = 64
+
+
+class DamagedTable(Exception):
+    """A row of the mapped table does not match its CRC."""
+
+
+class Table:
+    """The static model's rows, read through ``gather`` (which checks each row once when
+    the table carries row CRCs: a mapped file)."""
+
+    def __init__(self, rows: np.ndarray, crcs: np.ndarray | None = None, wordpiece: WordPiece | None = None):
+        self.rows = rows
+        self.shape = rows.shape
+        self.wordpiece = wordpiece  # the tokenizer's split of ASCII text, saved with the table
+        self._crcs = crcs
+        self._checked = np.zeros(rows.shape[0], dtype=bool) if crcs is not None else None
+
+    def gather(self, ids: np.ndarray) -> np.ndarray:
+        if self._checked is not None and self._crcs is not None:
+            # A set, not np.unique: that one imports numpy.ma (a tenth of a second).
+            todo = sorted(set(ids[~self._checked[ids]].tolist()))
+            for i in todo:
+                if zlib.crc32(self.rows[i]) != int(self._crcs[i]):
+                    raise DamagedTable(f"row {i}")
+            self._checked[todo] = True
+        return self.rows[ids]
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // _ALIGN) * _ALIGN
+
+
+def write_mapped(path: Path, table: np.ndarray, meta: dict[str, Any], wordpiece: WordPiece | None = None) -> None:
+    """Save ``table`` (and the tokenizer's ``wordpiece``) as the mapped file at ``path``
+    atomically; raises OSError."""
+    table = np.ascontiguousarray(table, dtype="<f4")
+    crcs = np.fromiter((zlib.crc32(row) for row in table), dtype="<u4", count=table.shape[0])
+    head = json.dumps({"meta": meta, "shape": list(table.shape)}, sort_keys=True).encode()
+    words = marshal.dumps(wordpiece.state()) if wordpiece is not None else b""
+    start = len(_TABLE_MAGIC) + _TABLE_HEAD.size
+    crc_at = _aligned(start + len(head) + len(words))
+    rows_at = _aligned(crc_at + crcs.nbytes)
+    checked = zlib.crc32(crcs.tobytes(), zlib.crc32(words, zlib.crc32(head)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_TABLE_MAGIC + _TABLE_HEAD.pack(checked, len(head), len(words)) + head + words)
+            fh.write(b"\0" * (crc_at - start - len(head) - len(words)))
+            fh.write(crcs.tobytes())
+            fh.write(b"\0" * (rows_at - crc_at - crcs.nbytes))
+            fh.write(table.tobytes())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_mapped(path: Path, meta: dict[str, Any]) -> Table | None:
+    """The mapped table at ``path`` when it was made with these settings and its header
+    is whole; None otherwise (rows are checked as they are read)."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < len(_TABLE_MAGIC) + _TABLE_HEAD.size:
+                return None
+            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        if mapping[: len(_TABLE_MAGIC)] != _TABLE_MAGIC:
+            return None
+        start = len(_TABLE_MAGIC) + _TABLE_HEAD.size
+        checked, length, words_length = _TABLE_HEAD.unpack_from(mapping, len(_TABLE_MAGIC))
+        head_bytes = mapping[start : start + length]
+        words = mapping[start + length : start + length + words_length]
+        head = json.loads(head_bytes)
+        rows, dim = (int(x) for x in head["shape"])
+        crc_at = _aligned(start + length + words_length)
+        rows_at = _aligned(crc_at + 4 * rows)
+        if head["meta"] != meta or size != rows_at + 4 * rows * dim:
+            return None
+        crcs = np.frombuffer(mapping, dtype="<u4", count=rows, offset=crc_at)
+        if zlib.crc32(crcs.tobytes(), zlib.crc32(words, zlib.crc32(head_bytes))) != checked:
+            return None
+        wordpiece = WordPiece.from_state(marshal.loads(words)) if words else None
+    except (ValueError, KeyError, TypeError, EOFError, struct.error):
+        return None
+    rows_view = np.frombuffer(mapping, dtype="<f4", count=rows * dim, offset=rows_at).reshape(rows, dim)
+    return Table(rows_view, crcs, wordpiece)
+
+
 # -- the embedder -----------------------------------------------------------------------
 
 
@@ -219,8 +332,8 @@ class StaticEmbedder(EmbedderBase):
         self._dim = int(dim)
         self.max_tokens = int(max_tokens)
         self._cache = Path(cache) if cache is not None else None
-        self._lock = threading.Lock()
-        self._table: np.ndarray | None = None
+        self._lock = threading.RLock()  # re-entered: prepare loads the tokenizer
+        self._table: Table | None = None
         self._tokenizer: Any = None
         self._unk: int | None = None
         suffix = "" if self.max_tokens == DEFAULT_MAX_TOKENS else f"@{self.max_tokens}"
@@ -235,6 +348,11 @@ class StaticEmbedder(EmbedderBase):
         folder = self._cache if self._cache is not None else cache_dir()
         return folder / "static" / f"minilm-{self._source_digest()[:16]}-d{self._dim}-v{RECIPE_VERSION}.npz"
 
+    @property
+    def mapped_path(self) -> Path:
+        """The mapped copy of the table that processes read (made from ``cache_path``)."""
+        return self.cache_path.with_suffix(".table")
+
     def prepare(self, progress: BuildProgress | None = None) -> None:
         """Load the table, distilling it first when no valid cached copy exists.
         ``progress(done, total)`` counts vocabulary tokens while it is built."""
@@ -243,34 +361,83 @@ class StaticEmbedder(EmbedderBase):
         with self._lock:
             if self._table is not None:
                 return
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
-            tokenizer.no_padding()
-            tokenizer.no_truncation()
+            table = read_mapped(self.mapped_path, self._meta())
+            if table is not None and table.wordpiece is not None:
+                # A process that embeds ASCII questions loads no tokenizer library.
+                self._table, self._unk = table, table.wordpiece.unk
+                return
+            tokenizer = self._library_tokenizer()
 
             def build() -> np.ndarray:
                 log.info("building the static embedding model from %s (once; cached at %s)",
                          self.model_path.name, self.cache_path)
                 return distil_table(self.model_path, self.tokenizer_path, dim=self._dim, progress=progress)
 
-            table = load_or_build(self.cache_path, build, self._meta())
-            if table.shape != (tokenizer.get_vocab_size(), self._dim):
-                raise EmbeddingError(
-                    f"the static model table has shape {table.shape}, expected "
-                    f"({tokenizer.get_vocab_size()}, {self._dim}); delete {self.cache_path} to rebuild it"
-                )
+            shape = (tokenizer.get_vocab_size(), self._dim)
+            if table is None or table.shape != shape:
+                built = load_or_build(self.cache_path, build, self._meta())
+                if built.shape != shape:
+                    raise EmbeddingError(
+                        f"the static model table has shape {built.shape}, expected "
+                        f"{shape}; delete {self.cache_path} to rebuild it"
+                    )
+                try:
+                    wordpiece = WordPiece.from_config(json.loads(tokenizer.to_str()))
+                    write_mapped(self.mapped_path, built, self._meta(), wordpiece)
+                    table = read_mapped(self.mapped_path, self._meta())
+                except OSError as exc:
+                    log.warning("cannot save the mapped static model at %s (%s)", self.mapped_path, exc)
+                    table = None
+                if table is None or table.shape != shape:
+                    table = Table(built)  # in memory, checked whole already
             unk = tokenizer.token_to_id("[UNK]")
-            self._tokenizer, self._unk = tokenizer, (-1 if unk is None else int(unk))
+            self._unk = -1 if unk is None else int(unk)
             self._table = table
+
+    def _library_tokenizer(self) -> Any:
+        """The ``tokenizers`` split of ``tokenizer.json``, loaded when first needed."""
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+                    tokenizer.no_padding()
+                    tokenizer.no_truncation()
+                    self._tokenizer = tokenizer
+        return self._tokenizer
+
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids: a few short texts (a question) split here when the
+        table carries the tokenizer's WordPiece; otherwise, and for batches, which the
+        library splits faster on all cores, by the library."""
+        assert self._table is not None
+        wordpiece = self._table.wordpiece
+        if wordpiece is not None and sum(map(len, texts)) <= _SPLIT_HERE_CHARS:
+            split = [wordpiece.ids(t) for t in texts]
+            if all(ids is not None for ids in split):
+                return split  # type: ignore[return-value]
+        encodings = self._library_tokenizer().encode_batch(texts, add_special_tokens=False)
+        return [e.ids for e in encodings]
+
+    def _gather(self, ids: np.ndarray) -> np.ndarray:
+        assert self._table is not None
+        try:
+            return self._table.gather(ids)
+        except DamagedTable as exc:
+            log.warning("the mapped static embedding model %s is damaged (%s); making it again", self.mapped_path, exc)
+            with self._lock:
+                self._table = None
+                self.mapped_path.unlink(missing_ok=True)
+            self.prepare()
+            assert self._table is not None
+            return self._table.gather(ids)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         self.prepare()
-        assert self._table is not None and self._tokenizer is not None
-        encodings = self._tokenizer.encode_batch(
-            [t if isinstance(t, str) else str(t) for t in texts], add_special_tokens=False
-        )
-        ids_per_text = [np.asarray(e.ids[: self.max_tokens], dtype=np.int64) for e in encodings]
+        assert self._table is not None
+        split = self._token_ids([t if isinstance(t, str) else str(t) for t in texts])
+        ids_per_text = [np.asarray(ids[: self.max_tokens], dtype=np.int64) for ids in split]
         ids_per_text = [ids[ids != self._unk] for ids in ids_per_text]
         counts = np.fromiter((len(ids) for ids in ids_per_text), dtype=np.int64, count=len(texts))
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
@@ -280,7 +447,7 @@ class StaticEmbedder(EmbedderBase):
             starts = np.concatenate([[0], np.cumsum(counts[nonempty])[:-1]])
             # One gather and one segmented sum for the whole batch; the mean's divisor
             # does not matter once rows are normalised.
-            out[nonempty] = np.add.reduceat(self._table[flat], starts, axis=0)
+            out[nonempty] = np.add.reduceat(self._gather(flat), starts, axis=0)
         return l2_normalise(out)
 
     # -- internals ------------------------------------------------------------------

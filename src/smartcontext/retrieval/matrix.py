@@ -32,6 +32,20 @@ class VectorMatrix:
         self._free: list[int] = []
         self._n = 0
 
+    @classmethod
+    def wrap(cls, vectors: np.ndarray) -> "VectorMatrix":
+        """A matrix whose rows are ``vectors`` (n x dim), used in place: a read-only
+        (mapped) array is copied only when a change first needs to write it."""
+        out = cls(int(vectors.shape[1]))
+        out._m = vectors
+        out._alive = np.ones(vectors.shape[0], dtype=bool)
+        out._n = int(vectors.shape[0])
+        return out
+
+    def _writable(self) -> None:
+        if not self._m.flags.writeable:
+            self.resize(self.capacity)
+
     # -- shape ---------------------------------------------------------------------------
 
     @property
@@ -80,6 +94,7 @@ class VectorMatrix:
             self._m = np.zeros((self._m.shape[0], self.dim), dtype=np.float32)
         elif vectors.shape[1] != self.dim:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the matrix has {self.dim}")
+        self._writable()
         take = min(k, len(self._free))
         rows = [self._free.pop() for _ in range(take)]
         if take < k:
@@ -127,6 +142,7 @@ class VectorMatrix:
         if not self._free or len(self._free) < threshold:
             return None
         live = np.flatnonzero(self._alive[: self._n])
+        self._writable()
         self._m[: live.size] = self._m[live]
         self._alive[: live.size] = True
         self._alive[live.size :] = False

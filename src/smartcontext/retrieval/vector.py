@@ -79,17 +79,23 @@ class VectorIndex(_Similar):
         self.generation = store.generation()
         self.vector_generation = store.vector_generation()
         self.rowids, vectors = store.load_vectors(model)
-        self._matrix = VectorMatrix()
-        if len(self.rowids):
-            self._matrix.reserve(len(self.rowids))
-            self._matrix.add(vectors)
-        self._pos = {int(r): i for i, r in enumerate(self.rowids)}
+        # Used in place (a store may hand out a read-only mapping of its saved vectors:
+        # a one-question process then never copies the matrix).
+        self._matrix = VectorMatrix.wrap(vectors) if len(self.rowids) else VectorMatrix()
+        self._pos_map: dict[int, int] | None = None
         # Searches and extensions may come from different threads (readers and the
         # background embedder): a search sees the matrix before or after a batch.
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.rowids)
+
+    @property
+    def _pos(self) -> dict[int, int]:
+        """Row of each row id; built when first asked (a search needs none)."""
+        if self._pos_map is None:
+            self._pos_map = {int(r): i for i, r in enumerate(self.rowids.tolist())}
+        return self._pos_map
 
     def extend(self, rowids, vectors: np.ndarray) -> None:
         """Add the vectors of these items (an item already here keeps its vector: its
@@ -109,8 +115,8 @@ class VectorIndex(_Similar):
                 return
             rows = self._matrix.add(vectors[fresh_rows])
             n = self._matrix.n_rows
-            if len(self.rowids) < n:
-                grown = np.zeros(n, dtype=np.int64)
+            if len(self.rowids) < n or not self.rowids.flags.writeable:
+                grown = np.zeros(max(n, len(self.rowids)), dtype=np.int64)
                 grown[: len(self.rowids)] = self.rowids
                 self.rowids = grown
             self.rowids[rows] = np.asarray(fresh_ids, dtype=np.int64)

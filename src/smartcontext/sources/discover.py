@@ -37,7 +37,7 @@ IGNORE_FILE = ".smartcontextignore"
 @dataclass
 class DiscoveredFile:
     path: str  # relative, "/" separated
-    abs_path: Path
+    abs_path: Path | str  # a str when the saved walk was reused (sources.walk_cache)
     source: str  # the name of the source that reads it (``sources.registry``)
     language: str
     mtime_ns: int

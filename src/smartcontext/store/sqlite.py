@@ -34,6 +34,7 @@ from .bm25 import bm25_sql_weights, fts_kind
 from .schema import FILE_NAME_KEY, LEGACY_VERSION, LINK_NAME_KEY, migrate
 from .shared import FileTexts, StoreBase, fts_values, item_from_row
 from .text import JSON, FileData, pack_file
+from . import vector_file
 
 if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
     import numpy as np
@@ -76,6 +77,8 @@ _EDGE_SELECT = (
 _PATH_WHERE = ("i.path IS NULL AND f.path IN ({})", "i.path IN ({})")
 # Stay well under SQLite's bound-parameter limit on older builds (999).
 _CHUNK = 500
+# Meta key: how many times the embedding cache was cleared (see vector_file).
+_VECTORS_CLEARED = "vectors_cleared"
 # Full-text answers remembered per index generation: at most this many (rowid, score)
 # pairs in all (about 100 bytes each); a filtered search asks for every match, so one
 # answer may hold tens of thousands, and one over a quarter of the budget is not kept.
@@ -906,7 +909,72 @@ class SQLiteStore(StoreBase):
         # One buffer: a row-by-row frombuffer and stack is several times slower.
         return np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)
 
+    # -- the mapped vector file beside the index (store/vector_file.py) ----------------
+
+    def _vector_state(self) -> vector_file.State:
+        """What the saved vector files are checked against, read on this connection."""
+        meta = dict(self.db.execute(
+            "SELECT key, value FROM meta WHERE key IN ('index_id', 'generation', 'vector_generation', ?)",
+            (_VECTORS_CLEARED,),
+        ).fetchall())
+        return (meta.get("index_id") or "", int(meta.get("generation") or 0),
+                int(meta.get("vector_generation") or 0), int(meta.get(_VECTORS_CLEARED) or 0))
+
+    @contextmanager
+    def _one_snapshot(self) -> Iterator[sqlite3.Connection]:
+        """This read's connection in one read transaction (when not already in one), so
+        the state read first labels exactly the rows read after it."""
+        conn = self.db
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if own and conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def load_vectors(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, matrix) as ``StoreBase.load_vectors`` reads them, from the mapped
+        vector file when it reflects this state of the index (read-only arrays), else
+        read (or patched from an older file) and saved for the next process."""
+        import numpy as np
+
+        path = vector_file.vectors_path(self.path)
+        with self._one_snapshot():
+            state = self._vector_state()
+            saved = vector_file.read(path, model)
+            if saved is not None and saved.state == state:
+                return saved.rowids, saved.matrix
+            rows = self.db.execute("SELECT rowid, content_hash FROM items ORDER BY rowid").fetchall()
+            made = None
+            if saved is not None and saved.state[0] == state[0] and saved.state[3] == state[3]:
+                made = vector_file.patch(saved, rows, lambda hashes: self.cached_vectors(model, hashes))
+            if made is None:
+                rowids, matrix = super().load_vectors(model)
+                hashes = dict(rows)
+                keys = np.fromiter((vector_file.content_key(hashes.get(int(r), "")) for r in rowids.tolist()),
+                                   dtype=np.int64, count=len(rowids))
+            else:
+                rowids, keys, matrix = made
+        if self.unwritable is None:
+            try:
+                vector_file.write(path, state, model, rowids, keys, matrix)
+            except OSError:  # a read-only folder or a full disk: read from SQLite next time
+                pass
+        return rowids, matrix
+
     def _vector_counts(self) -> dict[str, int]:
+        with self._one_snapshot():
+            state = self._vector_state()
+            counts = vector_file.read_counts(self.path, state)
+            if counts is None:
+                counts = self._count_vectors()
+                if self.unwritable is None:
+                    vector_file.write_counts(self.path, state, counts)
+        return counts
+
+    def _count_vectors(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for (model,) in self.db.execute("SELECT DISTINCT model FROM embedding_cache").fetchall():
             n = self.db.execute(
@@ -960,6 +1028,9 @@ class SQLiteStore(StoreBase):
         )
 
     def _delete_cached_vectors(self, model: str | None) -> int:
+        # Counted, so a saved vector file is never patched across a clearing (it would
+        # keep vectors the cache no longer has).
+        self._increment(_VECTORS_CLEARED)
         if model is None:
             return self.db.execute("DELETE FROM embedding_cache").rowcount
         return self.db.execute("DELETE FROM embedding_cache WHERE model = ?", (model,)).rowcount
