@@ -27,6 +27,7 @@ import re
 import threading
 import weakref
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -47,14 +48,15 @@ from .text import JSON, FileData, pack_file
 
 if TYPE_CHECKING:  # numpy and pgvector only where vectors are handled (see _vectors)
     import numpy as np
-
-try:  # the optional ``postgres`` extra
-    import psycopg
-    from psycopg import sql
     from psycopg_pool import ConnectionPool
 
-    if importlib.util.find_spec("pgvector") is None:
-        raise ImportError("No module named 'pgvector'")
+try:  # the optional ``postgres`` extra (psycopg_pool is imported where a pool starts)
+    import psycopg
+    from psycopg import sql
+
+    for _name in ("psycopg_pool", "pgvector"):
+        if importlib.util.find_spec(_name) is None:
+            raise ImportError(f"No module named {_name!r}")
 except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
     _IMPORT_ERROR: ImportError | None = _exc
@@ -319,6 +321,80 @@ def _array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float32)
 
 
+class _OnDemand:
+    """What a process that asks one question needs of a pool: connections opened when a
+    thread asks for one and none is idle, kept for the next ask. Neither psycopg_pool's
+    import nor its thread and second connection (together 0.1-0.2 s of a CLI question);
+    without a size limit, which a server's pool keeps."""
+
+    def __init__(self, connect: Callable[[], "psycopg.Connection"], first: "psycopg.Connection"):
+        self._connect = connect
+        self._idle = [first]
+        self._all = [first]
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def connection(self) -> Iterator["psycopg.Connection"]:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._connect()
+            with self._lock:
+                self._all.append(conn)
+        try:
+            yield conn
+        finally:
+            if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()  # as a pool gives back a connection: outside a transaction
+            with self._lock:
+                if not conn.closed:
+                    self._idle.append(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._all, self._idle = self._all, [], []
+        for conn in conns:
+            conn.close()
+
+
+class _Answers:
+    """Keyword answers and term counts of one index generation, for reads in a snapshot
+    (whose generation is known without a round trip): a server is asked the same words
+    again and again, each a round trip and a ranking statement. As the SQLite store's
+    remembered answers; all dropped when the generation moves. A version is (index id,
+    generation): a rebuilt index counts its generations from the start again."""
+
+    ENTRIES = 20_000
+    PAIRS = 5_000  # an answer holding more (rowid, score) pairs is not kept
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version: tuple[str, int] | None = None
+        self._data: OrderedDict[tuple, object] = OrderedDict()
+
+    def get(self, version: tuple[str, int], key: tuple) -> object | None:
+        with self._lock:
+            if version != self._version:
+                return None
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, version: tuple[str, int], key: tuple, value: object, size: int = 1) -> None:
+        if size > self.PAIRS:
+            return
+        with self._lock:
+            old = self._version
+            if old is not None and old[0] == version[0] and version[1] < old[1]:
+                return  # a question on an older snapshot: its answers are not the current ones
+            if version != old:
+                self._version, self._data = version, OrderedDict()
+            self._data[key] = value
+            while len(self._data) > self.ENTRIES:
+                self._data.popitem(last=False)
+
+
 def _one(cursor: "psycopg.Cursor") -> tuple:
     """The row of a statement that always returns one (``count(*)``, ``RETURNING``)."""
     row = cursor.fetchone()
@@ -348,8 +424,10 @@ class PostgresStore(StoreBase):
 
     def __init__(
         self, url: str, workspace: str | None = None, *, default_workspace: str | None = None,
-        pool_size: int = 8,
+        pool_size: int = 8, lean: bool = False,
     ):
+        """``lean``: connections as needed, without a pool (a process asking one question);
+        otherwise a pool of up to ``pool_size``."""
         if _IMPORT_ERROR is not None:
             raise StoreUnavailable(
                 "the PostgreSQL store needs psycopg, psycopg-pool and pgvector: "
@@ -372,13 +450,32 @@ class PostgresStore(StoreBase):
         self._term_ids: dict[str, int] = {}
         self._term_ids_of: str | None = None
         self._term_ids_lock = threading.Lock()
-        self._bootstrap()
+        self._lean = lean
+        self._meta: dict[str, str] | None = None  # a lean store's meta rows (_meta_value)
+        self._answers = _Answers()
         search_path = sql.SQL("SET search_path TO {}, {}, public").format(
             sql.Identifier(self.schema), sql.Identifier(SHARED_SCHEMA)
         )
 
         def configure(conn: "psycopg.Connection") -> None:
             conn.execute(search_path)
+
+        first = self._bootstrap()
+        self.pool: ConnectionPool | _OnDemand
+        if lean:
+            def connect() -> "psycopg.Connection":
+                try:
+                    conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+                except psycopg.Error as exc:
+                    raise _connect_error(conninfo, exc) from exc
+                configure(conn)
+                return conn
+
+            configure(first)
+            self.pool = _OnDemand(connect, first)
+            return
+        first.close()
+        from psycopg_pool import ConnectionPool
 
         try:
             self.pool = ConnectionPool(
@@ -391,27 +488,54 @@ class PostgresStore(StoreBase):
 
     # -- opening -----------------------------------------------------------------------
 
-    def _bootstrap(self) -> None:
+    def _bootstrap(self) -> "psycopg.Connection":
         """Create the pgvector extension, the shared cache and this workspace's schema, and
-        apply pending migrations, once per database at a time."""
+        apply pending migrations, once per database at a time; returns the connection
+        (autocommit) it used."""
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise _connect_error(self.url, exc) from exc
-        with conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (_BOOTSTRAP_LOCK,))
-            try:
-                self._create_extension(conn)
-                EMBEDDINGS.apply(conn, SHARED_SCHEMA)
-                if "m001_tables" in CORE.apply(conn, self.schema):
-                    # The name as given: `store list` shows it (a schema name may be hashed).
-                    conn.execute(
-                        sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('workspace', %s) "
-                                "ON CONFLICT (key) DO NOTHING").format(sql.Identifier(self.schema)),
-                        (self.workspace,),
-                    )
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_BOOTSTRAP_LOCK,))
+        try:
+            if not self._ready(conn):
+                self._set_up(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _ready(self, conn: "psycopg.Connection") -> bool:
+        """Whether the extension is there and both migration sets are exactly applied, in
+        one round trip and without the lock (an open of a set-up workspace, nearly
+        always): eight round trips less for a question."""
+        try:
+            row = _one(conn.execute(
+                sql.SQL(
+                    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
+                    "ARRAY(SELECT name FROM {}._migrations WHERE migration_set = %s), "
+                    "ARRAY(SELECT name FROM {}._migrations WHERE migration_set = %s)"
+                ).format(sql.Identifier(SHARED_SCHEMA), sql.Identifier(self.schema)),
+                (EMBEDDINGS.name, CORE.name),
+            ))
+        except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+            return False  # a new database or workspace
+        return (bool(row[0]) and set(row[1]) == {s for s, _ in EMBEDDINGS.steps}
+                and set(row[2]) == {s for s, _ in CORE.steps})
+
+    def _set_up(self, conn: "psycopg.Connection") -> None:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_BOOTSTRAP_LOCK,))
+        try:
+            self._create_extension(conn)
+            EMBEDDINGS.apply(conn, SHARED_SCHEMA)
+            if "m001_tables" in CORE.apply(conn, self.schema):
+                # The name as given: `store list` shows it (a schema name may be hashed).
+                conn.execute(
+                    sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('workspace', %s) "
+                            "ON CONFLICT (key) DO NOTHING").format(sql.Identifier(self.schema)),
+                    (self.workspace,),
+                )
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_BOOTSTRAP_LOCK,))
 
     def _create_extension(self, conn: "psycopg.Connection") -> None:
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
@@ -460,11 +584,16 @@ class PostgresStore(StoreBase):
 
     @contextmanager
     def _conn(self) -> Iterator["psycopg.Connection"]:
-        """This thread's connection in a transaction or batch, or one from the pool."""
-        conn = getattr(self._local, "conn", None)
+        """This thread's connection in a write or a snapshot, or one from the pool."""
+        conn = getattr(self._local, "conn", None) or getattr(self._local, "snap", None)
         if conn is not None:
             yield conn
             return
+        with self._pooled() as conn:
+            yield conn
+
+    @contextmanager
+    def _pooled(self) -> Iterator["psycopg.Connection"]:
         try:
             with self.pool.connection() as conn:
                 yield conn
@@ -475,7 +604,7 @@ class PostgresStore(StoreBase):
     def _snapshot(self) -> Iterator["psycopg.Connection"]:
         """A connection whose statements all see one snapshot (for reads of several
         statements: an item's row and its file's text must be of the same version)."""
-        conn = getattr(self._local, "conn", None)
+        conn = getattr(self._local, "conn", None) or getattr(self._local, "snap", None)
         if conn is not None:
             yield conn
             return
@@ -484,13 +613,37 @@ class PostgresStore(StoreBase):
             yield conn
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside sees the index as one commit left it (a
+        REPEATABLE READ transaction on one connection), as the SQLite store's snapshot:
+        a question of several statements never mixes a write's before and after. The
+        meta rows (generations, index id) are read once with its start, one round trip
+        where a question read them 5-11 times. Nested, or inside a write of this thread,
+        it adds nothing; a write inside goes on another connection and is not seen."""
+        if getattr(self._local, "conn", None) is not None or getattr(self._local, "snap", None) is not None:
+            yield
+            return
+        with self._conn() as conn:
+            with conn.pipeline():  # BEGIN and the meta rows in one round trip
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                rows = conn.execute("SELECT key, value FROM meta")
+            self._local.held = dict(rows.fetchall())
+            self._local.snap = conn
+            try:
+                yield
+            finally:
+                self._local.snap = self._local.held = None
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+                    conn.execute("COMMIT")  # read only: nothing to keep or lose
+
+    @contextmanager
     def _write(self) -> Iterator["psycopg.Connection"]:
         """One transaction holding the workspace's write lock (joins an open one)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             yield conn
             return
-        with self._conn() as conn:
+        with self._pooled() as conn:  # not a snapshot's (read only)
             counts = _Counts()
             with conn.transaction():
                 index_id = _one(conn.execute(
@@ -509,6 +662,7 @@ class PostgresStore(StoreBase):
                 finally:
                     self._local.conn = None
                     self._local.counts = None
+                    self._meta = None
             # Committed: the ids of the terms it added are known from now on.
             if counts.new_ids:
                 with self._term_ids_lock:
@@ -540,6 +694,7 @@ class PostgresStore(StoreBase):
     # -- meta --------------------------------------------------------------------------
 
     def _increment(self, counter: str) -> int:
+        self._meta = None
         with self._conn() as conn:
             return int(_one(conn.execute(
                 "INSERT INTO meta(key, value) VALUES (%s, '1') ON CONFLICT (key) "
@@ -572,7 +727,28 @@ class PostgresStore(StoreBase):
             }
         return int(floor[0]), paths
 
+    def _snapshot_generation(self) -> tuple[str, int] | None:
+        """(index id, generation) of what this thread's snapshot reads, or None outside
+        one (or inside a write, whose reads may be rolled back)."""
+        held = getattr(self._local, "held", None)
+        if held is None or getattr(self._local, "conn", None) is not None:
+            return None
+        return held.get("index_id") or "", int(held.get("generation") or 0)
+
     def _meta_value(self, key: str) -> str | None:
+        held = getattr(self._local, "held", None)
+        if held is not None and getattr(self._local, "conn", None) is None:
+            return held.get(key)  # in a snapshot: as its start read them
+        if self._lean and getattr(self._local, "conn", None) is None:
+            # A process asking one question reads the few meta rows once (the generations,
+            # the index id, the last run's stamps: 14 round trips of a CLI question) and
+            # again after each write of its own. Another process's commit meanwhile is
+            # seen as if it had come a moment after this question's reads, which it may.
+            meta = self._meta
+            if meta is None:
+                with self._conn() as conn:
+                    meta = self._meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            return meta.get(key)
         with self._conn() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
         return row[0] if row else None
@@ -820,6 +996,12 @@ class PostgresStore(StoreBase):
         query = bm25.plan(terms)
         if not query:
             return []
+        generation = self._snapshot_generation() if within is None else None
+        key = ("top", repr(query), limit, files_only)
+        if generation is not None:
+            hit = self._answers.get(generation, key)
+            if hit is not None:
+                return list(hit)  # type: ignore[call-overload]
         hits, params = _hits_sql(query)
         where = []
         if files_only:
@@ -835,7 +1017,10 @@ class PostgresStore(StoreBase):
                 "GROUP BY item ORDER BY score DESC, item LIMIT %s",
                 (*params, limit),
             ).fetchall()
-        return [(r[0], r[1]) for r in rows]
+        found = [(r[0], r[1]) for r in rows]
+        if generation is not None:
+            self._answers.put(generation, key, tuple(found), len(found))
+        return found
 
     def keyword_search_with_files(
         self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
@@ -845,6 +1030,12 @@ class PostgresStore(StoreBase):
         query = bm25.plan(terms)
         if not query:
             return [], []
+        generation = self._snapshot_generation()
+        key = ("both", repr(query), limit)
+        if generation is not None:
+            hit = self._answers.get(generation, key)
+            if hit is not None:
+                return list(hit[0]), list(hit[1])  # type: ignore[index]
         hits, params = _hits_sql(query)
         with self._conn() as conn:
             self._settled(conn)
@@ -857,6 +1048,8 @@ class PostgresStore(StoreBase):
             ).fetchall()
         items = [(r, s) for files, r, s in rows if not files]
         files = [(r, s) for is_file, r, s in rows if is_file]
+        if generation is not None:
+            self._answers.put(generation, key, (tuple(items), tuple(files)), len(rows))
         return items, files
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
@@ -864,23 +1057,46 @@ class PostgresStore(StoreBase):
         wanted = list(dict.fromkeys(terms))
         if not wanted:
             return {}
-        with self._conn() as conn:
-            self._settled(conn)
-            return dict(conn.execute(
-                "SELECT term, docs FROM fts_terms WHERE term = ANY(%s) AND docs > 0", (wanted,)
-            ).fetchall())
+        generation = self._snapshot_generation()
+        known: dict[str, int] = {}
+        if generation is not None:
+            for term in wanted:
+                hit = self._answers.get(generation, ("docs", term))
+                if hit is not None:
+                    known[term] = hit  # type: ignore[assignment]
+            wanted = [t for t in wanted if t not in known]
+        if wanted:
+            with self._conn() as conn:
+                self._settled(conn)
+                found = dict(conn.execute(
+                    "SELECT term, docs FROM fts_terms WHERE term = ANY(%s) AND docs > 0", (wanted,)
+                ).fetchall())
+            if generation is not None:
+                for term in wanted:  # 0: a term no item holds, remembered too
+                    self._answers.put(generation, ("docs", term), found.get(term, 0))
+            known.update(found)
+        return {t: n for t, n in known.items() if n}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]:
         if not prefix:
             return {}
         # The range FTS5's vocabulary answers (terms compare by code point: COLLATE "C").
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        generation = self._snapshot_generation()
+        key = ("prefix", prefix, limit)
+        if generation is not None:
+            hit = self._answers.get(generation, key)
+            if hit is not None:
+                return dict(hit)  # type: ignore[call-overload]
         with self._conn() as conn:
             self._settled(conn)
-            return dict(conn.execute(
+            found = dict(conn.execute(
                 "SELECT term, docs FROM fts_terms WHERE term >= %s AND term < %s AND docs > 0 "
                 "ORDER BY term LIMIT %s", (prefix, upper, limit),
             ).fetchall())
+        if generation is not None:
+            self._answers.put(generation, key, tuple(found.items()), len(found))
+        return found
 
     # -- edges ---------------------------------------------------------------------------
 
@@ -1167,11 +1383,11 @@ class PostgresStore(StoreBase):
                     (row[0],),
                 )
             ]
-            outer, self._local.conn = getattr(self._local, "conn", None), conn
+            outer, self._local.snap = getattr(self._local, "snap", None), conn
             try:  # the items in the same snapshot
                 stored = self._read_items("i.file_id = %s", (row[0],))
             finally:
-                self._local.conn = outer
+                self._local.snap = outer
         items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
         path_, mtime_ns, size, hash_, language, source, module, warnings = row[1:9]
         return FileRecord(path_, mtime_ns, size, hash_, language, source, module, list(warnings), items, edges)
