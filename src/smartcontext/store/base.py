@@ -123,10 +123,11 @@ class ItemStore(Protocol):
     """Where the index lives (a file path or a database URL), for messages."""
 
     @property  # read-only here, so a backend may give a narrower function (a staticmethod)
-    def prepare_file(self) -> Callable[[Sequence[Item]], Any] | None:
-        """A pure, picklable function of one file's items that the indexer runs in its worker
-        processes, so the writing process only writes; its result comes back to
-        :meth:`replace_file` as ``prepared``. None when the backend needs no preparation."""
+    def prepare_file(self) -> Callable[[Sequence[ItemRow]], Any] | None:
+        """A pure, picklable function of one file's item rows (as :meth:`replace_file`
+        takes them) that the indexer runs in its worker processes, so the writing process
+        only writes; its result comes back to :meth:`replace_file` as ``prepared``. None
+        when the backend needs no preparation."""
 
     notices: list[str]
     """Things the user should hear about opening this index (e.g. an old format that

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreUnavailable
 from ..model import Edge
@@ -43,7 +43,7 @@ from .base import (
 from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
 from ..words import fts_text
 from . import bm25
-from .shared import FileTexts, StoreBase, fts_values, item_from_row
+from .shared import FileTexts, StoreBase, item_from_row
 from .text import JSON, FileData, pack_file
 
 if TYPE_CHECKING:  # numpy and pgvector only where vectors are handled (see _vectors)
@@ -92,6 +92,8 @@ _SCHEMA_PREFIX = "sc_"
 # Writes of at least this many vectors go through COPY (one round trip) rather than
 # executemany.
 _COPY_ROWS = 200
+# Files a batch queues before writing them together (``replace_file``).
+_PENDING_FILES = 64
 
 
 # A model with at most this many vectors in the workspace is searched exactly over an
@@ -412,8 +414,9 @@ def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
 class PostgresStore(StoreBase):
     """One workspace index in a PostgreSQL database (with the pgvector extension)."""
 
-    # The indexer's workers pack each file's text (stretches + zlib) for replace_file.
-    prepare_file = staticmethod(pack_file)
+    # The indexer's workers pack each file's text (stretches + zlib) and tokenize its
+    # items for the keyword statistics (7 s of the writing process on pytest's 491 files).
+    prepare_file = staticmethod(bm25.prepare_rows)
     @property
     def searches_vectors(self) -> bool:
         """Whether retrieval asks the HNSW index (True) or keeps the vectors in memory and
@@ -585,7 +588,10 @@ class PostgresStore(StoreBase):
     @contextmanager
     def _conn(self) -> Iterator["psycopg.Connection"]:
         """This thread's connection in a write or a snapshot, or one from the pool."""
-        conn = getattr(self._local, "conn", None) or getattr(self._local, "snap", None)
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pending:
+            self._flush(conn)  # its reads and writes see the files queued before them
+        conn = conn or getattr(self._local, "snap", None)
         if conn is not None:
             yield conn
             return
@@ -641,6 +647,7 @@ class PostgresStore(StoreBase):
         """One transaction holding the workspace's write lock (joins an open one)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
+            self._flush(conn)  # what this thread queued comes first
             yield conn
             return
         with self._pooled() as conn:  # not a snapshot's (read only)
@@ -656,12 +663,15 @@ class PostgresStore(StoreBase):
                     counts.known = self._term_ids
                 self._local.conn = conn
                 self._local.counts = counts
+                self._local.pending = []
                 try:
                     yield conn
+                    self._flush(conn)
                     counts.flush(conn)
                 finally:
                     self._local.conn = None
                     self._local.counts = None
+                    self._local.pending = None
                     self._meta = None
             # Committed: the ids of the terms it added are known from now on.
             if counts.new_ids:
@@ -795,86 +805,92 @@ class PostgresStore(StoreBase):
         prepared=None,
     ) -> None:
         """Replace everything known about ``path`` in one transaction (``prepared``: the
-        indexer worker's ``prepare_file`` of the same items)."""
-        blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
+        indexer worker's ``prepare_file`` of the same rows). Inside a batch the file is
+        written with the next ones (``_PENDING_FILES`` at a time, or before anything else
+        this thread does with the store): a dozen statements for them all, where a file
+        alone took sixteen round trips."""
+        record = (FileRecord(path, mtime_ns, size, hash, language, source, module, list(warnings),
+                             list(items), list(edges)), prepared)
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            pending = self._local.pending
+            if any(r.path == path for r, _ in pending):
+                self._flush(conn)  # the same file twice: in order
+            self._local.pending.append(record)
+            if len(self._local.pending) >= _PENDING_FILES:
+                self._flush(conn)
+            return
         with self._write() as conn:
-            changed = self._item_paths(conn, [path]) | {row[0].path for row in items}
-            _delete_keywords(conn, [path], self._counts())
-            conn.execute("DELETE FROM files WHERE path = %s", (path,))
-            file_id = _one(conn.execute(
-                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, "
-                "data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (path, mtime_ns, size, hash, language, source, module,
-                 json.dumps(list(warnings)), blob),
-            ))[0]
-            self._insert_items(conn, [
-                (file_id, row, spans[n], detail_spans[n]) for n, row in enumerate(items)
-            ])
-            if edges:
-                # COPY: executemany sent a statement per edge (a tenth of a cold index).
-                with conn.cursor() as cur, cur.copy(
-                    "COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN"
-                ) as copy:
-                    for e in edges:
-                        copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
-            self._bump_generation(changed)
+            self._store_files(conn, [record])
 
     def load_files(self, records: Sequence[FileRecord]) -> None:
         """Replace these files as :meth:`replace_file` would, in one transaction and a few
-        statements (for ``store copy``): the file rows in one INSERT, the items and their
-        keyword statistics through COPY, the edges through COPY."""
-        if not records:
-            return
-        packed = [pack_file([row[0] for row in rec.items]) for rec in records]
-        paths = [rec.path for rec in records]
-        with self._write() as conn:
-            changed = self._item_paths(conn, paths) | {row[0].path for rec in records for row in rec.items}
-            _delete_keywords(conn, paths, self._counts())
-            conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
-            ids = dict(conn.execute(
-                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
-                "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], "
-                "%s::text[], %s::text[], %s::jsonb[], %s::bytea[]) RETURNING path, id",
-                (paths, [r.mtime_ns for r in records], [r.size for r in records], [r.hash for r in records],
-                 [r.language for r in records], [r.source for r in records], [r.module for r in records],
-                 [json.dumps(list(r.warnings)) for r in records], [p[0] for p in packed]),
-            ).fetchall())
-            self._insert_items(conn, [
-                (ids[rec.path], row, spans[n], detail_spans[n])
-                for rec, (_blob, spans, detail_spans) in zip(records, packed)
-                for n, row in enumerate(rec.items)
-            ])
-            with conn.cursor() as cur:
-                with cur.copy("COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN") as copy:
-                    for rec in records:
-                        file_id = ids[rec.path]
-                        for e in rec.edges:
-                            copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
-            self._bump_generation(changed)
+        statements (for ``store copy``)."""
+        if records:
+            with self._write() as conn:
+                self._store_files(conn, [(rec, None) for rec in records])
 
-    def _insert_items(self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple]]) -> None:
+    def _flush(self, conn: "psycopg.Connection") -> None:
+        """Write the files this thread's open write has queued."""
+        records, self._local.pending = self._local.pending, []
+        if records:
+            self._store_files(conn, records)
+
+    def _store_files(self, conn: "psycopg.Connection", records: Sequence[tuple[FileRecord, Any]]) -> None:
+        """Replace these files (with their ``prepare_file`` results, or None) in the open
+        write: the file rows in one INSERT, the items and their keyword statistics through
+        COPY, the edges through COPY, one generation for them all."""
+        prepared = [prep or bm25.prepare_rows(rec.items) for rec, prep in records]
+        paths = [rec.path for rec, _ in records]
+        changed = self._item_paths(conn, paths) | {row[0].path for rec, _ in records for row in rec.items}
+        _delete_keywords(conn, paths, self._counts())
+        conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+        recs = [rec for rec, _ in records]
+        ids = dict(conn.execute(
+            "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
+            "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::jsonb[], %s::bytea[]) RETURNING path, id",
+            (paths, [r.mtime_ns for r in recs], [r.size for r in recs], [r.hash for r in recs],
+             [r.language for r in recs], [r.source for r in recs], [r.module for r in recs],
+             [json.dumps(list(r.warnings)) for r in recs], [p[0][0] for p in prepared]),
+        ).fetchall())
+        self._insert_items(conn, [
+            (ids[rec.path], row, spans[n], detail_spans[n])
+            for rec, ((_blob, spans, detail_spans), _stats) in zip(recs, prepared)
+            for n, row in enumerate(rec.items)
+        ], [st for _packed, stats in prepared for st in stats])
+        if any(rec.edges for rec in recs):
+            # COPY: executemany sent a statement per edge (a tenth of a cold index).
+            with conn.cursor() as cur, cur.copy("COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN") as copy:
+                for rec in recs:
+                    file_id = ids[rec.path]
+                    for e in rec.edges:
+                        copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
+        self._bump_generation(changed)
+
+    def _insert_items(
+        self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple]],
+        stats: Sequence["bm25.RowTerms"],
+    ) -> None:
         """Insert items given as (file id, item row, text span, details span), with their
-        keyword statistics, in three round trips whatever their number."""
+        keyword statistics (``stats``, one per entry), in a few round trips whatever their
+        number."""
         if not entries:
             return
         rowids = [r for (r,) in conn.execute(
             "SELECT nextval(pg_get_serial_sequence('items', 'rowid')) FROM generate_series(1, %s)",
             (len(entries),),
         )]
-        values, fts_rows = [], []
-        for file_id, row, span, detail_span in entries:
+        values = []
+        for (file_id, row, span, detail_span), st in zip(entries, stats):
             item, fqname, sig_tokens, content_hash = row[:4]
-            body, fts_name = fts_values(row)
-            file_row = bm25.fts_kind(item.kind, item.start_line)
-            fts_rows.append((fts_name, item.path, body, file_row))
             values.append((
                 item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
                 item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
                 sig_tokens, content_hash,
                 JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
-                *span, *detail_span, file_row == "file",
+                *span, *detail_span, st.file_row,
             ))
-        stats = bm25.analyse(fts_rows)
         with conn.cursor() as cur, cur.copy(
             "COPY items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, end_line, "
             "parent_id, language, tokens, sig_tokens, content_hash, tags, text_at, text_len, "
