@@ -185,17 +185,43 @@ def analyse(rows: Sequence[Sequence[str]]) -> list[RowTerms]:
     return out
 
 
-def prepare_rows(rows: Sequence[tuple]) -> tuple[tuple, list[RowTerms]]:
-    """What a store that is not SQLite writes for one file's item rows (``(item, fqname,
-    sig_tokens, content_hash[, fts_body, fts_name])``): its stored form
-    (``text.pack_file``) and each item's keyword statistics. Pure and picklable, so the
-    indexer runs it in its parse workers."""
+@dataclass
+class Prepared:
+    """One file's rows as a store that is not SQLite writes them: the stored form
+    (``text.pack_file``), each item's (length, stands for its file), and its postings as
+    ``posting_lines``. Plain values: they come back from a parse worker pickled, where
+    a dict per item cost as much as tokenizing."""
+
+    packed: tuple
+    items: list[tuple[int, bool]]
+    postings: str
+
+
+def posting_lines(stats: Sequence[RowTerms]) -> str:
+    """The postings of rows as COPY text lines: the row's index (from 0), the term, its
+    weighted frequency, the row's length, whether it stands for its file, positions."""
+    out = []
+    for n, st in enumerate(stats):
+        tail = f"\t{st.length}\t{'t' if st.file_row else 'f'}\t{{"
+        for term, (wtf, pos) in st.terms.items():
+            if "\\" in term:  # COPY's escape; unicode61 keeps no tab or newline in a token
+                term = term.replace("\\", "\\\\")
+            out.append(f"{n}\t{term}\t{int(wtf)}{tail}{pos}}}\n")
+    return "".join(out)
+
+
+def prepare_rows(rows: Sequence[tuple]) -> Prepared:
+    """``Prepared`` for one file's item rows (``(item, fqname, sig_tokens, content_hash[,
+    fts_body, fts_name])``). Pure and picklable, so the indexer runs it in its parse
+    workers."""
     fts_rows = []
     for row in rows:
         item = row[0]
         body, name = fts_values(row)
         fts_rows.append((name, item.path, body, fts_kind(item.kind, item.start_line)))
-    return pack_file([row[0] for row in rows]), analyse(fts_rows)
+    stats = analyse(fts_rows)
+    return Prepared(pack_file([row[0] for row in rows]), [(st.length, st.file_row) for st in stats],
+                    posting_lines(stats))
 
 
 def query_tokens(texts: Sequence[str]) -> list[tuple[str, ...]]:

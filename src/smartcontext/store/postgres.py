@@ -201,16 +201,15 @@ def _hits_sql(query: "bm25.Query") -> tuple[str, list]:
 
 
 class _Counts:
-    """Keyword statistics changed by the open write, applied to ``fts_terms`` and
-    ``fts_stats`` once before it commits: updating a common term's row for every file of
-    a batch left a chain of row versions that each later update walked (46 ms a file)."""
+    """Keyword statistics taken out by the open write's deletes and the rows and tokens
+    it changed, applied to ``fts_terms`` and ``fts_stats`` once before it commits:
+    updating a common term's row for every file of a batch left a chain of row versions
+    that each later update walked (46 ms a file)."""
 
     def __init__(self) -> None:
         self.terms: dict[int, list[int]] = {}  # term id -> [docs, text_docs] deltas
         self.rows = 0
         self.tokens = 0
-        self.known: dict[str, int] = {}  # term ids committed before this write (read only)
-        self.new_ids: dict[str, int] = {}  # term ids looked up by this write
 
     def add(self, term_id: int, docs: int, text_docs: int) -> None:
         entry = self.terms.get(term_id)
@@ -254,36 +253,39 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
 
 
 def _write_keywords(
-    conn: "psycopg.Connection", rowids: Sequence[int], stats: Sequence["bm25.RowTerms"], counts: _Counts
+    conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
+    postings: Sequence[tuple[int, str]], counts: _Counts,
 ) -> None:
-    """Add these items' keyword statistics: their terms (new ones inserted), postings
-    (COPY) and the count changes (in ``counts``)."""
-    terms = {term for st in stats for term in st.terms}
-    if terms:
-        ids = counts.new_ids
-        unknown = sorted(t for t in terms if t not in counts.known and t not in ids)
-        if unknown:
-            ids.update(conn.execute(
-                "WITH x AS (SELECT unnest(%s::text[]) AS term), "
-                "new AS (INSERT INTO fts_terms (term, docs, text_docs) SELECT term, 0, 0 FROM x "
-                "ON CONFLICT (term) DO NOTHING RETURNING term, id) "
-                "SELECT term, id FROM new UNION ALL SELECT t.term, t.id FROM fts_terms t JOIN x USING (term)",
-                (unknown,),
-            ).fetchall())
-        known = counts.known
-        lines = []
-        for rowid, st in zip(rowids, stats):
-            tail = f"\t{st.length}\t{'t' if st.file_row else 'f'}\t{{"
-            for term, (wtf, pos) in st.terms.items():
-                term_id = known.get(term) or ids[term]
-                counts.add(term_id, 1, 1 if wtf else 0)
-                lines.append(f"{term_id}\t{rowid}\t{int(wtf)}{tail}{pos}}}\n")
-        with conn.cursor() as cur, cur.copy(
-            "COPY fts_postings (term_id, item, wtf, dl, file_row, pos) FROM STDIN"
-        ) as copy:
-            copy.write("".join(lines))
-    counts.rows += len(stats)
-    counts.tokens += sum(st.length for st in stats)
+    """Add these items' keyword statistics: ``items`` is each one's (length, stands for
+    its file), ``postings`` (index of its first item in ``rowids``, ``bm25.posting_lines``
+    of its items) per file. The postings go through COPY into a scratch table; one
+    statement then adds the new terms, counts every term's documents and writes the
+    postings with the terms' ids (a loop in Python over 290,000 postings took 4 s of
+    pytest's cold index)."""
+    text = "".join(
+        f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n" for first, lines in postings if lines
+    )
+    if text:
+        conn.execute(
+            "CREATE TEMP TABLE _sc_postings (first integer, n integer, term text COLLATE \"C\", wtf integer, "
+            "dl integer, file_row boolean, pos integer[]) ON COMMIT DROP"
+        )
+        with conn.cursor() as cur, cur.copy("COPY _sc_postings FROM STDIN") as copy:
+            copy.write(text)
+        # Terms in one order, so two writers of different workspaces never wait on each other.
+        conn.execute(
+            "WITH ids AS (INSERT INTO fts_terms AS t (term, docs, text_docs) "
+            "SELECT term, count(*), count(*) FILTER (WHERE wtf > 0) FROM _sc_postings GROUP BY term ORDER BY term "
+            "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
+            "RETURNING id, term) "
+            "INSERT INTO fts_postings (term_id, item, wtf, dl, file_row, pos) "
+            "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
+            "FROM _sc_postings p JOIN ids USING (term)",
+            (list(rowids),),
+        )
+        conn.execute("DROP TABLE _sc_postings")
+    counts.rows += len(items)
+    counts.tokens += sum(length for length, _ in items)
 
 
 def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
@@ -310,7 +312,8 @@ def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
             cur.executemany("UPDATE items SET fts_len = %s WHERE rowid = %s",
                             [(st.length, r[0]) for st, r in zip(stats, rows)])
         counts = _Counts()
-        _write_keywords(conn, [r[0] for r in rows], stats, counts)
+        _write_keywords(conn, [r[0] for r in rows], [(st.length, st.file_row) for st in stats],
+                        [(0, bm25.posting_lines(stats))], counts)
         counts.flush(conn)
 
 
@@ -448,11 +451,6 @@ class PostgresStore(StoreBase):
         self._hnsw_dims: set[int] = set()
         self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
-        # Keyword term ids by term, of the index whose ``index_id`` is _term_ids_of: a term's
-        # row is never deleted, so a written file looks up only the terms new to it.
-        self._term_ids: dict[str, int] = {}
-        self._term_ids_of: str | None = None
-        self._term_ids_lock = threading.Lock()
         self._lean = lean
         self._meta: dict[str, str] | None = None  # a lean store's meta rows (_meta_value)
         self._answers = _Answers()
@@ -653,14 +651,7 @@ class PostgresStore(StoreBase):
         with self._pooled() as conn:  # not a snapshot's (read only)
             counts = _Counts()
             with conn.transaction():
-                index_id = _one(conn.execute(
-                    "SELECT pg_advisory_xact_lock(%s), (SELECT value FROM meta WHERE key = 'index_id')",
-                    (self._lock_key,),
-                ))[1]
-                with self._term_ids_lock:
-                    if index_id != self._term_ids_of:  # a new index (rebuilt): ids differ
-                        self._term_ids, self._term_ids_of = {}, index_id
-                    counts.known = self._term_ids
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 self._local.conn = conn
                 self._local.counts = counts
                 self._local.pending = []
@@ -673,11 +664,6 @@ class PostgresStore(StoreBase):
                     self._local.counts = None
                     self._local.pending = None
                     self._meta = None
-            # Committed: the ids of the terms it added are known from now on.
-            if counts.new_ids:
-                with self._term_ids_lock:
-                    if self._term_ids_of == index_id:
-                        self._term_ids.update(counts.new_ids)
 
     def _counts(self) -> "_Counts":
         """The keyword count changes of this thread's open write."""
@@ -840,7 +826,7 @@ class PostgresStore(StoreBase):
         """Replace these files (with their ``prepare_file`` results, or None) in the open
         write: the file rows in one INSERT, the items and their keyword statistics through
         COPY, the edges through COPY, one generation for them all."""
-        prepared = [prep or bm25.prepare_rows(rec.items) for rec, prep in records]
+        prepared: list[bm25.Prepared] = [prep or bm25.prepare_rows(rec.items) for rec, prep in records]
         paths = [rec.path for rec, _ in records]
         changed = self._item_paths(conn, paths) | {row[0].path for rec, _ in records for row in rec.items}
         _delete_keywords(conn, paths, self._counts())
@@ -852,13 +838,15 @@ class PostgresStore(StoreBase):
             "%s::text[], %s::text[], %s::jsonb[], %s::bytea[]) RETURNING path, id",
             (paths, [r.mtime_ns for r in recs], [r.size for r in recs], [r.hash for r in recs],
              [r.language for r in recs], [r.source for r in recs], [r.module for r in recs],
-             [json.dumps(list(r.warnings)) for r in recs], [p[0][0] for p in prepared]),
+             [json.dumps(list(r.warnings)) for r in recs], [p.packed[0] for p in prepared]),
         ).fetchall())
-        self._insert_items(conn, [
-            (ids[rec.path], row, spans[n], detail_spans[n])
-            for rec, ((_blob, spans, detail_spans), _stats) in zip(recs, prepared)
-            for n, row in enumerate(rec.items)
-        ], [st for _packed, stats in prepared for st in stats])
+        entries, postings = [], []
+        for rec, prep in zip(recs, prepared):
+            _blob, spans, detail_spans = prep.packed
+            postings.append((len(entries), prep.postings))
+            entries += [(ids[rec.path], row, spans[n], detail_spans[n], *prep.items[n])
+                        for n, row in enumerate(rec.items)]
+        self._insert_items(conn, entries, postings)
         if any(rec.edges for rec in recs):
             # COPY: executemany sent a statement per edge (a tenth of a cold index).
             with conn.cursor() as cur, cur.copy("COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN") as copy:
@@ -869,36 +857,33 @@ class PostgresStore(StoreBase):
         self._bump_generation(changed)
 
     def _insert_items(
-        self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple]],
-        stats: Sequence["bm25.RowTerms"],
+        self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple, int, bool]],
+        postings: Sequence[tuple[int, str]],
     ) -> None:
-        """Insert items given as (file id, item row, text span, details span), with their
-        keyword statistics (``stats``, one per entry), in a few round trips whatever their
-        number."""
+        """Insert items given as (file id, item row, text span, details span, keyword
+        length, stands for its file), with their keyword postings (``_write_keywords``),
+        in a few round trips whatever their number."""
         if not entries:
             return
         rowids = [r for (r,) in conn.execute(
             "SELECT nextval(pg_get_serial_sequence('items', 'rowid')) FROM generate_series(1, %s)",
             (len(entries),),
         )]
-        values = []
-        for (file_id, row, span, detail_span), st in zip(entries, stats):
-            item, fqname, sig_tokens, content_hash = row[:4]
-            values.append((
-                item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
-                item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
-                sig_tokens, content_hash,
-                JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
-                *span, *detail_span, st.file_row,
-            ))
         with conn.cursor() as cur, cur.copy(
             "COPY items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, end_line, "
             "parent_id, language, tokens, sig_tokens, content_hash, tags, text_at, text_len, "
             "details_at, details_len, file_row, fts_len) FROM STDIN"
         ) as copy:
-            for rowid, value, st in zip(rowids, values, stats):
-                copy.write_row((rowid, *value, st.length))
-        _write_keywords(conn, rowids, stats, self._counts())
+            for rowid, (file_id, row, span, detail_span, length, file_row) in zip(rowids, entries):
+                item, fqname, sig_tokens, content_hash = row[:4]
+                copy.write_row((
+                    rowid, item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
+                    item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
+                    sig_tokens, content_hash,
+                    JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
+                    *span, *detail_span, file_row, length,
+                ))
+        _write_keywords(conn, rowids, [e[4:] for e in entries], postings, self._counts())
 
     @staticmethod
     def _item_paths(conn: "psycopg.Connection", files: list[str]) -> set[str]:
