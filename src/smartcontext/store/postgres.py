@@ -94,6 +94,9 @@ _SCHEMA_PREFIX = "sc_"
 _COPY_ROWS = 200
 # Files a batch queues before writing them together (``replace_file``).
 _PENDING_FILES = 64
+# A read names the files whose text this process holds decoded, so the server sends the
+# others' with the rows; past this many it asks for them in a second statement.
+_CACHED_IDS_SENT = 20_000
 
 
 # A model with at most this many vectors in the workspace is searched exactly over an
@@ -899,26 +902,39 @@ class PostgresStore(StoreBase):
     def _read_items(self, where: str, params: Sequence) -> list[StoredItem]:
         # No transaction of its own (BEGIN, SET TRANSACTION and COMMIT were three of a
         # question's round trips per read): a file replaced between the two statements
-        # has another hash, and its items are left out, as on SQLite.
+        # has another hash, and its items are left out, as on SQLite. The stored text of
+        # files not decoded here yet comes with the rows (once per file), so a read is one
+        # round trip; only a file replaced since it was decoded takes a second.
+        cached = self._texts.file_ids()
+        send = len(cached) <= _CACHED_IDS_SENT
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, "
                 "i.end_line, i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, "
-                "i.file_id, f.hash, i.details_at, i.details_len, i.text_at, i.text_len "
+                "i.file_id, f.hash, i.details_at, i.details_len, i.text_at, i.text_len, "
+                "CASE WHEN %s AND row_number() OVER (PARTITION BY i.file_id) = 1 "
+                "AND NOT i.file_id = ANY(%s::bigint[]) THEN f.data END "
                 f"FROM items i JOIN files f ON f.id = i.file_id WHERE {where} ORDER BY i.rowid",
-                params,
+                (send, cached if send else [], *params),
             ).fetchall()
-            files = self._texts.get(((r[14], r[15]) for r in rows), lambda ids: (
-                (file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
-                    "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (ids,)
-                ).fetchall()
-            ))
+            sent = {r[14]: (r[15], bytes(r[20])) for r in rows if r[20] is not None}
+
+            def load(ids: list[int]) -> list[tuple[int, str, bytes]]:
+                out = [(i, *sent[i]) for i in ids if i in sent]
+                rest = [i for i in ids if i not in sent]
+                if rest:
+                    out += [(file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
+                        "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (rest,)
+                    ).fetchall()]
+                return out
+
+            files = self._texts.get(((r[14], r[15]) for r in rows), load)
         return [
             StoredItem(rowid, item_from_row(files[file_id], id_, path, kind, name, qualname, start,
                                             end, parent, lang, tokens, d_at, d_len, at, length),
                        fqname, sig_tokens, chash)
             for (rowid, id_, path, kind, name, qualname, fqname, start, end, parent, lang, tokens,
-                 sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows
+                 sig_tokens, chash, file_id, _hash, d_at, d_len, at, length, _data) in rows
             if file_id in files
         ]
 

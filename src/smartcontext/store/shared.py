@@ -54,6 +54,11 @@ class FileTexts:
             self._files.clear()
             self._chars = 0
 
+    def file_ids(self) -> list[int]:
+        """The ids of the files held (any hash)."""
+        with self._lock:
+            return list({file_id for file_id, _ in self._files})
+
     def get(
         self, keys: Iterable[tuple[int, str]],
         load: Callable[[list[int]], Iterable[tuple[int, str, bytes]]],
