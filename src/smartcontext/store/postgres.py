@@ -475,7 +475,8 @@ class PostgresStore(StoreBase):
                 configure(conn)
                 return conn
 
-            configure(first)
+            if not self._path_set:
+                configure(first)
             self.pool = _OnDemand(connect, first)
             return
         first.close()
@@ -500,8 +501,11 @@ class PostgresStore(StoreBase):
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise _connect_error(self.url, exc) from exc
+        self._path_set = False
         try:
-            if not self._ready(conn):
+            if self._ready(conn):
+                self._path_set = True  # _ready set this workspace's search path
+            else:
                 self._set_up(conn)
         except BaseException:
             conn.close()
@@ -511,15 +515,18 @@ class PostgresStore(StoreBase):
     def _ready(self, conn: "psycopg.Connection") -> bool:
         """Whether the extension is there and both migration sets are exactly applied, in
         one round trip and without the lock (an open of a set-up workspace, nearly
-        always): eight round trips less for a question."""
+        always): eight round trips less for a question. The same round trip sets the
+        connection's search path to the workspace."""
+        path = sql.SQL("{}, {}, public").format(sql.Identifier(self.schema), sql.Identifier(SHARED_SCHEMA))
         try:
             row = _one(conn.execute(
                 sql.SQL(
                     "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
                     "ARRAY(SELECT name FROM {}._migrations WHERE migration_set = %s), "
-                    "ARRAY(SELECT name FROM {}._migrations WHERE migration_set = %s)"
+                    "ARRAY(SELECT name FROM {}._migrations WHERE migration_set = %s), "
+                    "set_config('search_path', %s, false)"
                 ).format(sql.Identifier(SHARED_SCHEMA), sql.Identifier(self.schema)),
-                (EMBEDDINGS.name, CORE.name),
+                (EMBEDDINGS.name, CORE.name, path.as_string(conn)),
             ))
         except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
             return False  # a new database or workspace
