@@ -842,7 +842,7 @@ class PostgresStore(StoreBase):
         _delete_keywords(conn, paths, self._counts())
         conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
         recs = [rec for rec, _ in records]
-        ids = dict(conn.execute(
+        ids: dict[str, int] = dict(conn.execute(
             "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
             "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], "
             "%s::text[], %s::text[], %s::jsonb[], %s::bytea[]) RETURNING path, id",
@@ -850,7 +850,8 @@ class PostgresStore(StoreBase):
              [r.language for r in recs], [r.source for r in recs], [r.module for r in recs],
              [json.dumps(list(r.warnings)) for r in recs], [p.packed[0] for p in prepared]),
         ).fetchall())
-        entries, postings = [], []
+        entries: list[tuple[int, ItemRow, tuple, tuple, int, bool]] = []
+        postings: list[tuple[int, str]] = []
         for rec, prep in zip(recs, prepared):
             _blob, spans, detail_spans = prep.packed
             postings.append((len(entries), prep.postings))
