@@ -175,6 +175,14 @@ def test_vocabulary_counts_agree_and_follow_writes(fresh):
     assert lite.doc_freqs(words) == pg.doc_freqs(words)
     for prefix in ("sto", "caf", "keyw", "a"):
         assert lite.terms_with_prefix(prefix) == pg.terms_with_prefix(prefix)
+    # Several prefixes at once (one statement on PostgreSQL), also inside a snapshot
+    # whose answers are kept for its generation.
+    prefixes = ["sto", "caf", "keyw", "a", "zzq", "sto"]
+    expected = {p: lite.terms_with_prefix(p, 5) for p in prefixes}
+    assert lite.terms_with_prefixes(prefixes, 5) == expected == pg.terms_with_prefixes(prefixes, 5)
+    for _ in range(2):
+        with pg.snapshot():
+            assert pg.terms_with_prefixes(prefixes, 5) == expected
     # Replacing and deleting files keeps the statistics exact on both.
     victims = sorted(files)[:5]
     for store in (lite, pg):

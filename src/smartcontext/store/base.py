@@ -280,6 +280,11 @@ class KeywordIndex(Protocol):
         at query time ("rewriting" -> rewrite, rewriter)."""
         ...
 
+    def terms_with_prefixes(self, prefixes: Sequence[str], limit: int = 64) -> dict[str, dict[str, int]]:
+        """``terms_with_prefix`` of each prefix, by prefix: one round trip where the index
+        is a server."""
+        ...
+
 
 @runtime_checkable
 class VectorIndex(Protocol):

@@ -1126,6 +1126,36 @@ class PostgresStore(StoreBase):
             self._answers.put(generation, key, tuple(found.items()), len(found))
         return found
 
+    def terms_with_prefixes(self, prefixes: Sequence[str], limit: int = 64) -> dict[str, dict[str, int]]:
+        """Every prefix's terms in one statement (a question's word forms asked one
+        prefix at a time were one to four round trips)."""
+        generation = self._snapshot_generation()
+        out: dict[str, dict[str, int]] = {}
+        todo = []
+        for prefix in dict.fromkeys(p for p in prefixes if p):
+            hit = self._answers.get(generation, ("prefix", prefix, limit)) if generation is not None else None
+            if hit is None:
+                todo.append(prefix)
+            else:
+                out[prefix] = dict(hit)  # type: ignore[call-overload]
+        if todo:
+            with self._conn() as conn:
+                self._settled(conn)
+                rows = conn.execute(
+                    "SELECT p.prefix, t.term, t.docs FROM unnest(%s::text[], %s::text[]) AS p(prefix, upper) "
+                    "CROSS JOIN LATERAL (SELECT term, docs FROM fts_terms WHERE term >= (p.prefix COLLATE \"C\") "
+                    "AND term < (p.upper COLLATE \"C\") AND docs > 0 ORDER BY term LIMIT %s) t",
+                    (todo, [p[:-1] + chr(ord(p[-1]) + 1) for p in todo], limit),
+                ).fetchall()
+            found: dict[str, dict[str, int]] = {p: {} for p in todo}
+            for prefix, term, docs in rows:
+                found[prefix][term] = docs
+            for prefix, terms in found.items():
+                if generation is not None:
+                    self._answers.put(generation, ("prefix", prefix, limit), tuple(terms.items()), len(terms))
+                out[prefix] = terms
+        return {p: out.get(p, {}) for p in prefixes}
+
     # -- edges ---------------------------------------------------------------------------
 
     def _edges(self, where: str, order: str, params: Sequence) -> list[EdgeRow]:

@@ -288,6 +288,12 @@ class StoreBase(ABC):
             return None
         return paths
 
+    @abstractmethod
+    def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]: ...
+
+    def terms_with_prefixes(self, prefixes: Sequence[str], limit: int = 64) -> dict[str, dict[str, int]]:
+        return {p: self.terms_with_prefix(p, limit) for p in dict.fromkeys(prefixes)}
+
     # -- counts ------------------------------------------------------------------------
     def _per_generation(self, key: str, compute: Callable[[], _T]) -> _T:
         """``compute()`` once per index generation. Counting rows walks a whole table (a
