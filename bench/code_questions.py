@@ -63,6 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--exclude-tests", action=argparse.BooleanOptionalAction, default=False,
                    help="smartcontext: leave test files out (default: as the CLI, kept and ranked below the source)")
     p.add_argument("--contextsmith-venv", type=Path, default=None)
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="index into this store (postgresql://...) instead of each tree's SQLite file; "
+                        "keep results apart with --out")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per method and question")
     p.add_argument("--out", type=Path, default=None,
                    help="report base name (default bench/results/code_questions[.quick])")
@@ -206,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     env = sw.git_isolated_env(args.work / "repos", {"TIKTOKEN_CACHE_DIR": str(tiktoken_dir),
                                                     "PYTHONDONTWRITEBYTECODE": "1"})
     env.pop("SMARTCONTEXT_STORE_URL", None)
+    if args.store:  # as code_context.py: one schema per tree
+        env["SMARTCONTEXT_STORE_URL"] = args.store
+        if "smartcontext" in method_info:
+            method_info["smartcontext"] += f"; store {args.store.split('@')[-1]}"
 
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for q in questions:

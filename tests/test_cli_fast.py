@@ -92,6 +92,8 @@ COMMANDS = [
     (["search", "login", "--tag", "x"], None),
     (["--version"], None),
     (["--store", "", "search", "login"], None),
+    (["--store=", "context", "login", "-t", "500"], None),
+    (["--store", "nosuch://x", "search", "login"], None),  # the same error line
 ]
 
 
@@ -112,11 +114,14 @@ def test_which_forms_the_fast_path_takes():
     assert fast.parse(["search", "q", "--kind", "function", "--kind", "class", "-n", "3"]) is not None
     assert fast.parse(["context", "-"]) is not None  # the question from stdin
     assert fast.parse(["--version"]) is not None
+    # The root --store (a shared index): typer spent 0.3-0.5 s of a PostgreSQL question.
+    assert fast.parse(["--store", "postgresql://u@h/db", "context", "q"]) is not None
+    assert fast.parse(["--store=postgresql://u@h/db", "search", "q", "-n", "3"]) is not None
     for typer_reads in (
         [], ["index"], ["status"], ["context", "q", "--help"], ["context"], ["context", "a", "b", "c"],
         ["context", "q", "-t"], ["context", "q", "-t", "1_000"], ["context", "q", "-t", "+5"],
         ["context", "q", "-vt", "5"], ["context", "q", "--json=1"], ["context", "q", "--", "x"],
-        ["--store", "x", "context", "q"], ["search", "q", "--min-score", "1e-3"], ["context", "q", ""],
+        ["--store", "x", "index"], ["--store", "--help"], ["--store"], ["--store", "x"], ["search", "q", "--min-score", "1e-3"], ["context", "q", ""],
         ["context", "bad \udcff bytes"],
     ):
         assert fast.parse(typer_reads) is None, typer_reads

@@ -175,6 +175,14 @@ def test_vocabulary_counts_agree_and_follow_writes(fresh):
     assert lite.doc_freqs(words) == pg.doc_freqs(words)
     for prefix in ("sto", "caf", "keyw", "a"):
         assert lite.terms_with_prefix(prefix) == pg.terms_with_prefix(prefix)
+    # Several prefixes at once (one statement on PostgreSQL), also inside a snapshot
+    # whose answers are kept for its generation.
+    prefixes = ["sto", "caf", "keyw", "a", "zzq", "sto"]
+    expected = {p: lite.terms_with_prefix(p, 5) for p in prefixes}
+    assert lite.terms_with_prefixes(prefixes, 5) == expected == pg.terms_with_prefixes(prefixes, 5)
+    for _ in range(2):
+        with pg.snapshot():
+            assert pg.terms_with_prefixes(prefixes, 5) == expected
     # Replacing and deleting files keeps the statistics exact on both.
     victims = sorted(files)[:5]
     for store in (lite, pg):
@@ -251,3 +259,25 @@ def test_an_index_made_before_the_statistics_upgrades_in_place(tmp_path, pg_url,
     finally:
         pg.close()
         lite.close()
+
+
+def test_ascii_rows_are_tokenized_as_fts5_does():
+    """Rows all in ASCII are tokenized in Python (faster than reading FTS5's vocabulary
+    back): the same terms, weights, positions and lengths as FTS5's unicode61, for every
+    ASCII character and for random text of them."""
+    every = "".join(chr(c) for c in range(1, 128))
+    rng = random.Random(4)
+    alphabet = every + "aaaeeeiiooXYZ__--09" * 3
+    rows = [(every, "a/b_c.py", every[::-1], "file"), ("", "", "", ""), ("Fix_HTTPError", "x.py", "x " * 40, "file")]
+    rows += [tuple("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 300))) for _ in range(3))
+             + (rng.choice(["file", "function", "file line", "x"]),) for _ in range(200)]
+    rows.append(("a" * 1500, "B" * 1200 + " b" * 3, "tail", "class"))  # tokens cut to 1,000 bytes
+    fast = [bm25._analyse_ascii(r) for r in rows]
+    # FTS5's own path: a non-ASCII value sends a row there; each row alone, with a suffix
+    # that adds one non-ASCII token to the kind column (weight 0, no position).
+    slow = bm25.analyse([(*r[:3], r[3] + " ŋŋ") for r in rows])
+    for row, a, b in zip(rows, fast, slow):
+        assert b.terms.pop("ŋŋ") == (0.0, "") and b.length == a.length + 1, row
+        assert a.file_row == b.file_row, row
+        assert {t: (w, sorted(p.split(","))) for t, (w, p) in a.terms.items()} == {
+            t: (w, sorted(p.split(","))) for t, (w, p) in b.terms.items()}, row

@@ -348,3 +348,85 @@ def test_item_sizes_reads_one_kind_at_some_paths_alike_on_both_stores(pg, tmp_pa
         if not hasattr(store, "workspace"):
             store.close()
     assert answers[0] == answers[1] == [("m.py", "f", 5), ("m.py", "g", 5)]
+
+
+def test_a_snapshot_sees_one_commit_and_reads_the_state_once(pg_url, pg):
+    """A question in ``snapshot()`` sees the rows and generations of the commit it began
+    on, while another store (another process) writes; after it, the new ones."""
+    reader = pg("a")
+    _put(reader, "m.py", ["f"])
+    writer = open_store(pg_url, workspace=reader.workspace)
+    try:
+        before = reader.generation()
+        with reader.snapshot():
+            _put(writer, "n.py", ["g"])  # committed meanwhile
+            assert reader.generation() == before and reader.counts()["items"] == 1
+            assert not reader.items_by_ids(["n.py::g"])
+            with reader.snapshot():  # nested: the same view
+                assert reader.generation() == before
+            # A write of this thread inside goes through and is not seen inside.
+            _put(reader, "o.py", ["h"])
+            assert not reader.items_by_ids(["o.py::h"])
+        assert reader.generation() == before + 2 and reader.counts()["items"] == 3
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("lean", [False, True])
+def test_a_lean_store_answers_as_a_pooled_one(pg_url, pg, lean):
+    """A process asking one question opens connections without a pool; it reads the
+    meta rows once and again after its own writes."""
+    base = pg("a")
+    _put(base, "m.py", ["alpha_beta"])
+    store = open_store(pg_url, workspace=base.workspace, lean=lean)
+    try:
+        terms = [KeywordTerm("alpha_beta", 1)]
+        assert store.keyword_search(terms, 5) == base.keyword_search(terms, 5)
+        assert store.generation() == base.generation()
+        _put(store, "n.py", ["alpha_beta"])  # its own write is seen at once
+        assert store.generation() == base.generation() and store.counts()["items"] == 2
+        # Two threads at once each get a connection (none waits for the other's).
+        results, barrier = [], threading.Barrier(2)
+
+        def read():
+            with store.snapshot():
+                barrier.wait(timeout=10)
+                results.append(len(store.keyword_search(terms, 5)))
+
+        threads = [threading.Thread(target=read) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [2, 2]
+    finally:
+        store.close()
+
+
+def test_a_cli_question_on_postgres_starts_no_pool_and_no_typer(sample_repo, pg_url, pg_workspace):
+    url = f"{pg_url}{'&' if '?' in pg_url else '?'}workspace={pg_workspace}_cli"
+    env = {**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"}
+    env.pop("SMARTCONTEXT_STORE_URL", None)
+    probe = (
+        "import contextlib, io, json, sys\nfrom smartcontext.cli import main\n"
+        f"sys.argv = ['smartcontext', '--store', {url!r}, 'context', 'How does AuthService handle login?', "
+        f"{str(sample_repo)!r}]\n"
+        "buf = io.StringIO()\n"
+        "try:\n    with contextlib.redirect_stdout(buf):\n        main()\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print(json.dumps({m: m in sys.modules for m in ('typer', 'psycopg_pool')}))\n"
+        "print('AuthService' in buf.getvalue())"
+    )
+    try:
+        for _ in range(2):  # the first builds the index, the second answers from it
+            done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                                  timeout=300)
+            assert done.returncode == 0, done.stderr
+            *_, loaded, answered = done.stdout.strip().splitlines()
+            assert json.loads(loaded) == {"typer": False, "psycopg_pool": False}
+            assert answered == "True"
+        # The folder walk and the catalogue are kept beside the folder, as for SQLite.
+        kept = {p.name for p in (sample_repo / ".smartcontext").iterdir()}
+        assert "walk.bin" in kept and any(n.startswith("catalogue-") for n in kept)
+    finally:
+        drop_workspace(pg_url, f"{pg_workspace}_cli")

@@ -144,7 +144,7 @@ class _Processed:
 
 
 def _process(
-    file: DiscoveredFile, known_hash: str | None, prepare: Callable[[list[Item]], Any] | None = None
+    file: DiscoveredFile, known_hash: str | None, prepare: Callable[[list[tuple]], Any] | None = None
 ) -> _Processed:
     """Read, hash and parse one file; runs in worker processes, so it only returns data."""
     try:
@@ -172,7 +172,7 @@ def _process(
         parsed = text_windows(file.path, text)
         parsed.warnings[:0] = warnings
         module, rows = _rows(_PLAIN, file.path, parsed.items, text)
-    prepared = prepare(parsed.items) if prepare is not None else None
+    prepared = prepare(rows) if prepare is not None else None
     return _Processed(file, digest, "parsed", parsed, module, rows, prepared)
 
 
@@ -227,7 +227,7 @@ def _warm_up_for_workers(todo) -> None:
 
 
 def _process_chunk(
-    chunk: list[tuple[DiscoveredFile, str | None]], prepare: Callable[[list[Item]], Any] | None
+    chunk: list[tuple[DiscoveredFile, str | None]], prepare: Callable[[list[tuple]], Any] | None
 ) -> list[_Processed]:
     return [_process(f, h, prepare) for f, h in chunk]
 

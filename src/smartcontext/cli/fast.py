@@ -60,6 +60,13 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> Calla
         return None
     if list(argv) == ["--version"]:
         return _version
+    store: str | None = None
+    if argv[0].startswith("--store="):
+        store, argv = argv[0].partition("=")[2], argv[1:]
+    elif argv[0] == "--store" and len(argv) > 1 and not argv[1].startswith("-"):
+        store, argv = argv[1], argv[2:]
+    if not argv:
+        return None
     spec = COMMANDS.get(argv[0])
     if spec is None:
         return None
@@ -104,7 +111,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> Calla
         if not path or (os.path.exists(path) and not os.access(path, os.R_OK)):
             return None  # typer's own answer (the current folder, or "not readable")
         values["path"] = Path(path)
-    return lambda: _run(argv[0], values)
+    return lambda: _run(argv[0], values, store)
 
 
 def _plain(arg: str) -> bool:
@@ -131,9 +138,11 @@ def _version() -> None:
     sys.stdout.flush()
 
 
-def _run(command: str, values: dict[str, Any]) -> None:
+def _run(command: str, values: dict[str, Any], store: str | None = None) -> None:
     from . import questions
 
+    if store is not None:  # as typer's root callback sets it
+        questions.STORE_URL = store
     if command == "context":
         questions.run_context(**values)
     else:

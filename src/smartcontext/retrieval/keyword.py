@@ -181,8 +181,11 @@ class KeywordSearcher:
         """Indexed words sharing a stem with a question word and not asked already: the
         vocabulary is looked up at query time, so the index format stays as it is."""
         forms: dict[str, None] = {}
-        for term, root in stem_roots(terms):
-            found = self.store.terms_with_prefix(root)
+        roots = list(stem_roots(terms))
+        # All at once: one round trip on a database server instead of one per word.
+        found_by_root = self.store.terms_with_prefixes([root for _, root in roots])
+        for term, root in roots:
+            found = found_by_root[root]
             same = [t for t, df in found.items()
                     if t != term and t not in chosen and df < 0.5 * n_docs and stem(t) == root]
             for t in sorted(same, key=lambda t: -found[t])[:MAX_FORMS]:

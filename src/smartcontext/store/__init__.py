@@ -33,7 +33,7 @@ def is_url(location: str | os.PathLike[str]) -> bool:
 
 def open_store(
     location: str | os.PathLike[str], workspace: str | None = None,
-    default_workspace: str | None = None,
+    default_workspace: str | None = None, lean: bool = False,
 ) -> Store:
     """Open (creating or upgrading as needed) the index at ``location``: a file path, a
     ``sqlite:///path`` URL, or a ``postgresql://user:password@host:port/database`` URL.
@@ -41,6 +41,8 @@ def open_store(
     workspace: which workspace of a PostgreSQL database (each has its own schema); else
                ``?workspace=NAME`` in the URL, else ``default_workspace``. Ignored for
                SQLite files.
+    lean:      for a process that asks one question (a CLI ``context``): a PostgreSQL
+               store opens connections as needed rather than starting a pool.
     """
     text = os.fspath(location)
     if "://" in text:
@@ -48,7 +50,7 @@ def open_store(
         if scheme.lower() in ("postgresql", "postgres"):
             from .postgres import PostgresStore
 
-            return PostgresStore(text, workspace, default_workspace=default_workspace)
+            return PostgresStore(text, workspace, default_workspace=default_workspace, lean=lean)
         if scheme != "sqlite":
             raise InvalidArgument(
                 f"no store for {scheme!r} URLs ({text}); use a file path, sqlite:///path or "

@@ -123,10 +123,11 @@ class ItemStore(Protocol):
     """Where the index lives (a file path or a database URL), for messages."""
 
     @property  # read-only here, so a backend may give a narrower function (a staticmethod)
-    def prepare_file(self) -> Callable[[Sequence[Item]], Any] | None:
-        """A pure, picklable function of one file's items that the indexer runs in its worker
-        processes, so the writing process only writes; its result comes back to
-        :meth:`replace_file` as ``prepared``. None when the backend needs no preparation."""
+    def prepare_file(self) -> Callable[[Sequence[ItemRow]], Any] | None:
+        """A pure, picklable function of one file's item rows (as :meth:`replace_file`
+        takes them) that the indexer runs in its worker processes, so the writing process
+        only writes; its result comes back to :meth:`replace_file` as ``prepared``. None
+        when the backend needs no preparation."""
 
     notices: list[str]
     """Things the user should hear about opening this index (e.g. an old format that
@@ -277,6 +278,11 @@ class KeywordIndex(Protocol):
         """Indexed (single-word, lower-case) terms starting with ``prefix``, with their
         document frequencies: at most ``limit``, in term order. For word-form matching
         at query time ("rewriting" -> rewrite, rewriter)."""
+        ...
+
+    def terms_with_prefixes(self, prefixes: Sequence[str], limit: int = 64) -> dict[str, dict[str, int]]:
+        """``terms_with_prefix`` of each prefix, by prefix: one round trip where the index
+        is a server."""
         ...
 
 

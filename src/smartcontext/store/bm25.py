@@ -23,6 +23,7 @@ case folding included.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 
 from ..model import kind_traits
 from .base import KeywordTerm
+from .shared import fts_values
+from .text import pack_file
 
 K1 = 1.2
 B = 0.75
@@ -126,10 +129,49 @@ _query_cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 _query_lock = threading.Lock()
 
 
+# unicode61's tokens in ASCII text: runs of letters and digits, folded to lower case (no
+# diacritics to remove); every other ASCII character separates. Checked against FTS5 for
+# every ASCII character and random text (tests/test_store_bm25.py).
+_ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+")
+
+
+def _analyse_ascii(row: Sequence[str]) -> RowTerms:
+    """``analyse`` of one row whose values are all ASCII, in Python: reading FTS5's
+    vocabulary back cost 4 us a token (4 s of pytest's 491 files), this a tenth."""
+    out = RowTerms()
+    found: dict[str, list] = {}
+    for col, text in enumerate(row):
+        tokens = _ASCII_TOKEN.findall(text)
+        if not tokens:
+            continue
+        out.length += len(tokens)
+        weight = WEIGHTS[col]
+        packed = col < len(COLUMNS) - 1
+        base = col << OFFSET_BITS
+        for offset, token in enumerate(tokens):
+            token = token.lower()[:MAX_TERM_BYTES]
+            entry = found.get(token)
+            if entry is None:
+                entry = found[token] = [0.0, []]
+            entry[0] += weight
+            if packed:
+                if offset <= _MAX_OFFSET:
+                    entry[1].append(base | offset)
+            elif token == "file":
+                out.file_row = True
+    out.terms = {t: (w, ",".join(map(str, p))) for t, (w, p) in found.items()}
+    return out
+
+
 def analyse(rows: Sequence[Sequence[str]]) -> list[RowTerms]:
     """The statistics of rows of (name, path, body, kind) values."""
-    out = [RowTerms() for _ in rows]
-    for doc, term, wtf, pos, count, in_kind in _tokenizer.read(rows, _ANALYSIS):
+    ascii_rows = [all(v.isascii() for v in row) for row in rows]
+    out = [_analyse_ascii(row) if plain else RowTerms() for row, plain in zip(rows, ascii_rows)]
+    rest = [n for n, plain in enumerate(ascii_rows) if not plain]
+    if not rest:
+        return out
+    for doc, term, wtf, pos, count, in_kind in _tokenizer.read([rows[n] for n in rest], _ANALYSIS):
+        doc = rest[doc - 1] + 1
         if len(term) > MAX_TERM_BYTES // 4:
             term = clip_term(term)
         row = out[doc - 1]
@@ -141,6 +183,45 @@ def analyse(rows: Sequence[Sequence[str]]) -> list[RowTerms]:
             wtf, pos = old[0] + wtf, ",".join(p for p in (old[1], pos) if p)
         row.terms[term] = (wtf, pos or "")
     return out
+
+
+@dataclass
+class Prepared:
+    """One file's rows as a store that is not SQLite writes them: the stored form
+    (``text.pack_file``), each item's (length, stands for its file), and its postings as
+    ``posting_lines``. Plain values: they come back from a parse worker pickled, where
+    a dict per item cost as much as tokenizing."""
+
+    packed: tuple
+    items: list[tuple[int, bool]]
+    postings: str
+
+
+def posting_lines(stats: Sequence[RowTerms]) -> str:
+    """The postings of rows as COPY text lines: the row's index (from 0), the term, its
+    weighted frequency, the row's length, whether it stands for its file, positions."""
+    out = []
+    for n, st in enumerate(stats):
+        tail = f"\t{st.length}\t{'t' if st.file_row else 'f'}\t{{"
+        for term, (wtf, pos) in st.terms.items():
+            if "\\" in term:  # COPY's escape; unicode61 keeps no tab or newline in a token
+                term = term.replace("\\", "\\\\")
+            out.append(f"{n}\t{term}\t{int(wtf)}{tail}{pos}}}\n")
+    return "".join(out)
+
+
+def prepare_rows(rows: Sequence[tuple]) -> Prepared:
+    """``Prepared`` for one file's item rows (``(item, fqname, sig_tokens, content_hash[,
+    fts_body, fts_name])``). Pure and picklable, so the indexer runs it in its parse
+    workers."""
+    fts_rows = []
+    for row in rows:
+        item = row[0]
+        body, name = fts_values(row)
+        fts_rows.append((name, item.path, body, fts_kind(item.kind, item.start_line)))
+    stats = analyse(fts_rows)
+    return Prepared(pack_file([row[0] for row in rows]), [(st.length, st.file_row) for st in stats],
+                    posting_lines(stats))
 
 
 def query_tokens(texts: Sequence[str]) -> list[tuple[str, ...]]:

@@ -27,12 +27,13 @@ import re
 import threading
 import weakref
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreUnavailable
 from ..model import Edge
@@ -42,19 +43,20 @@ from .base import (
 from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
 from ..words import fts_text
 from . import bm25
-from .shared import FileTexts, StoreBase, fts_values, item_from_row
+from .shared import FileTexts, StoreBase, item_from_row
 from .text import JSON, FileData, pack_file
 
 if TYPE_CHECKING:  # numpy and pgvector only where vectors are handled (see _vectors)
     import numpy as np
-
-try:  # the optional ``postgres`` extra
-    import psycopg
-    from psycopg import sql
     from psycopg_pool import ConnectionPool
 
-    if importlib.util.find_spec("pgvector") is None:
-        raise ImportError("No module named 'pgvector'")
+try:  # the optional ``postgres`` extra (psycopg_pool is imported where a pool starts)
+    import psycopg
+    from psycopg import sql
+
+    for _name in ("psycopg_pool", "pgvector"):
+        if importlib.util.find_spec(_name) is None:
+            raise ImportError(f"No module named {_name!r}")
 except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
     _IMPORT_ERROR: ImportError | None = _exc
@@ -90,14 +92,22 @@ _SCHEMA_PREFIX = "sc_"
 # Writes of at least this many vectors go through COPY (one round trip) rather than
 # executemany.
 _COPY_ROWS = 200
+# Files a batch queues before writing them together (``replace_file``).
+_PENDING_FILES = 64
+# A read names the files whose text this process holds decoded, so the server sends the
+# others' with the rows; past this many it asks for them in a second statement.
+_CACHED_IDS_SENT = 20_000
 
 
 # A model with at most this many vectors in the workspace is searched exactly over an
 # in-memory matrix (150 MB at 384 dimensions), past it through HNSW (``searches_vectors``).
 IN_MEMORY_VECTORS = 100_000
 # HNSW candidates per question: at least EF_SEARCH, and EF_PER_RESULT per result asked
-# (pgvector's default is 40; see ef_search()).
-EF_SEARCH = 100
+# (pgvector's default is 40; see ef_search()). On 120,000 clustered vectors (past
+# IN_MEMORY_VECTORS), recall@10 for questions near a stored vector was 0.96 at 100, 0.98
+# at 200 and 0.995 at 400, for new points of the same clusters 0.998 at each, with p50
+# 17-25 ms at all three (docs/scale-out.md).
+EF_SEARCH = 200
 EF_PER_RESULT = 4
 
 
@@ -197,16 +207,15 @@ def _hits_sql(query: "bm25.Query") -> tuple[str, list]:
 
 
 class _Counts:
-    """Keyword statistics changed by the open write, applied to ``fts_terms`` and
-    ``fts_stats`` once before it commits: updating a common term's row for every file of
-    a batch left a chain of row versions that each later update walked (46 ms a file)."""
+    """Keyword statistics taken out by the open write's deletes and the rows and tokens
+    it changed, applied to ``fts_terms`` and ``fts_stats`` once before it commits:
+    updating a common term's row for every file of a batch left a chain of row versions
+    that each later update walked (46 ms a file)."""
 
     def __init__(self) -> None:
         self.terms: dict[int, list[int]] = {}  # term id -> [docs, text_docs] deltas
         self.rows = 0
         self.tokens = 0
-        self.known: dict[str, int] = {}  # term ids committed before this write (read only)
-        self.new_ids: dict[str, int] = {}  # term ids looked up by this write
 
     def add(self, term_id: int, docs: int, text_docs: int) -> None:
         entry = self.terms.get(term_id)
@@ -250,36 +259,39 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
 
 
 def _write_keywords(
-    conn: "psycopg.Connection", rowids: Sequence[int], stats: Sequence["bm25.RowTerms"], counts: _Counts
+    conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
+    postings: Sequence[tuple[int, str]], counts: _Counts,
 ) -> None:
-    """Add these items' keyword statistics: their terms (new ones inserted), postings
-    (COPY) and the count changes (in ``counts``)."""
-    terms = {term for st in stats for term in st.terms}
-    if terms:
-        ids = counts.new_ids
-        unknown = sorted(t for t in terms if t not in counts.known and t not in ids)
-        if unknown:
-            ids.update(conn.execute(
-                "WITH x AS (SELECT unnest(%s::text[]) AS term), "
-                "new AS (INSERT INTO fts_terms (term, docs, text_docs) SELECT term, 0, 0 FROM x "
-                "ON CONFLICT (term) DO NOTHING RETURNING term, id) "
-                "SELECT term, id FROM new UNION ALL SELECT t.term, t.id FROM fts_terms t JOIN x USING (term)",
-                (unknown,),
-            ).fetchall())
-        known = counts.known
-        lines = []
-        for rowid, st in zip(rowids, stats):
-            tail = f"\t{st.length}\t{'t' if st.file_row else 'f'}\t{{"
-            for term, (wtf, pos) in st.terms.items():
-                term_id = known.get(term) or ids[term]
-                counts.add(term_id, 1, 1 if wtf else 0)
-                lines.append(f"{term_id}\t{rowid}\t{int(wtf)}{tail}{pos}}}\n")
-        with conn.cursor() as cur, cur.copy(
-            "COPY fts_postings (term_id, item, wtf, dl, file_row, pos) FROM STDIN"
-        ) as copy:
-            copy.write("".join(lines))
-    counts.rows += len(stats)
-    counts.tokens += sum(st.length for st in stats)
+    """Add these items' keyword statistics: ``items`` is each one's (length, stands for
+    its file), ``postings`` (index of its first item in ``rowids``, ``bm25.posting_lines``
+    of its items) per file. The postings go through COPY into a scratch table; one
+    statement then adds the new terms, counts every term's documents and writes the
+    postings with the terms' ids (a loop in Python over 290,000 postings took 4 s of
+    pytest's cold index)."""
+    text = "".join(
+        f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n" for first, lines in postings if lines
+    )
+    if text:
+        conn.execute(
+            "CREATE TEMP TABLE _sc_postings (first integer, n integer, term text COLLATE \"C\", wtf integer, "
+            "dl integer, file_row boolean, pos integer[]) ON COMMIT DROP"
+        )
+        with conn.cursor() as cur, cur.copy("COPY _sc_postings FROM STDIN") as copy:
+            copy.write(text)
+        # Terms in one order, so two writers of different workspaces never wait on each other.
+        conn.execute(
+            "WITH ids AS (INSERT INTO fts_terms AS t (term, docs, text_docs) "
+            "SELECT term, count(*), count(*) FILTER (WHERE wtf > 0) FROM _sc_postings GROUP BY term ORDER BY term "
+            "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
+            "RETURNING id, term) "
+            "INSERT INTO fts_postings (term_id, item, wtf, dl, file_row, pos) "
+            "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
+            "FROM _sc_postings p JOIN ids USING (term)",
+            (list(rowids),),
+        )
+        conn.execute("DROP TABLE _sc_postings")
+    counts.rows += len(items)
+    counts.tokens += sum(length for length, _ in items)
 
 
 def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
@@ -306,7 +318,8 @@ def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
             cur.executemany("UPDATE items SET fts_len = %s WHERE rowid = %s",
                             [(st.length, r[0]) for st, r in zip(stats, rows)])
         counts = _Counts()
-        _write_keywords(conn, [r[0] for r in rows], stats, counts)
+        _write_keywords(conn, [r[0] for r in rows], [(st.length, st.file_row) for st in stats],
+                        [(0, bm25.posting_lines(stats))], counts)
         counts.flush(conn)
 
 
@@ -317,6 +330,80 @@ def _array(value) -> np.ndarray:
     if hasattr(value, "to_numpy"):
         value = value.to_numpy()
     return np.asarray(value, dtype=np.float32)
+
+
+class _OnDemand:
+    """What a process that asks one question needs of a pool: connections opened when a
+    thread asks for one and none is idle, kept for the next ask. Neither psycopg_pool's
+    import nor its thread and second connection (together 0.1-0.2 s of a CLI question);
+    without a size limit, which a server's pool keeps."""
+
+    def __init__(self, connect: Callable[[], "psycopg.Connection"], first: "psycopg.Connection"):
+        self._connect = connect
+        self._idle = [first]
+        self._all = [first]
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def connection(self) -> Iterator["psycopg.Connection"]:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._connect()
+            with self._lock:
+                self._all.append(conn)
+        try:
+            yield conn
+        finally:
+            if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()  # as a pool gives back a connection: outside a transaction
+            with self._lock:
+                if not conn.closed:
+                    self._idle.append(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._all, self._idle = self._all, [], []
+        for conn in conns:
+            conn.close()
+
+
+class _Answers:
+    """Keyword answers and term counts of one index generation, for reads in a snapshot
+    (whose generation is known without a round trip): a server is asked the same words
+    again and again, each a round trip and a ranking statement. As the SQLite store's
+    remembered answers; all dropped when the generation moves. A version is (index id,
+    generation): a rebuilt index counts its generations from the start again."""
+
+    ENTRIES = 20_000
+    PAIRS = 5_000  # an answer holding more (rowid, score) pairs is not kept
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version: tuple[str, int] | None = None
+        self._data: OrderedDict[tuple, object] = OrderedDict()
+
+    def get(self, version: tuple[str, int], key: tuple) -> object | None:
+        with self._lock:
+            if version != self._version:
+                return None
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, version: tuple[str, int], key: tuple, value: object, size: int = 1) -> None:
+        if size > self.PAIRS:
+            return
+        with self._lock:
+            old = self._version
+            if old is not None and old[0] == version[0] and version[1] < old[1]:
+                return  # a question on an older snapshot: its answers are not the current ones
+            if version != old:
+                self._version, self._data = version, OrderedDict()
+            self._data[key] = value
+            while len(self._data) > self.ENTRIES:
+                self._data.popitem(last=False)
 
 
 def _one(cursor: "psycopg.Cursor") -> tuple:
@@ -336,8 +423,9 @@ def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
 class PostgresStore(StoreBase):
     """One workspace index in a PostgreSQL database (with the pgvector extension)."""
 
-    # The indexer's workers pack each file's text (stretches + zlib) for replace_file.
-    prepare_file = staticmethod(pack_file)
+    # The indexer's workers pack each file's text (stretches + zlib) and tokenize its
+    # items for the keyword statistics (7 s of the writing process on pytest's 491 files).
+    prepare_file = staticmethod(bm25.prepare_rows)
     @property
     def searches_vectors(self) -> bool:
         """Whether retrieval asks the HNSW index (True) or keeps the vectors in memory and
@@ -348,8 +436,10 @@ class PostgresStore(StoreBase):
 
     def __init__(
         self, url: str, workspace: str | None = None, *, default_workspace: str | None = None,
-        pool_size: int = 8,
+        pool_size: int = 8, lean: bool = False,
     ):
+        """``lean``: connections as needed, without a pool (a process asking one question);
+        otherwise a pool of up to ``pool_size``."""
         if _IMPORT_ERROR is not None:
             raise StoreUnavailable(
                 "the PostgreSQL store needs psycopg, psycopg-pool and pgvector: "
@@ -367,18 +457,33 @@ class PostgresStore(StoreBase):
         self._hnsw_dims: set[int] = set()
         self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
-        # Keyword term ids by term, of the index whose ``index_id`` is _term_ids_of: a term's
-        # row is never deleted, so a written file looks up only the terms new to it.
-        self._term_ids: dict[str, int] = {}
-        self._term_ids_of: str | None = None
-        self._term_ids_lock = threading.Lock()
-        self._bootstrap()
+        self._lean = lean
+        self._meta: dict[str, str] | None = None  # a lean store's meta rows (_meta_value)
+        self._answers = _Answers()
         search_path = sql.SQL("SET search_path TO {}, {}, public").format(
             sql.Identifier(self.schema), sql.Identifier(SHARED_SCHEMA)
         )
 
         def configure(conn: "psycopg.Connection") -> None:
             conn.execute(search_path)
+
+        first = self._bootstrap()
+        self.pool: ConnectionPool | _OnDemand
+        if lean:
+            def connect() -> "psycopg.Connection":
+                try:
+                    conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+                except psycopg.Error as exc:
+                    raise _connect_error(conninfo, exc) from exc
+                configure(conn)
+                return conn
+
+            if not self._path_set:
+                configure(first)
+            self.pool = _OnDemand(connect, first)
+            return
+        first.close()
+        from psycopg_pool import ConnectionPool
 
         try:
             self.pool = ConnectionPool(
@@ -391,27 +496,60 @@ class PostgresStore(StoreBase):
 
     # -- opening -----------------------------------------------------------------------
 
-    def _bootstrap(self) -> None:
+    def _bootstrap(self) -> "psycopg.Connection":
         """Create the pgvector extension, the shared cache and this workspace's schema, and
-        apply pending migrations, once per database at a time."""
+        apply pending migrations, once per database at a time; returns the connection
+        (autocommit) it used."""
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise _connect_error(self.url, exc) from exc
-        with conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (_BOOTSTRAP_LOCK,))
-            try:
-                self._create_extension(conn)
-                EMBEDDINGS.apply(conn, SHARED_SCHEMA)
-                if "m001_tables" in CORE.apply(conn, self.schema):
-                    # The name as given: `store list` shows it (a schema name may be hashed).
-                    conn.execute(
-                        sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('workspace', %s) "
-                                "ON CONFLICT (key) DO NOTHING").format(sql.Identifier(self.schema)),
-                        (self.workspace,),
-                    )
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_BOOTSTRAP_LOCK,))
+        self._path_set = False
+        try:
+            if self._ready(conn):
+                self._path_set = True  # _ready set this workspace's search path
+            else:
+                self._set_up(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _ready(self, conn: "psycopg.Connection") -> bool:
+        """Whether the extension is there and both migration sets are exactly applied, in
+        one round trip and without the lock (an open of a set-up workspace, nearly
+        always): eight round trips less for a question. The same round trip sets the
+        connection's search path to the workspace."""
+        path = sql.SQL("{}, {}, public").format(sql.Identifier(self.schema), sql.Identifier(SHARED_SCHEMA))
+        try:
+            row = _one(conn.execute(
+                sql.SQL(
+                    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
+                    "ARRAY(SELECT name FROM {}._migrations WHERE migration_set = %s), "
+                    "ARRAY(SELECT name FROM {}._migrations WHERE migration_set = %s), "
+                    "set_config('search_path', %s, false)"
+                ).format(sql.Identifier(SHARED_SCHEMA), sql.Identifier(self.schema)),
+                (EMBEDDINGS.name, CORE.name, path.as_string(conn)),
+            ))
+        except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+            return False  # a new database or workspace
+        return (bool(row[0]) and set(row[1]) == {s for s, _ in EMBEDDINGS.steps}
+                and set(row[2]) == {s for s, _ in CORE.steps})
+
+    def _set_up(self, conn: "psycopg.Connection") -> None:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_BOOTSTRAP_LOCK,))
+        try:
+            self._create_extension(conn)
+            EMBEDDINGS.apply(conn, SHARED_SCHEMA)
+            if "m001_tables" in CORE.apply(conn, self.schema):
+                # The name as given: `store list` shows it (a schema name may be hashed).
+                conn.execute(
+                    sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('workspace', %s) "
+                            "ON CONFLICT (key) DO NOTHING").format(sql.Identifier(self.schema)),
+                    (self.workspace,),
+                )
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_BOOTSTRAP_LOCK,))
 
     def _create_extension(self, conn: "psycopg.Connection") -> None:
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
@@ -460,11 +598,19 @@ class PostgresStore(StoreBase):
 
     @contextmanager
     def _conn(self) -> Iterator["psycopg.Connection"]:
-        """This thread's connection in a transaction or batch, or one from the pool."""
+        """This thread's connection in a write or a snapshot, or one from the pool."""
         conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pending:
+            self._flush(conn)  # its reads and writes see the files queued before them
+        conn = conn or getattr(self._local, "snap", None)
         if conn is not None:
             yield conn
             return
+        with self._pooled() as conn:
+            yield conn
+
+    @contextmanager
+    def _pooled(self) -> Iterator["psycopg.Connection"]:
         try:
             with self.pool.connection() as conn:
                 yield conn
@@ -475,7 +621,7 @@ class PostgresStore(StoreBase):
     def _snapshot(self) -> Iterator["psycopg.Connection"]:
         """A connection whose statements all see one snapshot (for reads of several
         statements: an item's row and its file's text must be of the same version)."""
-        conn = getattr(self._local, "conn", None)
+        conn = getattr(self._local, "conn", None) or getattr(self._local, "snap", None)
         if conn is not None:
             yield conn
             return
@@ -484,36 +630,53 @@ class PostgresStore(StoreBase):
             yield conn
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside sees the index as one commit left it (a
+        REPEATABLE READ transaction on one connection), as the SQLite store's snapshot:
+        a question of several statements never mixes a write's before and after. The
+        meta rows (generations, index id) are read once with its start, one round trip
+        where a question read them 5-11 times. Nested, or inside a write of this thread,
+        it adds nothing; a write inside goes on another connection and is not seen."""
+        if getattr(self._local, "conn", None) is not None or getattr(self._local, "snap", None) is not None:
+            yield
+            return
+        with self._conn() as conn:
+            with conn.pipeline():  # BEGIN and the meta rows in one round trip
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                rows = conn.execute("SELECT key, value FROM meta")
+            self._local.held = dict(rows.fetchall())
+            self._local.snap = conn
+            try:
+                yield
+            finally:
+                self._local.snap = self._local.held = None
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+                    conn.execute("COMMIT")  # read only: nothing to keep or lose
+
+    @contextmanager
     def _write(self) -> Iterator["psycopg.Connection"]:
         """One transaction holding the workspace's write lock (joins an open one)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
+            self._flush(conn)  # what this thread queued comes first
             yield conn
             return
-        with self._conn() as conn:
+        with self._pooled() as conn:  # not a snapshot's (read only)
             counts = _Counts()
             with conn.transaction():
-                index_id = _one(conn.execute(
-                    "SELECT pg_advisory_xact_lock(%s), (SELECT value FROM meta WHERE key = 'index_id')",
-                    (self._lock_key,),
-                ))[1]
-                with self._term_ids_lock:
-                    if index_id != self._term_ids_of:  # a new index (rebuilt): ids differ
-                        self._term_ids, self._term_ids_of = {}, index_id
-                    counts.known = self._term_ids
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 self._local.conn = conn
                 self._local.counts = counts
+                self._local.pending = []
                 try:
                     yield conn
+                    self._flush(conn)
                     counts.flush(conn)
                 finally:
                     self._local.conn = None
                     self._local.counts = None
-            # Committed: the ids of the terms it added are known from now on.
-            if counts.new_ids:
-                with self._term_ids_lock:
-                    if self._term_ids_of == index_id:
-                        self._term_ids.update(counts.new_ids)
+                    self._local.pending = None
+                    self._meta = None
 
     def _counts(self) -> "_Counts":
         """The keyword count changes of this thread's open write."""
@@ -540,6 +703,7 @@ class PostgresStore(StoreBase):
     # -- meta --------------------------------------------------------------------------
 
     def _increment(self, counter: str) -> int:
+        self._meta = None
         with self._conn() as conn:
             return int(_one(conn.execute(
                 "INSERT INTO meta(key, value) VALUES (%s, '1') ON CONFLICT (key) "
@@ -572,7 +736,28 @@ class PostgresStore(StoreBase):
             }
         return int(floor[0]), paths
 
+    def _snapshot_generation(self) -> tuple[str, int] | None:
+        """(index id, generation) of what this thread's snapshot reads, or None outside
+        one (or inside a write, whose reads may be rolled back)."""
+        held = getattr(self._local, "held", None)
+        if held is None or getattr(self._local, "conn", None) is not None:
+            return None
+        return held.get("index_id") or "", int(held.get("generation") or 0)
+
     def _meta_value(self, key: str) -> str | None:
+        held = getattr(self._local, "held", None)
+        if held is not None and getattr(self._local, "conn", None) is None:
+            return held.get(key)  # in a snapshot: as its start read them
+        if self._lean and getattr(self._local, "conn", None) is None:
+            # A process asking one question reads the few meta rows once (the generations,
+            # the index id, the last run's stamps: 14 round trips of a CLI question) and
+            # again after each write of its own. Another process's commit meanwhile is
+            # seen as if it had come a moment after this question's reads, which it may.
+            meta = self._meta
+            if meta is None:
+                with self._conn() as conn:
+                    meta = self._meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            return meta.get(key)
         with self._conn() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
         return row[0] if row else None
@@ -619,94 +804,100 @@ class PostgresStore(StoreBase):
         prepared=None,
     ) -> None:
         """Replace everything known about ``path`` in one transaction (``prepared``: the
-        indexer worker's ``prepare_file`` of the same items)."""
-        blob, spans, detail_spans = prepared or pack_file([row[0] for row in items])
+        indexer worker's ``prepare_file`` of the same rows). Inside a batch the file is
+        written with the next ones (``_PENDING_FILES`` at a time, or before anything else
+        this thread does with the store): a dozen statements for them all, where a file
+        alone took sixteen round trips."""
+        record = (FileRecord(path, mtime_ns, size, hash, language, source, module, list(warnings),
+                             list(items), list(edges)), prepared)
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            pending = self._local.pending
+            if any(r.path == path for r, _ in pending):
+                self._flush(conn)  # the same file twice: in order
+            self._local.pending.append(record)
+            if len(self._local.pending) >= _PENDING_FILES:
+                self._flush(conn)
+            return
         with self._write() as conn:
-            changed = self._item_paths(conn, [path]) | {row[0].path for row in items}
-            _delete_keywords(conn, [path], self._counts())
-            conn.execute("DELETE FROM files WHERE path = %s", (path,))
-            file_id = _one(conn.execute(
-                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, "
-                "data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (path, mtime_ns, size, hash, language, source, module,
-                 json.dumps(list(warnings)), blob),
-            ))[0]
-            self._insert_items(conn, [
-                (file_id, row, spans[n], detail_spans[n]) for n, row in enumerate(items)
-            ])
-            if edges:
-                # COPY: executemany sent a statement per edge (a tenth of a cold index).
-                with conn.cursor() as cur, cur.copy(
-                    "COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN"
-                ) as copy:
-                    for e in edges:
-                        copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
-            self._bump_generation(changed)
+            self._store_files(conn, [record])
 
     def load_files(self, records: Sequence[FileRecord]) -> None:
         """Replace these files as :meth:`replace_file` would, in one transaction and a few
-        statements (for ``store copy``): the file rows in one INSERT, the items and their
-        keyword statistics through COPY, the edges through COPY."""
-        if not records:
-            return
-        packed = [pack_file([row[0] for row in rec.items]) for rec in records]
-        paths = [rec.path for rec in records]
-        with self._write() as conn:
-            changed = self._item_paths(conn, paths) | {row[0].path for rec in records for row in rec.items}
-            _delete_keywords(conn, paths, self._counts())
-            conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
-            ids = dict(conn.execute(
-                "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
-                "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], "
-                "%s::text[], %s::text[], %s::jsonb[], %s::bytea[]) RETURNING path, id",
-                (paths, [r.mtime_ns for r in records], [r.size for r in records], [r.hash for r in records],
-                 [r.language for r in records], [r.source for r in records], [r.module for r in records],
-                 [json.dumps(list(r.warnings)) for r in records], [p[0] for p in packed]),
-            ).fetchall())
-            self._insert_items(conn, [
-                (ids[rec.path], row, spans[n], detail_spans[n])
-                for rec, (_blob, spans, detail_spans) in zip(records, packed)
-                for n, row in enumerate(rec.items)
-            ])
-            with conn.cursor() as cur:
-                with cur.copy("COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN") as copy:
-                    for rec in records:
-                        file_id = ids[rec.path]
-                        for e in rec.edges:
-                            copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
-            self._bump_generation(changed)
+        statements (for ``store copy``)."""
+        if records:
+            with self._write() as conn:
+                self._store_files(conn, [(rec, None) for rec in records])
 
-    def _insert_items(self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple]]) -> None:
-        """Insert items given as (file id, item row, text span, details span), with their
-        keyword statistics, in three round trips whatever their number."""
+    def _flush(self, conn: "psycopg.Connection") -> None:
+        """Write the files this thread's open write has queued."""
+        records, self._local.pending = self._local.pending, []
+        if records:
+            self._store_files(conn, records)
+
+    def _store_files(self, conn: "psycopg.Connection", records: Sequence[tuple[FileRecord, Any]]) -> None:
+        """Replace these files (with their ``prepare_file`` results, or None) in the open
+        write: the file rows in one INSERT, the items and their keyword statistics through
+        COPY, the edges through COPY, one generation for them all."""
+        prepared: list[bm25.Prepared] = [prep or bm25.prepare_rows(rec.items) for rec, prep in records]
+        paths = [rec.path for rec, _ in records]
+        changed = self._item_paths(conn, paths) | {row[0].path for rec, _ in records for row in rec.items}
+        _delete_keywords(conn, paths, self._counts())
+        conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+        recs = [rec for rec, _ in records]
+        ids: dict[str, int] = dict(conn.execute(
+            "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
+            "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::jsonb[], %s::bytea[]) RETURNING path, id",
+            (paths, [r.mtime_ns for r in recs], [r.size for r in recs], [r.hash for r in recs],
+             [r.language for r in recs], [r.source for r in recs], [r.module for r in recs],
+             [json.dumps(list(r.warnings)) for r in recs], [p.packed[0] for p in prepared]),
+        ).fetchall())
+        entries: list[tuple[int, ItemRow, tuple, tuple, int, bool]] = []
+        postings: list[tuple[int, str]] = []
+        for rec, prep in zip(recs, prepared):
+            _blob, spans, detail_spans = prep.packed
+            postings.append((len(entries), prep.postings))
+            entries += [(ids[rec.path], row, spans[n], detail_spans[n], *prep.items[n])
+                        for n, row in enumerate(rec.items)]
+        self._insert_items(conn, entries, postings)
+        if any(rec.edges for rec in recs):
+            # COPY: executemany sent a statement per edge (a tenth of a cold index).
+            with conn.cursor() as cur, cur.copy("COPY edges(file_id, src, kind, dst, dst_name) FROM STDIN") as copy:
+                for rec in recs:
+                    file_id = ids[rec.path]
+                    for e in rec.edges:
+                        copy.write_row((file_id, e.src, str(e.kind), e.dst, e.dst_name))
+        self._bump_generation(changed)
+
+    def _insert_items(
+        self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple, int, bool]],
+        postings: Sequence[tuple[int, str]],
+    ) -> None:
+        """Insert items given as (file id, item row, text span, details span, keyword
+        length, stands for its file), with their keyword postings (``_write_keywords``),
+        in a few round trips whatever their number."""
         if not entries:
             return
         rowids = [r for (r,) in conn.execute(
             "SELECT nextval(pg_get_serial_sequence('items', 'rowid')) FROM generate_series(1, %s)",
             (len(entries),),
         )]
-        values, fts_rows = [], []
-        for file_id, row, span, detail_span in entries:
-            item, fqname, sig_tokens, content_hash = row[:4]
-            body, fts_name = fts_values(row)
-            file_row = bm25.fts_kind(item.kind, item.start_line)
-            fts_rows.append((fts_name, item.path, body, file_row))
-            values.append((
-                item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
-                item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
-                sig_tokens, content_hash,
-                JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
-                *span, *detail_span, file_row == "file",
-            ))
-        stats = bm25.analyse(fts_rows)
         with conn.cursor() as cur, cur.copy(
             "COPY items(rowid, id, file_id, path, kind, name, qualname, fqname, start_line, end_line, "
             "parent_id, language, tokens, sig_tokens, content_hash, tags, text_at, text_len, "
             "details_at, details_len, file_row, fts_len) FROM STDIN"
         ) as copy:
-            for rowid, value, st in zip(rowids, values, stats):
-                copy.write_row((rowid, *value, st.length))
-        _write_keywords(conn, rowids, stats, self._counts())
+            for rowid, (file_id, row, span, detail_span, length, file_row) in zip(rowids, entries):
+                item, fqname, sig_tokens, content_hash = row[:4]
+                copy.write_row((
+                    rowid, item.id, file_id, item.path, str(item.kind), item.name, item.qualname, fqname,
+                    item.start_line, item.end_line, item.parent_id, item.language, item.tokens,
+                    sig_tokens, content_hash,
+                    JSON.encode(item.meta["tags"]) if "tags" in item.meta else None,
+                    *span, *detail_span, file_row, length,
+                ))
+        _write_keywords(conn, rowids, [e[4:] for e in entries], postings, self._counts())
 
     @staticmethod
     def _item_paths(conn: "psycopg.Connection", files: list[str]) -> set[str]:
@@ -722,26 +913,39 @@ class PostgresStore(StoreBase):
     def _read_items(self, where: str, params: Sequence) -> list[StoredItem]:
         # No transaction of its own (BEGIN, SET TRANSACTION and COMMIT were three of a
         # question's round trips per read): a file replaced between the two statements
-        # has another hash, and its items are left out, as on SQLite.
+        # has another hash, and its items are left out, as on SQLite. The stored text of
+        # files not decoded here yet comes with the rows (once per file), so a read is one
+        # round trip; only a file replaced since it was decoded takes a second.
+        cached = self._texts.file_ids()
+        send = len(cached) <= _CACHED_IDS_SENT
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, "
                 "i.end_line, i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, "
-                "i.file_id, f.hash, i.details_at, i.details_len, i.text_at, i.text_len "
+                "i.file_id, f.hash, i.details_at, i.details_len, i.text_at, i.text_len, "
+                "CASE WHEN %s AND row_number() OVER (PARTITION BY i.file_id) = 1 "
+                "AND NOT i.file_id = ANY(%s::bigint[]) THEN f.data END "
                 f"FROM items i JOIN files f ON f.id = i.file_id WHERE {where} ORDER BY i.rowid",
-                params,
+                (send, cached if send else [], *params),
             ).fetchall()
-            files = self._texts.get(((r[14], r[15]) for r in rows), lambda ids: (
-                (file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
-                    "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (ids,)
-                ).fetchall()
-            ))
+            sent = {r[14]: (r[15], bytes(r[20])) for r in rows if r[20] is not None}
+
+            def load(ids: list[int]) -> list[tuple[int, str, bytes]]:
+                out = [(i, *sent[i]) for i in ids if i in sent]
+                rest = [i for i in ids if i not in sent]
+                if rest:
+                    out += [(file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
+                        "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (rest,)
+                    ).fetchall()]
+                return out
+
+            files = self._texts.get(((r[14], r[15]) for r in rows), load)
         return [
             StoredItem(rowid, item_from_row(files[file_id], id_, path, kind, name, qualname, start,
                                             end, parent, lang, tokens, d_at, d_len, at, length),
                        fqname, sig_tokens, chash)
             for (rowid, id_, path, kind, name, qualname, fqname, start, end, parent, lang, tokens,
-                 sig_tokens, chash, file_id, _hash, d_at, d_len, at, length) in rows
+                 sig_tokens, chash, file_id, _hash, d_at, d_len, at, length, _data) in rows
             if file_id in files
         ]
 
@@ -820,6 +1024,12 @@ class PostgresStore(StoreBase):
         query = bm25.plan(terms)
         if not query:
             return []
+        generation = self._snapshot_generation() if within is None else None
+        key = ("top", repr(query), limit, files_only)
+        if generation is not None:
+            hit = self._answers.get(generation, key)
+            if hit is not None:
+                return list(hit)  # type: ignore[call-overload]
         hits, params = _hits_sql(query)
         where = []
         if files_only:
@@ -835,7 +1045,10 @@ class PostgresStore(StoreBase):
                 "GROUP BY item ORDER BY score DESC, item LIMIT %s",
                 (*params, limit),
             ).fetchall()
-        return [(r[0], r[1]) for r in rows]
+        found = [(r[0], r[1]) for r in rows]
+        if generation is not None:
+            self._answers.put(generation, key, tuple(found), len(found))
+        return found
 
     def keyword_search_with_files(
         self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
@@ -845,6 +1058,12 @@ class PostgresStore(StoreBase):
         query = bm25.plan(terms)
         if not query:
             return [], []
+        generation = self._snapshot_generation()
+        key = ("both", repr(query), limit)
+        if generation is not None:
+            hit = self._answers.get(generation, key)
+            if hit is not None:
+                return list(hit[0]), list(hit[1])  # type: ignore[index]
         hits, params = _hits_sql(query)
         with self._conn() as conn:
             self._settled(conn)
@@ -857,6 +1076,8 @@ class PostgresStore(StoreBase):
             ).fetchall()
         items = [(r, s) for files, r, s in rows if not files]
         files = [(r, s) for is_file, r, s in rows if is_file]
+        if generation is not None:
+            self._answers.put(generation, key, (tuple(items), tuple(files)), len(rows))
         return items, files
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
@@ -864,23 +1085,76 @@ class PostgresStore(StoreBase):
         wanted = list(dict.fromkeys(terms))
         if not wanted:
             return {}
-        with self._conn() as conn:
-            self._settled(conn)
-            return dict(conn.execute(
-                "SELECT term, docs FROM fts_terms WHERE term = ANY(%s) AND docs > 0", (wanted,)
-            ).fetchall())
+        generation = self._snapshot_generation()
+        known: dict[str, int] = {}
+        if generation is not None:
+            for term in wanted:
+                hit = self._answers.get(generation, ("docs", term))
+                if hit is not None:
+                    known[term] = hit  # type: ignore[assignment]
+            wanted = [t for t in wanted if t not in known]
+        if wanted:
+            with self._conn() as conn:
+                self._settled(conn)
+                found = dict(conn.execute(
+                    "SELECT term, docs FROM fts_terms WHERE term = ANY(%s) AND docs > 0", (wanted,)
+                ).fetchall())
+            if generation is not None:
+                for term in wanted:  # 0: a term no item holds, remembered too
+                    self._answers.put(generation, ("docs", term), found.get(term, 0))
+            known.update(found)
+        return {t: n for t, n in known.items() if n}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]:
         if not prefix:
             return {}
         # The range FTS5's vocabulary answers (terms compare by code point: COLLATE "C").
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        generation = self._snapshot_generation()
+        key = ("prefix", prefix, limit)
+        if generation is not None:
+            hit = self._answers.get(generation, key)
+            if hit is not None:
+                return dict(hit)  # type: ignore[call-overload]
         with self._conn() as conn:
             self._settled(conn)
-            return dict(conn.execute(
+            found = dict(conn.execute(
                 "SELECT term, docs FROM fts_terms WHERE term >= %s AND term < %s AND docs > 0 "
                 "ORDER BY term LIMIT %s", (prefix, upper, limit),
             ).fetchall())
+        if generation is not None:
+            self._answers.put(generation, key, tuple(found.items()), len(found))
+        return found
+
+    def terms_with_prefixes(self, prefixes: Sequence[str], limit: int = 64) -> dict[str, dict[str, int]]:
+        """Every prefix's terms in one statement (a question's word forms asked one
+        prefix at a time were one to four round trips)."""
+        generation = self._snapshot_generation()
+        out: dict[str, dict[str, int]] = {}
+        todo = []
+        for prefix in dict.fromkeys(p for p in prefixes if p):
+            hit = self._answers.get(generation, ("prefix", prefix, limit)) if generation is not None else None
+            if hit is None:
+                todo.append(prefix)
+            else:
+                out[prefix] = dict(hit)  # type: ignore[call-overload]
+        if todo:
+            with self._conn() as conn:
+                self._settled(conn)
+                rows = conn.execute(
+                    "SELECT p.prefix, t.term, t.docs FROM unnest(%s::text[], %s::text[]) AS p(prefix, upper) "
+                    "CROSS JOIN LATERAL (SELECT term, docs FROM fts_terms WHERE term >= (p.prefix COLLATE \"C\") "
+                    "AND term < (p.upper COLLATE \"C\") AND docs > 0 ORDER BY term LIMIT %s) t",
+                    (todo, [p[:-1] + chr(ord(p[-1]) + 1) for p in todo], limit),
+                ).fetchall()
+            found: dict[str, dict[str, int]] = {p: {} for p in todo}
+            for prefix, term, docs in rows:
+                found[prefix][term] = docs
+            for prefix, terms in found.items():
+                if generation is not None:
+                    self._answers.put(generation, ("prefix", prefix, limit), tuple(terms.items()), len(terms))
+                out[prefix] = terms
+        return {p: out.get(p, {}) for p in prefixes}
 
     # -- edges ---------------------------------------------------------------------------
 
@@ -1167,11 +1441,11 @@ class PostgresStore(StoreBase):
                     (row[0],),
                 )
             ]
-            outer, self._local.conn = getattr(self._local, "conn", None), conn
+            outer, self._local.snap = getattr(self._local, "snap", None), conn
             try:  # the items in the same snapshot
                 stored = self._read_items("i.file_id = %s", (row[0],))
             finally:
-                self._local.conn = outer
+                self._local.snap = outer
         items = [(si.item, si.fqname, si.sig_tokens, si.content_hash, None, None) for si in stored]
         path_, mtime_ns, size, hash_, language, source, module, warnings = row[1:9]
         return FileRecord(path_, mtime_ns, size, hash_, language, source, module, list(warnings), items, edges)

@@ -54,6 +54,11 @@ class FileTexts:
             self._files.clear()
             self._chars = 0
 
+    def file_ids(self) -> list[int]:
+        """The ids of the files held (any hash)."""
+        with self._lock:
+            return list({file_id for file_id, _ in self._files})
+
     def get(
         self, keys: Iterable[tuple[int, str]],
         load: Callable[[list[int]], Iterable[tuple[int, str, bytes]]],
@@ -282,6 +287,12 @@ class StoreBase(ABC):
         if floor is None or since < floor:
             return None
         return paths
+
+    @abstractmethod
+    def terms_with_prefix(self, prefix: str, limit: int = 64) -> dict[str, int]: ...
+
+    def terms_with_prefixes(self, prefixes: Sequence[str], limit: int = 64) -> dict[str, dict[str, int]]:
+        return {p: self.terms_with_prefix(p, limit) for p in dict.fromkeys(prefixes)}
 
     # -- counts ------------------------------------------------------------------------
     def _per_generation(self, key: str, compute: Callable[[], _T]) -> _T:

@@ -33,7 +33,7 @@ from .base import (
 from .bm25 import bm25_sql_weights, fts_kind
 from .schema import FILE_NAME_KEY, LEGACY_VERSION, LINK_NAME_KEY, migrate
 from .shared import FileTexts, StoreBase, fts_values, item_from_row
-from .text import JSON, FileData, pack_file
+from .text import JSON, FileData, pack_file, pack_rows
 from . import vector_file
 
 if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
@@ -97,7 +97,7 @@ class SQLiteStore(StoreBase):
 
     # Packing (stretches + zlib) is a third of the writing process's work on a cold index;
     # the indexer's workers run it instead.
-    prepare_file = staticmethod(pack_file)
+    prepare_file = staticmethod(pack_rows)
     # Retrieval's in-memory matrix is faster than any query through SQLite.
     searches_vectors = False
 

@@ -49,6 +49,11 @@ class _Stretch:
         return None if at < 0 else at
 
 
+def pack_rows(rows: Sequence[tuple]) -> tuple[bytes, list[tuple[int, int]], list[tuple[int, int]]]:
+    """``pack_file`` of a file's item rows (``(item, ...)``, as ``replace_file`` takes them)."""
+    return pack_file([row[0] for row in rows])
+
+
 def pack_file(
     items: Sequence[Item],
 ) -> tuple[bytes, list[tuple[int, int]], list[tuple[int, int]]]:

@@ -102,8 +102,8 @@ class ToolContext:
         self.refresh_interval = refresh_interval
         # Readers (context, search...) share it. The first build and a repair take it
         # alone, and so does every index write on a store without snapshots, so a question
-        # never sees a half-updated index. Where each question reads a snapshot (SQLite),
-        # a tool's write and a refresh share it too: they never hold questions off.
+        # never sees a half-updated index. Where each question reads a snapshot (both
+        # stores), a tool's write and a refresh share it too: they never hold questions off.
         self.index_lock = ReadWriteLock()
         # Writes to the vault's files: one at a time (read-only vault tools do not take it).
         self.vault_lock = threading.RLock()
@@ -247,8 +247,9 @@ class ToolContext:
     @contextmanager
     def reading(self) -> Iterator[None]:
         """Hold while a tool reads the index: shared with other readers, and, on a store
-        that offers snapshots (SQLite), one consistent view of it for the whole question,
-        so a tool's write (``files_changed``) goes on meanwhile instead of waiting."""
+        that offers snapshots (SQLite and PostgreSQL), one consistent view of it for the
+        whole question, so a tool's write (``files_changed``) goes on meanwhile instead of
+        waiting."""
         with self.index_lock.reader, self.workspace.snapshot():
             yield
 
