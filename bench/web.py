@@ -202,6 +202,19 @@ def measure(sides: list[dict], size: int, repeats: int) -> list[dict]:
     return [summary(size, raw, label) for raw, label in zip(raws, labels)]
 
 
+def whole_chats(root: Path, twin: Path) -> None:
+    """The twin's chats as one JSON file each, messages and topics: an older version reads
+    no appended segments (``.00001.jsonl``)."""
+    from smartcontext.chat.files import ChatFile
+
+    for path in (root / ".memory").glob("chat*.json"):
+        if path.name.endswith(".embeddings.json"):
+            continue
+        data = ChatFile(root / ".memory", path.stem).load()
+        (twin / ".memory" / path.name).write_text(json.dumps(
+            {"messages": [m.to_dict() for m in data.messages], "topics": data.topics}), encoding="utf-8")
+
+
 def code_tree(spec: str) -> tuple[Path, str]:
     """(the ``src`` folder of the version to compare with, how to name it): a checkout,
     its src folder, or a git ref of this repository (exported once with ``git archive``)."""
@@ -312,7 +325,8 @@ def main() -> int:
         # The same chats, topics and embedding caches; each server builds its own index.
         twin = root.with_name(root.name + "-compare")
         shutil.rmtree(twin, ignore_errors=True)
-        shutil.copytree(root, twin, ignore=shutil.ignore_patterns(".smartcontext"))
+        shutil.copytree(root, twin, ignore=shutil.ignore_patterns(".smartcontext", "*.jsonl", "*.lock"))
+        whole_chats(root, twin)
         roots.append(twin)
     with ExitStack() as stack:
         stack.enter_context(model)
