@@ -111,17 +111,16 @@
   function describeCarry(d) {
     var parts = [];
     Object.keys(d.renamed || {}).forEach(function (old) {
-      parts.push(quoted(old) + ' is now ' + quoted(d.renamed[old]) + ' (the same messages), still selected.');
+      parts.push(quoted(old) + ' is now ' + quoted(d.renamed[old]) + ', still selected.');
     });
     var lost = d.lost || [];
     if (lost.length) {
       parts.push((lost.length === 1 ? 'The selected topic ' + quoted(lost[0]) + ' is gone' :
         'The selected topics ' + lost.map(quoted).join(', ') + ' are gone') +
-        ' after the topics were extracted again: ' + (lost.length === 1 ? 'its' : 'their') +
-        ' messages are no longer selected.');
+        ': ' + (lost.length === 1 ? 'its' : 'their') + ' messages are no longer selected.');
       if (!(d.active_topics || []).length) parts.push('Every message is in context again.');
     }
-    return parts.length ? 'Topics were extracted again. ' + parts.join(' ') : '';
+    return parts.length ? 'The topics were extracted again after the answer. ' + parts.join(' ') : '';
   }
 
   window.scToggleTopic = function (label) {
@@ -191,7 +190,10 @@
 
   window.addEventListener('smartcontext.message_added', function (e) {
     var d = e.detail || {};
-    if (d.chat_id === window.scChat.id && scSimilarity && scActive.size) refreshFilter();
+    if (d.chat_id !== window.scChat.id) return;
+    if (scSimilarity && scActive.size) refreshFilter();
+    // The empty state says whether the chat has messages yet.
+    if (!scTopics.some(function (t) { return !t.sticky; })) scRender();
   });
 
   window.addEventListener('smart_context.filter_changed', function (e) {
