@@ -34,6 +34,7 @@ A version without the chat view's model loop has no first-token time ("-").
     python bench/web.py --quick      # 200 and 2,000 messages, 3 clicks each
     python bench/web.py              # 200, 2,000 and 5,000 messages, 7 clicks each
     python bench/web.py --quick --compare /work/wt-base
+    python bench/web.py --profile --sizes 200,5000   # no browser: where an answer's time goes
 """
 
 from __future__ import annotations
@@ -146,6 +147,9 @@ def measure_view(page, url: str, size: int, label: str, raw: dict) -> None:
     """One page load, one click to the highlight and back, one set_filter through the API,
     appended to ``raw``'s lists."""
     chat = f"chat{size}"
+    # Two sides, two tabs: a tab in the background gets no animation frames, which is when
+    # Playwright checks its conditions (2.5 s more per click, measured).
+    page.bring_to_front()
     t0 = time.perf_counter()
     page.goto(f"{url}/?chat={chat}")
     wait_ready(page)
@@ -173,6 +177,7 @@ def measure_view(page, url: str, size: int, label: str, raw: dict) -> None:
 def measure_answer(page, n: int, raw: dict) -> None:
     """A question typed in the chat view: until the first streamed token, and until the
     answer is saved and shown again."""
+    page.bring_to_front()
     shown = page.locator("[data-message-id]").count()
     page.fill("#sc-input", f"What did they say about their plans for the weekend? ({n})")
     t0 = time.perf_counter()
@@ -234,6 +239,45 @@ def whole_chats(root: Path, twin: Path) -> None:
         data = ChatFile(root / ".memory", path.stem).load()
         (twin / ".memory" / path.name).write_text(json.dumps(
             {"messages": [m.to_dict() for m in data.messages], "topics": data.topics}), encoding="utf-8")
+
+
+def profile_replies(root: Path, sizes: list[int], repeats: int) -> str:
+    """Where an answer's time goes before its first token, server side: ``AgentSessions.reply``
+    in this process (the scripted model answering at once), each size ``repeats`` times, the
+    last under cProfile; returns the times and the profile's top entries."""
+    import cProfile
+    import io
+    import pstats
+
+    from smartcontext.agent import AgentSessions
+    from smartcontext.config import ChatConfig
+
+    out = io.StringIO()
+    with AgentSessions(root, stream=True, history_tokens=ChatConfig.history_tokens,
+                       context_tokens=ChatConfig.context_tokens) as sessions:
+        sessions.model_info()  # LiteLLM imported, as the page's first request does
+        sessions.reply("warm-up", "Hello")
+        for size in sizes:
+            firsts = []
+            for n in range(repeats):
+                t0 = time.perf_counter()
+                first: list[float] = []
+
+                def on_event(event: dict, t0: float = t0, first: list[float] = first) -> None:
+                    if event["type"] == "delta" and not first:
+                        first.append(time.perf_counter() - t0)
+
+                prof = cProfile.Profile() if n == repeats - 1 else None
+                if prof:
+                    prof.enable()
+                sessions.reply(f"chat{size}", f"What did they say about their plans for the weekend? ({n})", on_event)
+                if prof:
+                    prof.disable()
+                firsts.append(first[0])
+            print(f"chat{size}: first token {', '.join(f'{f:.2f}s' for f in firsts)}", file=out)
+            stats = pstats.Stats(prof, stream=out).sort_stats("cumulative")
+            stats.print_stats(r"smartcontext|json/encoder|litellm/main", 25)
+    return out.getvalue()
 
 
 def code_tree(spec: str) -> tuple[Path, str]:
@@ -320,6 +364,8 @@ def main() -> int:
     ap.add_argument("--compare", metavar="CHECKOUT|SRC|REF", default=None,
                     help="also measure another version in the same run: a checkout, its src folder or a git ref")
     ap.add_argument("--sizes", default=None, help="chat sizes, comma-separated (default: 200,2000[,5000])")
+    ap.add_argument("--profile", action="store_true",
+                    help="no browser: profile the answers in this process (where the first token's time goes)")
     args = ap.parse_args()
     if not args.dataset.is_file():
         print(f"error: dataset not found: {args.dataset}", file=sys.stderr)
@@ -332,7 +378,7 @@ def main() -> int:
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
     other = code_tree(args.compare) if args.compare else None
-    root = WORK / ("quick" if args.quick else "full")
+    root = WORK / ("profile" if args.profile else "quick" if args.quick else "full")
     if root.exists():
         shutil.rmtree(root)
     command = "python bench/web.py" + (" --quick" if args.quick else "") + (
@@ -341,6 +387,10 @@ def main() -> int:
               "load_average": load_average(), "repeats": repeats, "rows": []}
     model = ScriptedOpenAI([{"content": "They plan to go hiking on Saturday."}] * (2 * repeats * len(sizes) + 2))
     prepare(root, sizes, args.dataset, model.url)
+    if args.profile:
+        with model:
+            print(profile_replies(root, sizes, repeats))
+        return 0
     roots = [root]
     if other is not None:
         # The same chats, topics and embedding caches; each server builds its own index.
