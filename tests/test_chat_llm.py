@@ -116,6 +116,21 @@ def test_llm_extraction_against_a_local_openai_compatible_server(tmp_path, monke
     assert events and events[0]["topics"] == result.topics
 
 
+def test_a_server_without_a_key_extracts_topics(tmp_path, monkeypatch):
+    # llama.cpp's server and Ollama's /v1 take no key; the OpenAI client wants one anyway.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = _Server(json.dumps(GOOD))
+    try:
+        make_chat(tmp_path)
+        (tmp_path / "smartcontext.toml").write_text(f'[llm]\nfast = "openai/tiny-test"\napi_base = "{server.url}"\n')
+        with Workspace.open(tmp_path) as ws:
+            result = ws.chat("c1").extract_topics()
+    finally:
+        server.close()
+    assert result.error is None and result.method == "llm:openai/tiny-test"
+    assert "Greek Ferries" in [t["label"] for t in result.topics]
+
+
 def test_malformed_model_output_keeps_the_previous_topics(tmp_path, monkeypatch):
     monkeypatch.setenv("SC_TEST_KEY", "sk-local")
     with llm_workspace(tmp_path, "http://127.0.0.1:9/v1") as ws:

@@ -35,6 +35,8 @@ def test_reads_vault_toml_plugin_table(tmp_path):
         ("[index]\nmax_file_bytes = 'big'\n", "must be an integer"),
         ("[index]\nbogus = 1\n", "unknown key"),
         ("[index]\nexclude = 'x'\n", "list of strings"),
+        ("[chat]\nhistory_tokens = -1\n", r"\[chat\] history_tokens must be 0 .* or a positive number"),
+        ("[chat]\ncontext_tokens = 1.5\n", "must be an integer"),
     ],
 )
 def test_bad_config_gets_a_clear_error(tmp_path, text, message):
@@ -53,3 +55,11 @@ def test_chats_keep_minilm_unless_told(tmp_path):
     (tmp_path / "smartcontext.toml").write_text('[chat]\nembedding_model = ""\n')
     ws = Workspace.open(tmp_path)
     assert ws.chats().embedder() is ws.embedder()
+
+
+def test_the_chat_budgets_default_and_read(tmp_path):
+    cfg = Config.load(tmp_path)
+    assert (cfg.chat.history_tokens, cfg.chat.context_tokens) == (4000, 1500)
+    (tmp_path / "smartcontext.toml").write_text("[chat]\nhistory_tokens = 8000\ncontext_tokens = 0\n")
+    cfg = Config.load(tmp_path)
+    assert (cfg.chat.history_tokens, cfg.chat.context_tokens) == (8000, 0)

@@ -1,7 +1,9 @@
 """Accessibility of the web page: axe-core (vendored from npm, ``tests/data/axe-core``)
 injected into the chat page and the search page in Debian's chromium, on a desktop and a
 phone, in light and dark, with the states a user sees (a selected topic and dimmed bubbles,
-an answer with its tool call, code block and "Sent" record open, the model's note). No
+an answer with its tool call, code block and "Sent" record open, only the messages in
+context shown with one jumped to, the note about renamed and lost topics, the bubbles'
+help, the model's note). No
 serious or critical violation may remain.
 
 Never skipped: without chromium the test fails and says how to install it."""
@@ -70,6 +72,14 @@ def test_no_serious_or_critical_violation(tmp_path, openai_stub):
         page.wait_for_selector(".sc-highlight")
         page.locator(".sc-sent summary").last.click()
         page.locator("details.sc-msg-tool summary").first.click()
+        # Only what is in context, a jump to a message, and the note about topics that
+        # came back renamed or did not come back (as the server's filter_changed says it).
+        page.check("#sc-only-context")
+        page.click("#sc-next-in")
+        page.evaluate("""() => { const l = document.querySelector('.sc-bubble.sc-active').dataset.label;
+            window.dispatchEvent(new CustomEvent('smart_context.filter_changed', {detail: {chat_id: 'trip',
+              active_topics: [l], renamed: {'Ferry Times': l}, lost: ['Budget']}})); }""")
+        page.wait_for_selector("#sc-topic-note-close:not([hidden])")
 
         other = context.new_page()
         other.goto(f"{bare_url}/?chat=trip")

@@ -11,7 +11,7 @@ from conftest import write_tree
 from starlette.testclient import TestClient
 
 from smartcontext.agent import AgentSessions
-from smartcontext.agent.sessions import CHAT_CONTEXT_TOKENS, CHAT_HISTORY_TOKENS
+from smartcontext.config import ChatConfig
 from smartcontext.server.http import build_app
 from smartcontext.tools import ToolRegistry
 import test_agent
@@ -84,8 +84,8 @@ def test_sessions_stream_answers_like_the_library(tmp_path, openai_stub):
         registry.close()
 
     library_model = openai_stub(SCRIPT)
-    with AgentSessions(make_vault(tmp_path / "lib", library_model.url), history_tokens=CHAT_HISTORY_TOKENS,
-                       context_tokens=CHAT_CONTEXT_TOKENS) as sessions:
+    with AgentSessions(make_vault(tmp_path / "lib", library_model.url), history_tokens=ChatConfig.history_tokens,
+                       context_tokens=ChatConfig.context_tokens) as sessions:
         lib = sessions.send(sessions.create("Garden")["id"], QUESTION)
     assert comparable(lib) == comparable(final)
     assert web_model.requests[0]["messages"][-1] == library_model.requests[0]["messages"][-1]

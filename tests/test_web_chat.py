@@ -59,7 +59,8 @@ def test_a_chat_is_sent_its_filtered_history_its_instructions_and_the_context(tm
     registry = ToolRegistry.open(make_folder(tmp_path / "ws", model.url))
     try:
         with TestClient(build_app(registry), base_url=BASE) as client:
-            assert client.get("/api/model").json() == {"success": True, "configured": True, "model": MODEL}
+            assert client.get("/api/model").json() == {"success": True, "configured": True, "model": MODEL,
+                                                       "budgets": {"history_tokens": 4000, "context_tokens": 1500}}
             chosen = client.post("/api/execute_command", json={
                 "command": "smart_context.set_filter", "args": {"topics": ["Naxos Ferry"], "chat_id": "trip"}}).json()
             assert chosen["success"], chosen
@@ -105,6 +106,27 @@ def test_without_topics_the_automatic_filter_keeps_the_instructions(tmp_path, op
     assert sum(m["tokens"] for m in record["messages"]) == record["history_tokens"]
     assert [m["content"] for m in model.requests[0]["messages"][1:-1]] == [
         c for i, _, c in MESSAGES if i in ids]
+
+
+def test_the_served_chat_uses_the_budgets_of_the_configuration(tmp_path, openai_stub):
+    model = openai_stub([{"content": "Blue Star."}])
+    folder = make_folder(tmp_path / "ws", model.url)
+    config = folder / "smartcontext.toml"
+    config.write_text(config.read_text() + "\n[chat]\nhistory_tokens = 40\ncontext_tokens = 0\n")
+    registry = ToolRegistry.open(folder)
+    try:
+        with TestClient(build_app(registry), base_url=BASE) as client:
+            info = client.get("/api/model").json()
+            assert info["budgets"] == {"history_tokens": 40, "context_tokens": 0}
+            result = read_stream(client, "/api/chats/trip/reply", {"text": "Which ferry is fastest to Naxos?"})[-1]
+    finally:
+        registry.close()
+    record = result["sent"]
+    assert record["mode"] == "auto" and len(record["messages"]) < len(MESSAGES) and record["history_tokens"] <= 40
+    assert "context" not in record or not record["context"]
+    sent = model.requests[0]["messages"]
+    assert sent[0]["content"] == SYSTEM_PROMPT.format(name="ws")
+    assert not any(m["content"].startswith("Context from the folder") for m in sent)
 
 
 def test_stop_keeps_what_was_written(tmp_path, openai_stub):

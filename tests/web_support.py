@@ -57,20 +57,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    src = str(Path(__file__).resolve().parent.parent / "src")
+def server_env(extra: dict[str, str] | None = None, src: Path | None = None) -> dict[str, str]:
+    """The environment of a server subprocess: this checkout's ``src`` (or ``src``, another
+    checkout's, for ``bench/web.py --compare``) first on PYTHONPATH."""
+    src = str(src or Path(__file__).resolve().parent.parent / "src")
     env = {**os.environ, **(extra or {})}
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else src
     return env
 
 
 @contextmanager
-def web_server(folder: Path, env: dict[str, str] | None = None, timeout: float = 60) -> Iterator[str]:
-    """``smartcontext serve web FOLDER`` on a free port; yields its base URL."""
+def web_server(folder: Path, env: dict[str, str] | None = None, timeout: float = 60,
+               src: Path | None = None) -> Iterator[str]:
+    """``smartcontext serve web FOLDER`` on a free port (run from ``src`` when given);
+    yields its base URL."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "smartcontext", "serve", "web", str(folder), "--port", str(port), "--no-browser"],
-        env=server_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=server_env(env, src), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
     try:

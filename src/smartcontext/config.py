@@ -34,6 +34,7 @@
     similarity_threshold = 0.4    # topic filter: minimum cosine to a selected topic
     embedding_search = true       # false: the topic filter keeps the whole history
     extraction_category = "fast"  # the [llm] category that extracts topics
+    # and, in [chat] only: history_tokens = 4000, context_tokens = 1500 (a chat's answers)
 """
 
 from __future__ import annotations
@@ -104,6 +105,10 @@ class ChatConfig:
                          default, because ``similarity_threshold`` is a cosine on its
                          scale (the static default of ``[embeddings]`` scores on another:
                          measured in docs/benchmarks.md); "" = the ``[embeddings]`` model.
+    history_tokens:      a model's answer in a chat (the web page's chat view): without
+                         selected topics, the earlier messages it is sent, chosen by the
+                         automatic filter within this many tokens; 0 sends them all.
+    context_tokens:      the folder's context sent with each question, in tokens; 0 sends none.
     """
 
     enabled: bool = True
@@ -113,6 +118,8 @@ class ChatConfig:
     history_share: float = 0.25
     neighbours: int = 2
     embedding_model: str = "local:minilm"
+    history_tokens: int = 4000
+    context_tokens: int = 1500
 
 
 # The seed's keys, written at the top level of [plugins.smart_context].
@@ -177,7 +184,7 @@ class Config:
         llm = table.get("llm", {})
         if not isinstance(llm, dict) or not all(isinstance(v, str) for v in llm.values()):
             raise ConfigError(f"[{prefix}llm] maps categories to model names, e.g. fast = \"openai/gpt-4o-mini\"")
-        return cls(
+        config = cls(
             index=_build(IndexConfig, table.get("index", {}), prefix + "index"),
             embeddings=_build(EmbeddingConfig, table.get("embeddings", {}), prefix + "embeddings"),
             context=_build(ContextDefaults, table.get("context", {}), prefix + "context"),
@@ -185,6 +192,10 @@ class Config:
             store=_build(StoreConfig, table.get("store", {}), prefix + "store"),
             chat=_build(ChatConfig, chat_table, prefix + "chat"),
         )
+        for key in ("history_tokens", "context_tokens"):
+            if getattr(config.chat, key) < 0:
+                raise ConfigError(f"[{prefix}chat] {key} must be 0 (no limit or none) or a positive number of tokens")
+        return config
 
 
 # Settings an environment variable overrides (after the file): (section, key) -> variable.

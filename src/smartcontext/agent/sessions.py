@@ -44,10 +44,6 @@ SESSION_PREFIX = "agent-"
 META_KEY = "agent"
 TITLE_CHARS = 60
 MAX_MESSAGE_CHARS = 200_000
-# The web page's chat: the earlier messages within this many tokens (the automatic filter;
-# a shorter chat goes whole) and the folder's context for the question within this many.
-CHAT_HISTORY_TOKENS = 4000
-CHAT_CONTEXT_TOKENS = 1500
 CONFIGURE_MODEL = """\
 [llm]
 agent = "openai/gpt-4o-mini"          # any LiteLLM model name: ollama/qwen2.5, anthropic/...
@@ -145,18 +141,20 @@ class AgentSessions:
 
     def model_info(self) -> dict[str, Any]:
         """Whether a model answers the chats: ``{configured: true, model}``, or
-        ``{configured: false, how}`` saying how to configure one."""
+        ``{configured: false, how}`` saying how to configure one; both with ``budgets``
+        (``history_tokens``, ``context_tokens``: what each answer may be sent)."""
         from ..errors import LLMError
 
+        budgets = {"history_tokens": self.history_tokens, "context_tokens": self.context_tokens}
         try:
             model = self.model()
         except LLMError as exc:
-            return {"configured": False, "error": str(exc), "how": CONFIGURE_MODEL}
+            return {"configured": False, "error": str(exc), "how": CONFIGURE_MODEL, "budgets": budgets}
         warm = getattr(model, "warm", None)
         if warm is not None and not self._warmed:  # the page asks on load: the first answer is sooner
             self._warmed = True
             warm()
-        return {"configured": True, "model": model.name}
+        return {"configured": True, "model": model.name, "budgets": budgets}
 
     # -- sessions ------------------------------------------------------------------------
 

@@ -133,6 +133,11 @@ def llm_settings(llm_config: dict[str, str], category: str) -> dict[str, Any] | 
     key_env = llm_config.get("api_key_env")
     if key_env and os.environ.get(key_env):
         kwargs["api_key"] = os.environ[key_env]
+    # A server of one's own (llama.cpp, Ollama's /v1) rarely wants a key, but the OpenAI
+    # client refuses to start without one: the agent's placeholder (agent.models).
+    if (kwargs.get("api_base") and "api_key" not in kwargs and model.startswith("openai/")
+            and not os.environ.get("OPENAI_API_KEY")):
+        kwargs["api_key"] = "no-key"
     return kwargs
 
 

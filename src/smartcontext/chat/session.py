@@ -24,6 +24,7 @@ from typing import Any, Protocol, cast
 
 from ..errors import ChatNotFound, InvalidArgument, LLMError, did_you_mean
 from ..safeio import is_regular
+from .carry import Carried, carry_selection
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
@@ -221,6 +222,23 @@ class SmartContext:
                 answer.update(matched_nothing=result.matched_nothing, status_line=result.status_line())
         return answer
 
+    def carry_selection(self, chat_id: str, old_topics: list[dict[str, Any]],
+                        new_topics: list[dict[str, Any]]) -> Carried | None:
+        """After ``chat_id``'s topics were regenerated, the selected topics follow their new
+        labels (``chat.carry``); ``filter_changed`` then says which were renamed and which
+        were lost. None when no topic of that chat is selected."""
+        with self._lock:
+            if chat_id != self.current_chat_id or not self.active_topics:
+                return None
+            carried = carry_selection(self.active_topics, old_topics, new_topics)
+            if not carried.changed:
+                return carried
+            self.active_topics = carried.active
+            self._save_state()
+        self.events.emit(FILTER_CHANGED, {"active_topics": list(carried.active), "chat_id": chat_id,
+                                          "renamed": carried.renamed, "lost": carried.lost})
+        return carried
+
     def get_topics(self, chat_id: str | None = None) -> dict[str, Any]:
         """The topics of the chat and how many messages it has."""
         chat_id = chat_id or self.current_chat_id
@@ -383,7 +401,8 @@ class Chat:
     def _save_topics(self, topics: list[dict[str, Any]]) -> None:
         # Ids of messages deleted meanwhile leave the sticky entry and the topics that keep
         # their members (whose count stays what they select).
-        known = self.load().message_ids()
+        before = self.load()
+        known = before.message_ids()
         fixed = []
         for t in topics:
             if isinstance(t.get("message_ids"), list):
@@ -394,6 +413,8 @@ class Chat:
             fixed.append(t)
         self.last_written = self._rel(self.file.append_topics(fixed))
         data = self.load()
+        # The selection first: a page that gets the new topics has the labels to keep.
+        self.context.carry_selection(self.chat_id, before.topics, data.topics)
         self.context.events.emit(TOPICS_UPDATED, {"chat_id": self.chat_id, "topics": data.topics,
                                                   "total_messages": len(data.messages)})
 

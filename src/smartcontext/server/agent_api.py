@@ -13,7 +13,7 @@ tool registry, so the agent shares its index and locks.
 
 The chat view's routes (any chat is answered the same way, ``AgentSessions.reply``):
 
-    GET    /api/model                             {configured, model} or {configured: false, how}
+    GET    /api/model                             {configured, model, budgets} or {configured: false, how, budgets}
     POST   /api/chats/{id}/reply {text, stream?}  the answer, streamed as above
     POST   /api/chats/{id}/stop                   stop the answer being written {stopped}
 
@@ -69,13 +69,13 @@ class AgentApi:
             if self._sessions is None:
                 from ..agent import AgentSessions
 
-                from ..agent.sessions import CHAT_CONTEXT_TOKENS, CHAT_HISTORY_TOKENS
-
                 # Topics after each answer, for the panel; streamed text for the page; the
-                # filtered history and the folder's context for each question.
+                # filtered history and the folder's context for each question, within the
+                # budgets of [chat] (history_tokens, context_tokens).
+                chat = self.registry.context.workspace.config.chat
                 self._sessions = AgentSessions(registry=self.registry, stream=True, extract_topics=True,
-                                               history_tokens=CHAT_HISTORY_TOKENS,
-                                               context_tokens=CHAT_CONTEXT_TOKENS)
+                                               history_tokens=chat.history_tokens,
+                                               context_tokens=chat.context_tokens)
             return self._sessions
 
     async def run(self, fn: Callable[[], dict[str, Any]], llm_status: int = 502):

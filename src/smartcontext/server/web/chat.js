@@ -309,11 +309,102 @@
       var el = byId.get(String(id));
       if (el) el.classList.add('sc-highlight');
     });
+    filtered(true);
   });
 
   // Clear all highlights when the filter is cleared.
   window.addEventListener('smart_context.filter_changed', function (e) {
     var active = (e.detail && e.detail.active_topics) ? e.detail.active_topics : [];
-    if (active.length === 0) clearHighlights();
+    if (active.length === 0) {
+      clearHighlights();
+      filtered(false);
+    }
   });
+
+  // "Show only what is in context" and the jumps to the next message in or out of it. In
+  // context: the messages the topic filter keeps (highlighted), or every message when no
+  // topic is selected. Each action is said in the view's status line (a live region).
+  var onlyEl = document.getElementById('sc-only-context');
+  var nextInBtn = document.getElementById('sc-next-in');
+  var nextOutBtn = document.getElementById('sc-next-out');
+  var viewStatusEl = document.getElementById('sc-view-status');
+  var isFiltered = false;
+  var lastJump = null;
+
+  function say(text) { viewStatusEl.textContent = text; }
+
+  function saved() { return Array.prototype.filter.call(listEl.children, function (el) { return el.dataset.messageId; }); }
+
+  function inContext(el) { return !isFiltered || el.classList.contains('sc-highlight'); }
+
+  function describeView() {
+    var all = saved();
+    var kept = all.filter(inContext).length;
+    if (!isFiltered) return 'Every message is in context (no topic selected): all ' + plural(all.length, 'message', 'messages') + ' shown.';
+    return onlyEl.checked ? 'Showing the ' + kept + ' of ' + plural(all.length, 'message', 'messages') + ' in context.' :
+      'Showing all ' + plural(all.length, 'message', 'messages') + '; ' + kept + ' in context (marked).';
+  }
+
+  function applyView() {
+    listEl.classList.toggle('sc-only-context', onlyEl.checked && isFiltered);
+    nextOutBtn.disabled = onlyEl.checked && isFiltered;  // none of those is shown
+  }
+
+  function filtered(on) {
+    if (on === isFiltered) return;
+    isFiltered = on;
+    applyView();
+    if (onlyEl.checked) say(describeView());
+  }
+
+  onlyEl.addEventListener('change', function () {
+    applyView();
+    say(describeView());
+  });
+
+  // From the message last jumped to (or focused), else from the first one in view.
+  function startIndex(all) {
+    var at = lastJump && all.indexOf(lastJump);
+    if (document.activeElement && document.activeElement.dataset && all.indexOf(document.activeElement) >= 0) {
+      at = all.indexOf(document.activeElement);
+    }
+    if (typeof at === 'number' && at >= 0) return at;
+    var top = listEl.getBoundingClientRect().top;
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].getBoundingClientRect().bottom > top + 1) return i - 1;
+    }
+    return -1;
+  }
+
+  function jump(wantIn) {
+    var all = saved().filter(function (el) { return el.offsetParent !== null; });  // shown
+    var matches = all.filter(function (el) { return inContext(el) === wantIn; });
+    var what = wantIn ? 'in context' : 'not in context';
+    if (!matches.length) {
+      say(wantIn ? 'No message is in context.' : (isFiltered ? 'Every message shown is in context.' :
+        'Every message is in context: no topic is selected.'));
+      return;
+    }
+    var from = startIndex(all);
+    var wrapped = false;
+    var target = null;
+    for (var i = from + 1; i < all.length; i++) {
+      if (inContext(all[i]) === wantIn) { target = all[i]; break; }
+    }
+    if (!target) { target = matches[0]; wrapped = true; }
+    lastJump = target;
+    target.tabIndex = -1;
+    target.scrollIntoView({block: 'center'});
+    target.focus({preventScroll: true});
+    var role = target.querySelector('.sc-msg-role').textContent;
+    var text = target.querySelector('.sc-msg-body').textContent.trim();
+    say((wrapped && from >= 0 ? 'Back to the first. ' : '') + 'Message ' + (matches.indexOf(target) + 1) + ' of ' +
+      matches.length + ' ' + what + ', from ' + role + ': ' + (text.length > 80 ? text.slice(0, 80) + '…' : text));
+  }
+
+  nextInBtn.addEventListener('click', function () { jump(true); });
+  nextOutBtn.addEventListener('click', function () { jump(false); });
+
+  // Another chat: its own highlights come with it.
+  window.addEventListener('smartcontext.chat_opened', function () { lastJump = null; say(''); });
 })();

@@ -38,7 +38,10 @@
 
     var regular = scTopics.filter(function (t) { return !t.sticky; });
     if (!regular.length) {
-      bubblesEl.replaceChildren(note('No topics yet…'));
+      // The empty state says why, and what makes topics appear.
+      bubblesEl.replaceChildren(note(window.scChat.total() ?
+        'No topics yet: they are extracted after each answer, or now with “Extract topics now”.' :
+        'No topics yet: this chat has no messages. Topics appear once it has some, after the first answer.'));
       return;
     }
     // Rendering replaces the bubbles: the one that had the keyboard focus gets it back.
@@ -56,7 +59,13 @@
       el.setAttribute('aria-pressed', scActive.has(t.label) ? 'true' : 'false');
       el.setAttribute('aria-disabled', scSimilarity ? 'false' : 'true');
       el.tabIndex = scSimilarity ? 0 : -1;
-      el.title = (t.count || 0) + ' messages';
+      var n = t.count || 0;
+      el.title = t.label + ': ' + n + (n === 1 ? ' message' : ' messages') + '. ' + (scSimilarity ?
+        (scActive.has(t.label) ? 'Selected: click to send every message again.' :
+          'Click to send only its messages (and the instructions) with the next question.') :
+        'Turn the similarity filter on to select topics.');
+      el.setAttribute('aria-describedby', 'sc-bubble-hint');
+      el.setAttribute('aria-label', t.label + ', ' + n + (n === 1 ? ' message' : ' messages'));
       // Sized by count: the biggest topic at 1.45em, a topic of one message near 0.85em.
       el.style.fontSize = (0.85 + 0.6 * ((t.count || 1) / maxCount)).toFixed(2) + 'em';
       el.textContent = t.label;
@@ -76,8 +85,48 @@
     }).catch(function (e) { setStatus('Filter failed: ' + e.message); });
   }
 
+  // The bubbles explain themselves on first use: the help is open until the user has
+  // selected a topic or closed it (remembered in localStorage).
+  var HELP_KEY = 'smartcontext.bubbles_help';
+  var helpEl = document.getElementById('sc-bubbles-help');
+  function helpSeen() {
+    try { localStorage.setItem(HELP_KEY, 'seen'); } catch (e) { /* shown again next time */ }
+  }
+  try { helpEl.open = localStorage.getItem(HELP_KEY) !== 'seen'; } catch (e) { helpEl.open = true; }
+  helpEl.addEventListener('toggle', function () { if (!helpEl.open) helpSeen(); });
+
+  // What became of a selection when the topics were extracted again (the server's
+  // filter_changed carries renamed and lost): said until dismissed or the next change.
+  var topicNoteEl = document.getElementById('sc-topic-note-text');
+  var topicNoteClose = document.getElementById('sc-topic-note-close');
+  function topicNote(text) {
+    topicNoteEl.textContent = text || '';
+    topicNoteClose.hidden = !text;
+  }
+  topicNoteClose.addEventListener('click', function () {
+    topicNote('');
+    toggleEl.focus();
+  });
+  function quoted(l) { return '“' + l + '”'; }
+  function describeCarry(d) {
+    var parts = [];
+    Object.keys(d.renamed || {}).forEach(function (old) {
+      parts.push(quoted(old) + ' is now ' + quoted(d.renamed[old]) + ', still selected.');
+    });
+    var lost = d.lost || [];
+    if (lost.length) {
+      parts.push((lost.length === 1 ? 'The selected topic ' + quoted(lost[0]) + ' is gone' :
+        'The selected topics ' + lost.map(quoted).join(', ') + ' are gone') +
+        ': ' + (lost.length === 1 ? 'its' : 'their') + ' messages are no longer selected.');
+      if (!(d.active_topics || []).length) parts.push('Every message is in context again.');
+    }
+    return parts.length ? 'The topics were extracted again after the answer. ' + parts.join(' ') : '';
+  }
+
   window.scToggleTopic = function (label) {
     if (!scSimilarity) return;
+    helpSeen();
+    topicNote('');
     if (scActive.has(label)) scActive.delete(label);
     else scActive.add(label);
     if (scActive.size) setStatus('Filtering…');
@@ -141,7 +190,10 @@
 
   window.addEventListener('smartcontext.message_added', function (e) {
     var d = e.detail || {};
-    if (d.chat_id === window.scChat.id && scSimilarity && scActive.size) refreshFilter();
+    if (d.chat_id !== window.scChat.id) return;
+    if (scSimilarity && scActive.size) refreshFilter();
+    // The empty state says whether the chat has messages yet.
+    if (!scTopics.some(function (t) { return !t.sticky; })) scRender();
   });
 
   window.addEventListener('smart_context.filter_changed', function (e) {
@@ -149,6 +201,7 @@
     // The seed's relay for chat views that listen for it.
     window.dispatchEvent(new CustomEvent('smart_context.highlight_request', {detail: d}));
     if (d.chat_id && d.chat_id !== window.scChat.id) return;
+    if (d.renamed || d.lost) topicNote(describeCarry(d));
     scActive = new Set(d.active_topics || []);
     scRender();
     if (!scActive.size) setStatus('All messages in context');
@@ -190,7 +243,13 @@
       .catch(function (e) { setStatus('Could not read the state: ' + e.message); });
   }
 
-  window.addEventListener('smartcontext.chat_opened', function (e) { restore(e.detail || {}); });
+  window.addEventListener('smartcontext.chat_opened', function (e) {
+    var d = e.detail || {};
+    if (d.chat_id !== openedId) topicNote('');  // another chat: not its news
+    openedId = d.chat_id;
+    restore(d);
+  });
+  var openedId;
 
   var connectedOnce = false;
   window.addEventListener('smartcontext.connected', function () {

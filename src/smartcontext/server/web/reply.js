@@ -17,10 +17,27 @@
   var model = null;  // {configured, model} or {configured: false, how}
   var running = null;  // the chat id whose answer is being written
 
+  // What each answer may be sent ([chat] history_tokens and context_tokens), in the panel.
+  function showBudgets(b) {
+    var el = document.getElementById('sc-budgets');
+    var n = function (x) { return x.toLocaleString('en'); };
+    el.replaceChildren();
+    el.append('Each answer is sent the selected topics’ messages, or else ' +
+      (b.history_tokens ? 'the earlier messages the automatic filter picks within ' + n(b.history_tokens) + ' tokens' :
+        'every earlier message') + ' (instructions always), and ' +
+      (b.context_tokens ? 'the folder’s context within ' + n(b.context_tokens) + ' tokens' : 'no context from the folder') +
+      '. Set in smartcontext.toml: ');
+    var code = document.createElement('code');
+    code.textContent = '[chat] history_tokens, context_tokens';
+    el.append(code, '.');
+    el.hidden = false;
+  }
+
   window.scGet('/api/model').then(function (m) {
     model = m;
     if (m.configured) {
       modelEl.textContent = 'Answers by ' + m.model;
+      if (m.budgets) showBudgets(m.budgets);
       addBtn.hidden = false;
       sendBtn.textContent = 'Send';
     } else {
