@@ -135,7 +135,7 @@ def warm_up(side: dict) -> None:
     while time.monotonic() < deadline:
         st = httpx.get(f"{url}/api/status", timeout=120).json()
         emb = st.get("embedding") or {}
-        if st.get("indexed") and emb.get("state") in (None, "complete", "off", "failed"):
+        if st.get("indexed") and emb.get("state") in (None, "complete", "idle", "off", "failed"):
             break
         time.sleep(1)
     if side["answers"]:
