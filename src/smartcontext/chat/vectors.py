@@ -140,6 +140,8 @@ class MessageVectors:
         return vecs
 
     def _save(self, fresh: dict[str, list[float]], keep: set[str]) -> None:
+        import numpy as np
+
         # Merge with what is on disk now (another process may have added vectors) and
         # drop vectors of messages that no longer exist or were edited.
         current = self._load()
