@@ -287,4 +287,7 @@ def test_a_process_that_is_done_does_not_wait_for_the_static_model_to_be_built(t
         proc.kill()
     assert proc.returncode == 0, proc.stderr.read()
     assert waited < 15, f"the process waited {waited:.0f} s for the model build after it was done"
-    assert not [p for p in cache.rglob("*") if p.is_file()]  # no model, no temporary file
+    # No model and no temporary file; the cache's small stamps of other kinds (model file
+    # digests, plugin entry points) may be there.
+    left = [p for p in cache.rglob("*") if p.is_file() and p.name not in ("digests.bin", "entry_points.bin")]
+    assert not left, left

@@ -52,9 +52,16 @@ def test_the_shared_logic_is_the_bases_in_every_backend(backend_class):
         "vector_models", "load_vectors", "put_vectors", "cache_vectors", "clear_cached_vectors", "links_ending",
         "file_records",
     ]
+    # A backend may layer a cache over a shared method, reading through the base's: SQLite
+    # keeps the vectors in a mapped file beside the index (store/vector_file.py).
+    layered = {SQLiteStore: {"load_vectors"}}.get(backend_class, set())
     for name in shared_methods:
         # SQLite wraps every query method in its error translation (functools.wraps)
-        assert inspect.unwrap(getattr(backend_class, name)) is getattr(StoreBase, name), name
+        method = inspect.unwrap(getattr(backend_class, name))
+        if name in layered:
+            assert f"super().{name}(" in inspect.getsource(method), name
+        else:
+            assert method is getattr(StoreBase, name), name
     assert issubclass(backend_class, StoreBase) and not backend_class.__abstractmethods__
 
 

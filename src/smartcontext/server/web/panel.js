@@ -196,11 +196,14 @@
     if (!scTopics.some(function (t) { return !t.sticky; })) scRender();
   });
 
+  // filter_changed events seen: a state read sent before one of them is older than it.
+  var filterSeq = 0;
   window.addEventListener('smart_context.filter_changed', function (e) {
     var d = e.detail || {};
     // The seed's relay for chat views that listen for it.
     window.dispatchEvent(new CustomEvent('smart_context.highlight_request', {detail: d}));
     if (d.chat_id && d.chat_id !== window.scChat.id) return;
+    filterSeq += 1;
     if (d.renamed || d.lost) topicNote(describeCarry(d));
     scActive = new Set(d.active_topics || []);
     scRender();
@@ -217,7 +220,12 @@
   // Read the server's state: on load (so a reload keeps the filter), on switching chats and
   // after the WebSocket reconnects (events may have been missed meanwhile).
   function restore(chatData) {
+    var seq = filterSeq;
     return window.scGet('/api/state').then(function (state) {
+      // The chat is opened again after each answer, while the server may carry the
+      // selection to the regenerated topics: a filter_changed that came in meanwhile is
+      // newer than this read of the state.
+      if (seq !== filterSeq) state = Object.assign({}, state, {active_topics: Array.from(scActive)});
       scSimilarity = !!state.embedding_search;
       toggleEl.checked = scSimilarity;
       // Topics pushed after the chat file was asked for are newer than the file's.
