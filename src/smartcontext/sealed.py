@@ -60,10 +60,16 @@ def write_sealed(path: Path, magic: bytes, payload: bytes | Sequence[bytes]) -> 
     crc = 0
     for part in parts:
         crc = zlib.crc32(part, crc)
+    write_parts(path, magic + crc.to_bytes(4, "big"), parts)
+
+
+def write_parts(path: Path, head: bytes, parts: Sequence[bytes | bytearray | memoryview]) -> None:
+    """``head`` then ``parts`` at ``path`` atomically (a temporary file named so that
+    ``remove_stale_temps`` knows its writer, then a rename); raises OSError, leaving nothing."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}{_PID_END}", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(magic + crc.to_bytes(4, "big"))
+            f.write(head)
             for part in parts:
                 f.write(part)
         os.replace(tmp, path)

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .topics import plural_stem
+
 MEMBER_SHARE = 0.5
 WORD_SHARE = 0.5
 
@@ -43,16 +45,8 @@ def _fold(label: str) -> str:
     return " ".join(label.split()).casefold()
 
 
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
 def _words(label: str) -> set[str]:
-    return {_stem(w) for w in re.findall(r"[^\W_]+", label.casefold())}
+    return {plural_stem(w) for w in re.findall(r"[^\W_]+", label.casefold())}
 
 
 def _members(topic: dict[str, Any]) -> set[str]:

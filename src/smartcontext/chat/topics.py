@@ -327,7 +327,7 @@ def label_clusters(texts: list[str], labels: np.ndarray, k: int, terms: list[Ter
 TERM_VOCABULARY = 256
 
 
-def _stem(word: str) -> str:
+def plural_stem(word: str) -> str:
     """Plurals folded (ferries -> ferry, coroutines -> coroutine): enough for words to meet."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
@@ -344,12 +344,12 @@ def term_vectors(messages: list[Message], labels: list[str] | None = None):
     words; returns (message rows, label rows), so a cosine above 0 means a shared word."""
     import numpy as np
 
-    toks = [{_stem(t) for t in _terms(m.content) if " " not in t} for m in messages]
+    toks = [{plural_stem(t) for t in _terms(m.content) if " " not in t} for m in messages]
     if labels is None:
         df = Counter(t for ts in toks for t in ts)
         vocab = [t for t, n in df.most_common(TERM_VOCABULARY) if n >= 2]
     else:
-        vocab = sorted({_stem(t) for label in labels for t in _terms(label) if " " not in t})
+        vocab = sorted({plural_stem(t) for label in labels for t in _terms(label) if " " not in t})
     col = {t: j for j, t in enumerate(vocab)}
     x = np.zeros((len(messages), max(1, len(vocab))), dtype=np.float32)
     for i, ts in enumerate(toks):
@@ -365,8 +365,8 @@ def term_vectors(messages: list[Message], labels: list[str] | None = None):
     lx = np.zeros((len(labels), x.shape[1]), dtype=np.float32)
     for i, label in enumerate(labels):
         for t in _terms(label):
-            if _stem(t) in col:
-                lx[i, col[_stem(t)]] = 1.0
+            if plural_stem(t) in col:
+                lx[i, col[plural_stem(t)]] = 1.0
     lx /= np.maximum(np.linalg.norm(lx, axis=1, keepdims=True), 1e-9)
     return x, lx
 

@@ -28,13 +28,12 @@ import json
 import mmap
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..sealed import _PID_END, load_sealed, save_sealed
+from ..sealed import load_sealed, save_sealed, write_parts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -126,19 +125,7 @@ def write(path: Path, state: State, model: str, rowids: np.ndarray, keys: np.nda
     crc = 0
     for part in parts:
         crc = zlib.crc32(part, crc)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}{_PID_END}", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + _HEAD.pack(crc, len(meta)))
-            for part in parts:
-                f.write(part)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_parts(path, _MAGIC + _HEAD.pack(crc, len(meta)), parts)
 
 
 def _aligned(offset: int) -> int:
