@@ -688,3 +688,65 @@ def test_the_project_package_named_as_a_plain_word_is_not_read_as_a_name(tmp_pat
         assert res.files[0] == "src/shop/cart.py"
         monkeypatch.setattr(scoring, "PROJECT_NAME_IS_NO_NAME", False)
         assert "shop" in {e.text for e in ws.context(question, max_tokens=2000).entities}
+
+
+_DIOPHANTINE_REPORT = textwrap.dedent("""\
+    ImageSet of n**2-1 returns EmptySet as intersection with Integers (diophantine bug)
+
+    The image set of a polynomial over the integers intersected with the integers is
+    empty, but it should be the set itself: the intersection of image sets solves an
+    equation in integers and the solver returns no solution.
+    """)
+
+
+def _title_tree(root: Path) -> None:
+    _write(root, {
+        "pkg/__init__.py": "",
+        "pkg/diophantine.py": '''
+            def diophantine(eq):
+                """Solve an equation in integers: the solutions of the polynomial equation."""
+                return classify(eq)
+            ''',
+        "pkg/sets.py": '''
+            def intersect_image_sets(image_set, integers):
+                """The intersection of an image set with the integers: an equation in
+                integers for the image set of a polynomial, its solution the set."""
+                return solve_integers(image_set, integers)
+            ''',
+        "pkg/polynomial.py": "def degree(p):\n    return len(p)\n",
+        "pkg/calculus/polynomial.py": "def roots(p):\n    return p\n",
+        "tests/test_diophantine.py": "def test_diophantine():\n    assert diophantine(1)\n",
+    })
+
+
+def test_files_named_by_a_report_title_are_read_from_its_first_line(tmp_path):
+    _title_tree(tmp_path)
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = ws.catalogue()
+    everything = lambda p: True  # noqa: E731
+    named = scoring.title_files(cat, _DIOPHANTINE_REPORT, everything)
+    # The test file is not what a title names, nor a file the body names ("polynomial").
+    assert named == {"pkg/diophantine.py": 1.0}
+    # A stem two files share counts half for each.
+    assert scoring.title_files(cat, "Wrong roots of a polynomial in diophantine\nmore", everything) == {
+        "pkg/diophantine.py": 1.0, "pkg/polynomial.py": 0.5, "pkg/calculus/polynomial.py": 0.5}
+    # A question of one line has no title; a refused file is not named.
+    assert scoring.title_files(cat, "how does diophantine solve equations?", everything) == {}
+    assert scoring.title_files(cat, _DIOPHANTINE_REPORT, lambda p: p != "pkg/diophantine.py") == {}
+
+
+def test_the_file_a_report_title_names_gains_on_one_its_body_words_favour(tmp_path, monkeypatch):
+    _title_tree(tmp_path)
+
+    def share() -> float:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            res = ws.context(_DIOPHANTINE_REPORT, max_tokens=8000)
+        score = {s.item.path: s.score for s in res.items}
+        assert res.stats["title_files"] == (["pkg/diophantine.py"] if scoring.FILE_TITLE_WEIGHT else [])
+        return score["pkg/diophantine.py"] / score["pkg/sets.py"]
+
+    named = share()
+    monkeypatch.setattr(scoring, "FILE_TITLE_WEIGHT", 0)
+    assert share() < named

@@ -124,6 +124,8 @@ def _print_stats(result) -> None:
     if s.get("docstring_demoted"):
         n = s["docstring_demoted"]
         t.add_row("docstring demoted", f"{n} function{'s that are' if n != 1 else ' that is'} mostly docstring")
+    if s.get("title_files"):
+        t.add_row("named by the title", ", ".join(s["title_files"][:5]))
     if s.get("note"):
         t.add_row("note", s["note"])
     t.add_row("selected", str(s.get("selected")))

@@ -166,7 +166,10 @@ class SmartContextExtractor:
         named = scoring.names_a_test(cat, entities, placed)
         demoted = (cat.test_paths - {cat.entries[r].path for r in named if r in cat.entries}
                    if scoring.TEST_PRIOR < 1.0 else set())
-        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames, demoted)
+        titled = scoring.title_files(
+            cat, asked,
+            lambda p: p in cat.module_of_path and allowed(cat.module_of_path[p]))
+        file_rank = scoring.file_scores(cat, file_hits, kw, ent, vec, allowed, frames, demoted, titled)
         wordy = scoring.doc_heavy_candidates(scored, cat)
         docs_demoted = 0
         read: dict[int, StoredItem] = {}  # items read already: the budget stage reuses them
@@ -227,6 +230,7 @@ class SmartContextExtractor:
                 "signals": signals_used,
                 "tests_demoted": tests_demoted,
                 "docstring_demoted": docs_demoted,
+                "title_files": sorted(p for p in titled if p in file_rank),
                 "selected": len(result.items),
                 "tokens_used": result.token_count,
                 "max_tokens": cfg.max_tokens,

@@ -8,6 +8,7 @@ through the graph is capped below every strong direct match.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
@@ -17,7 +18,9 @@ from ..model import kind_traits
 from ..query.fusion import weighted_sum
 from ..query.profiles import CODE_CONTEXT
 from .catalogue import Catalogue
+from .english import COMMON_WORDS
 from .entities import ExtractedEntity
+from .keyword import STOPWORDS
 from .graph import Neighbour
 
 # Match strengths for names (the seed's figures).
@@ -439,11 +442,13 @@ def file_scores(
     allowed,
     frames: dict[str, float] | None = None,
     demoted: Collection[str] = (),
+    titled: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Rank files: BM25 of the whole file, plus its three best symbols (long files
     hold many functions, and whole-file BM25 penalises length), plus named entities.
     Files in ``demoted`` (tests the question does not name) are scaled by TEST_PRIOR and
-    set no scale: the other files score as they would without them.
+    set no scale: the other files score as they would without them. ``titled``: files the
+    report's title names by their stem (title_files).
 
     Weights measured on SWE-bench Lite (bench/code_context.py).
     """
@@ -481,6 +486,9 @@ def file_scores(
     # files about equally, a traceback's deepest frame reaches one.
     for p, s in (frames or {}).items():
         out[p] += FILE_FRAME_WEIGHT * s
+    for p, s in (titled or {}).items():
+        if p in out:  # named by the title and matched by the report: not a name alone
+            out[p] += FILE_TITLE_WEIGHT * s
     return {p: s * path_prior(cat, p) * (TEST_PRIOR if p in demoted else 1.0) for p, s in out.items()}
 
 
@@ -509,6 +517,7 @@ def path_prior(cat: Catalogue, path: str) -> float:
 
 FILE_SYMBOL_WEIGHT = 0.5
 FILE_ENTITY_WEIGHT = 0.25
+FILE_TITLE_WEIGHT = 0.25
 FILE_VECTOR_WEIGHT = 0.25
 FILE_FRAME_WEIGHT = 1.0
 # How much a symbol gains from being in a top-ranked file.
@@ -530,3 +539,27 @@ def add_file_prior(scored: dict[int, ScoredItem], cat: Catalogue, files: dict[st
         if prior is None:
             prior = priors[e.path] = path_prior(cat, e.path)
         s.score *= prior
+
+
+TITLE_STEM_MIN = 3
+_TITLE_WORD_RE = re.compile(r"[^\W\d]\w+")
+
+
+def title_files(cat: Catalogue, question: str, allowed_path) -> dict[str, float]:
+    """Files whose name (stem) is a word of a report's title (its first line, when more
+    follows), ``1/n`` each when ``n`` files share it: "codegen regression in
+    octave/julia/jscode", "(diophantine bug)", "Linkcheck crashes". A title is the
+    reporter's one-line summary, and a module named there by its file name is where they
+    saw the fault; in the body the same word is prose among hundreds. Test files and files
+    ``allowed_path`` refuses are not named."""
+    title, _, body = question.strip().partition("\n")
+    if not body.strip() or not FILE_TITLE_WEIGHT:
+        return {}
+    out: dict[str, float] = {}
+    for word in {w.lower() for w in _TITLE_WORD_RE.findall(title)}:
+        if len(word) < TITLE_STEM_MIN or word in COMMON_WORDS or word in STOPWORDS:
+            continue
+        paths = [p for p in cat.by_stem.get(word, ()) if p not in cat.test_paths and allowed_path(p)]
+        for p in paths:
+            out[p] = max(out.get(p, 0.0), 1.0 / len(paths))
+    return out
