@@ -9,7 +9,7 @@ import re
 
 from ..store.base import KeywordTerm, Store
 from ..words import split_identifier
-from .english import COMMON_WORDS, MIN_STEM, stem
+from .english import ABBREVIATIONS, COMMON_WORDS, MIN_STEM, stem
 
 _WORD_RE = re.compile(r"(?<!\w)[^\W\d]\w*+")
 
@@ -43,6 +43,15 @@ REPEAT_FREQUENT = 3
 FORM_MIN_LEN = 5
 MAX_FORMS = 3
 FORM_MAX_TERMS = 20
+# How code spells what a question says in words: a question word's usual abbreviations
+# ("temporary directory" -> tmp, temp, dir; english.ABBREVIATIONS) join the query when the
+# index holds them, in questions of at most FORM_MAX_TERMS terms, at most MAX_SPELLINGS of
+# them. Two adjacent words written as one ("root directory" -> rootdir, "set up" -> setup)
+# measured worse on top of this (plain-English questions symbols shown 0.840 -> 0.825: a
+# "set up" in a question about fixture scopes pulled in pytest's setup code), so they are
+# not. A switch for bench/ablate.py; measured in docs/benchmarks.md.
+CODE_SPELLINGS = True
+MAX_SPELLINGS = 12
 # A report's title (its first line, when a body follows) is the reporter's own summary:
 # its terms are kept past MAX_TERMS and count as repeated (TITLE_WEIGHT times), its compound
 # names' phrases too. Measured with bench/ablate.py (the code-context pipeline only asks
@@ -165,6 +174,9 @@ class KeywordSearcher:
         if len(terms) <= FORM_MAX_TERMS:
             for form in self._word_forms(terms, chosen_set, n_docs):
                 clauses.append(KeywordTerm(form))
+            if CODE_SPELLINGS:
+                for spelt in self._code_spellings(text, chosen_set | {c.text for c in clauses}, n_docs):
+                    clauses.append(KeywordTerm(spelt))
         for ph in list(dict.fromkeys(title_phrases + phrases[:20])):
             parts = ph.split()
             if all(p in chosen_set or df.get(p, 0) > 0 for p in parts):
@@ -192,6 +204,16 @@ class KeywordSearcher:
                 forms[t] = None
         return list(forms)
 
+    def _code_spellings(self, text: str, asked: set[str], n_docs: int) -> list[str]:
+        """Indexed words that spell the question's words as code does (see CODE_SPELLINGS),
+        not asked already."""
+        candidates = code_spellings(text)
+        if not candidates:
+            return []
+        df = self.doc_freqs(candidates)
+        found = [c for c in candidates if c not in asked and 0 < df.get(c, 0) < 0.5 * n_docs]
+        return found[:MAX_SPELLINGS]
+
     def has_evidence(self, text: str) -> bool:
         """Whether the index holds a word of ``text`` that says something: a whole word of
         it, or a part of a split word at least EVIDENCE_PART_LEN long. The two-letter
@@ -208,6 +230,15 @@ class KeywordSearcher:
         """The best ``limit`` rows for ``text`` (only rows in ``within``, when given)."""
         match, _ = self.build_match(text)
         return self.store.keyword_search(match, limit, files_only=files_only, within=within)
+
+
+def code_spellings(text: str) -> list[str]:
+    """The usual abbreviations of ``text``'s words (english.ABBREVIATIONS), in question order."""
+    out: dict[str, None] = {}
+    for m in _WORD_RE.finditer(text[:5000]):
+        for short in ABBREVIATIONS.get(m.group(0).lower(), ()):
+            out[short] = None
+    return list(out)
 
 
 def stem_roots(terms: list[str]) -> Iterator[tuple[str, str]]:
