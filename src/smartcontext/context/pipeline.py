@@ -59,9 +59,6 @@ REFILL = True
 REFILL_SLACK = 0.04
 REFILL_SPENT = 0.9
 REFILL_MARGIN = 0.97
-# EXPLORE: which items vectors rank: 0 none, 1 prose only, 2 all.
-VECTOR_ITEMS = 1
-CODE_VECTOR_SHARE = 1.0
 
 
 class SmartContextExtractor:
@@ -134,8 +131,7 @@ class SmartContextExtractor:
                 # symbols shown 0.55 -> 0.59 but Acc@1 0.72 -> 0.69, and no better when only
                 # questions naming nothing use them). Dropped before rescaling, so prose
                 # keeps its range.
-                hits = [h for h in index.search(qv, CANDIDATES_PER_SIGNAL)
-                        if VECTOR_ITEMS == 2 or (VECTOR_ITEMS == 1 and _is_prose(cat, h[0]))]
+                hits = [h for h in index.search(qv, CANDIDATES_PER_SIGNAL) if _is_prose(cat, h[0])]
                 if not ent and not (kw and self.keyword.has_evidence(asked)) and not semantic_evidence(
                     hits, index, embedder
                 ):
@@ -143,8 +139,6 @@ class SmartContextExtractor:
                     # prose is no nearer than nonsense gets (retrieval/noise.py): no match.
                     hits, kw, file_hits = [], {}, []
                 vec = scoring.vector_scores(hits)
-                if CODE_VECTOR_SHARE != 1.0:
-                    vec = {r: v * (1.0 if _is_prose(cat, r) else CODE_VECTOR_SHARE) for r, v in vec.items()}
                 signals_used.append("vectors")
         timings["vector"] = time.perf_counter() - t
 

@@ -117,3 +117,4 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "value": ("val",), "values": ("vals", "val"),
     "variable": ("var",), "variables": ("vars", "var"), "version": ("ver",),
 }
+

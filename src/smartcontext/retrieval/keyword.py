@@ -45,11 +45,13 @@ MAX_FORMS = 3
 FORM_MAX_TERMS = 20
 # How code spells what a question says in words: a question word's usual abbreviations
 # ("temporary directory" -> tmp, temp, dir; english.ABBREVIATIONS) join the query when the
-# index holds them, in questions of at most FORM_MAX_TERMS terms, at most MAX_SPELLINGS of
-# them. Two adjacent words written as one ("root directory" -> rootdir, "set up" -> setup)
-# measured worse on top of this (plain-English questions symbols shown 0.840 -> 0.825: a
-# "set up" in a question about fixture scopes pulled in pytest's setup code), so they are
-# not. A switch for bench/ablate.py; measured in docs/benchmarks.md.
+# index holds them (in fewer than half the items), in questions of at most FORM_MAX_TERMS
+# terms, at most MAX_SPELLINGS of them. Only the code-context pipeline asks for them
+# (``report``): note and chat search are as before. Measured with bench/ablate.py:
+# plain-English questions Acc@1 0.81 -> 0.86, definitions shown 0.784 -> 0.840; SWE-bench
+# dev and dev2 unchanged (docs/benchmarks.md). Two adjacent words joined as well ("root
+# directory" -> rootdir, "set up" -> setup) measured 0.825: a "set up" in a question about
+# fixture scopes pulled in pytest's setup code.
 CODE_SPELLINGS = True
 MAX_SPELLINGS = 12
 # A report's title (its first line, when a body follows) is the reporter's own summary:
@@ -153,7 +155,9 @@ class KeywordSearcher:
         terms, phrases = question_terms(text)
         if not terms:
             return [], []
-        df = self.doc_freqs(terms)
+        # Asked in the same round trip as the question's own terms.
+        spellings = code_spellings(text) if report and CODE_SPELLINGS and len(terms) <= FORM_MAX_TERMS else []
+        df = self.doc_freqs(list(dict.fromkeys(terms + spellings)))
         n_docs = max(1, self.store.item_count())
         present = [t for t in terms if df.get(t, 0) > 0]
         chosen = [t for t in present if df[t] < 0.5 * n_docs] or present
@@ -174,9 +178,9 @@ class KeywordSearcher:
         if len(terms) <= FORM_MAX_TERMS:
             for form in self._word_forms(terms, chosen_set, n_docs):
                 clauses.append(KeywordTerm(form))
-            if CODE_SPELLINGS:
-                for spelt in self._code_spellings(text, chosen_set | {c.text for c in clauses}, n_docs):
-                    clauses.append(KeywordTerm(spelt))
+            asked = chosen_set | {c.text for c in clauses}
+            spelt = [w for w in spellings if w not in asked and 0 < df.get(w, 0) < 0.5 * n_docs]
+            clauses.extend(KeywordTerm(w) for w in spelt[:MAX_SPELLINGS])
         for ph in list(dict.fromkeys(title_phrases + phrases[:20])):
             parts = ph.split()
             if all(p in chosen_set or df.get(p, 0) > 0 for p in parts):
@@ -203,16 +207,6 @@ class KeywordSearcher:
             for t in sorted(same, key=lambda t: -found[t])[:MAX_FORMS]:
                 forms[t] = None
         return list(forms)
-
-    def _code_spellings(self, text: str, asked: set[str], n_docs: int) -> list[str]:
-        """Indexed words that spell the question's words as code does (see CODE_SPELLINGS),
-        not asked already."""
-        candidates = code_spellings(text)
-        if not candidates:
-            return []
-        df = self.doc_freqs(candidates)
-        found = [c for c in candidates if c not in asked and 0 < df.get(c, 0) < 0.5 * n_docs]
-        return found[:MAX_SPELLINGS]
 
     def has_evidence(self, text: str) -> bool:
         """Whether the index holds a word of ``text`` that says something: a whole word of
