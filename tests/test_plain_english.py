@@ -20,7 +20,8 @@ import pytest
 from smartcontext import Workspace
 from smartcontext.retrieval.english import COMMON_WORDS, stem
 from smartcontext.retrieval.entities import EntityExtractor
-from smartcontext.retrieval.keyword import KeywordSearcher
+from smartcontext.retrieval import keyword
+from smartcontext.retrieval.keyword import KeywordSearcher, code_spellings
 
 REPO = Path(__file__).resolve().parents[1]
 PYTEST_MIRROR = Path(os.environ.get("SWEBENCH_MIRRORS", "/work/.mirror")) / "pytest-dev+pytest" / "repo"
@@ -64,6 +65,43 @@ def test_a_question_word_meets_other_forms_in_the_index(tmp_path):
         assert "rewrite" in {c.text for c in clauses}
         hits = ws.search("rewriting", mode="keyword")
     assert hits and hits[0].name == "rewrite_module"
+
+
+def test_code_spellings_are_the_usual_abbreviations():
+    assert code_spellings("How are temporary directories cleaned?") == ["tmp", "temp", "dirs", "dir"]
+    assert code_spellings("Where is the session cookie signed?") == []
+
+
+def _abbreviated_tree(root: Path) -> None:
+    (root / "paths.py").write_text(
+        "def make_tmp_dir(root):\n    return root.joinpath('tmp', 'run')\n\n"
+        "def remove_tmp_dir(path):\n    path.rmdir()\n"
+    )
+    (root / "listing.py").write_text(
+        'def list_directory(path):\n    """Every entry of a directory, sorted."""\n'
+        "    return sorted(path.iterdir())\n"
+    )
+    (root / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+
+
+def test_a_question_in_words_reaches_code_that_abbreviates_them(tmp_path, monkeypatch):
+    """"temporary directory" in the question, ``tmp`` and ``dir`` in the code: the function
+    that makes it comes first, ahead of one that only shares the word "directory"."""
+    _abbreviated_tree(tmp_path)
+    question = "How is the temporary directory for a run created?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        res = ws.context(question, max_tokens=2000, format="json")
+        assert res.files[0] == "paths.py"
+        assert "def make_tmp_dir(root):" in res.text
+        # The rule is what finds it: without it, only the word "directory" matches.
+        monkeypatch.setattr(keyword, "CODE_SPELLINGS", False)
+        before = ws.context(question, max_tokens=2000, format="json")
+        assert before.files[0] == "listing.py"
+        # Note and chat search ask without ``report``: their queries are as they were.
+        monkeypatch.setattr(keyword, "CODE_SPELLINGS", True)
+        clauses, _ = KeywordSearcher(ws.store).build_match(question)
+        assert not {"tmp", "dir"} & {c.text for c in clauses}
 
 
 # -- regression questions on real trees ------------------------------------------------------
