@@ -20,6 +20,7 @@ import pytest
 from smartcontext import Workspace
 from smartcontext.retrieval.english import COMMON_WORDS, stem
 from smartcontext.retrieval.entities import EntityExtractor
+from smartcontext.context import budgeter
 from smartcontext.retrieval import keyword
 from smartcontext.retrieval.keyword import KeywordSearcher, code_spellings
 
@@ -102,6 +103,44 @@ def test_a_question_in_words_reaches_code_that_abbreviates_them(tmp_path, monkey
         monkeypatch.setattr(keyword, "CODE_SPELLINGS", True)
         clauses, _ = KeywordSearcher(ws.store).build_match(question)
         assert not {"tmp", "dir"} & {c.text for c in clauses}
+
+
+def _recipe_tree(root: Path) -> None:
+    body = "".join(f"    total = total + weight_{k} * amount\n" for k in range(40))
+    (root / "recipe.py").write_text("".join(
+        f'def parse_step_{i}(line, amount):\n    """Parse step {i} of a recipe line."""\n'
+        f"    total = 0\n{body}    return total\n\n"
+        for i in range(80)
+    ))
+    (root / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+
+
+def _shown(res) -> tuple[int, int]:
+    """(definitions shown, of them whole) among the matches of an answer."""
+    matches = [s for s in res.items if not s.context_only and s.item.kind == "function"]
+    return len(matches), sum(s.mode == "full" for s in matches)
+
+
+def test_a_short_question_gets_more_definitions_and_a_report_whole_bodies(tmp_path, monkeypatch):
+    """A short question in words spends at most SHORT_QUESTION_FULL_SHARE of the budget on
+    whole bodies, so more of the definitions involved are listed; a long report keeps the
+    profile's share."""
+    _recipe_tree(tmp_path)
+    short = "How are the steps of a recipe parsed?"
+    report = (short + " I parse a recipe with thirty steps, each line holds an amount and a "
+              "weight, and the total of the last step comes out wrong when the amount is "
+              "negative or the weight is missing from the line, which the docs never mention. "
+              "Traceback: ValueError in parse_step_29 while reading kitchen.txt on Windows.")
+    assert budgeter.full_share_for(short, 0.8) == budgeter.SHORT_QUESTION_FULL_SHARE < 0.8
+    assert budgeter.full_share_for(report, 0.8) == 0.8
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        shown, whole = _shown(ws.context(short, max_tokens=3000, format="json"))
+        long_shown = _shown(ws.context(report, max_tokens=3000, format="json"))
+        monkeypatch.setattr(budgeter, "SHORT_QUESTION_FULL_SHARE", 0.0)
+        shown_before, whole_before = _shown(ws.context(short, max_tokens=3000, format="json"))
+        assert _shown(ws.context(report, max_tokens=3000, format="json")) == long_shown
+    assert shown > shown_before and whole <= whole_before
 
 
 # -- regression questions on real trees ------------------------------------------------------

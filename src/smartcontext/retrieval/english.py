@@ -95,7 +95,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "increment": ("inc",), "index": ("idx",), "information": ("info",),
     "initialize": ("init",), "initialise": ("init",), "initialization": ("init",),
     "integer": ("int",), "iterator": ("iter",), "iterate": ("iter",),
-    "keyword": ("kw",), "keywords": ("kwargs", "kw"),
+    "keyword": ("kw",), "keywords": ("kw",),
     "length": ("len",), "library": ("lib",), "libraries": ("libs", "lib"),
     "maximum": ("max",), "message": ("msg",), "messages": ("msgs", "msg"),
     "minimum": ("min",), "module": ("mod",), "modules": ("mods", "mod"),
