@@ -123,8 +123,8 @@ def _shown(res) -> tuple[int, int]:
 
 def test_a_short_question_gets_more_definitions_and_a_report_whole_bodies(tmp_path, monkeypatch):
     """A short question in words spends at most SHORT_QUESTION_FULL_SHARE of the budget on
-    whole bodies, so more of the definitions involved are listed; a long report keeps the
-    profile's share."""
+    whole bodies, so more of the definitions involved are listed; a report (long, or a
+    title that asks nothing) keeps the profile's share."""
     _recipe_tree(tmp_path)
     short = "How are the steps of a recipe parsed?"
     report = (short + " I parse a recipe with thirty steps, each line holds an amount and a "
@@ -133,6 +133,8 @@ def test_a_short_question_gets_more_definitions_and_a_report_whole_bodies(tmp_pa
               "Traceback: ValueError in parse_step_29 while reading kitchen.txt on Windows.")
     assert budgeter.full_share_for(short, 0.8) == budgeter.SHORT_QUESTION_FULL_SHARE < 0.8
     assert budgeter.full_share_for(report, 0.8) == 0.8
+    # A short report's title is no question: it asks for the code to fix, whole.
+    assert budgeter.full_share_for("Raise error when blueprint name contains a dot", 0.8) == 0.8
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
         shown, whole = _shown(ws.context(short, max_tokens=3000, format="json"))
