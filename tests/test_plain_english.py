@@ -20,7 +20,9 @@ import pytest
 from smartcontext import Workspace
 from smartcontext.retrieval.english import COMMON_WORDS, stem
 from smartcontext.retrieval.entities import EntityExtractor
-from smartcontext.retrieval.keyword import KeywordSearcher
+from smartcontext.context import budgeter
+from smartcontext.retrieval import keyword
+from smartcontext.retrieval.keyword import KeywordSearcher, code_spellings
 
 REPO = Path(__file__).resolve().parents[1]
 PYTEST_MIRROR = Path(os.environ.get("SWEBENCH_MIRRORS", "/work/.mirror")) / "pytest-dev+pytest" / "repo"
@@ -64,6 +66,83 @@ def test_a_question_word_meets_other_forms_in_the_index(tmp_path):
         assert "rewrite" in {c.text for c in clauses}
         hits = ws.search("rewriting", mode="keyword")
     assert hits and hits[0].name == "rewrite_module"
+
+
+def test_code_spellings_are_the_usual_abbreviations():
+    assert code_spellings("How are temporary directories cleaned?") == ["tmp", "temp", "dirs", "dir"]
+    assert code_spellings("Where is the session cookie signed?") == []
+
+
+def _abbreviated_tree(root: Path) -> None:
+    (root / "paths.py").write_text(
+        "def make_tmp_dir(root):\n    return root.joinpath('tmp', 'run')\n\n"
+        "def remove_tmp_dir(path):\n    path.rmdir()\n"
+    )
+    (root / "listing.py").write_text(
+        'def list_directory(path):\n    """Every entry of a directory, sorted."""\n'
+        "    return sorted(path.iterdir())\n"
+    )
+    (root / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+
+
+def test_a_question_in_words_reaches_code_that_abbreviates_them(tmp_path, monkeypatch):
+    """"temporary directory" in the question, ``tmp`` and ``dir`` in the code: the function
+    that makes it comes first, ahead of one that only shares the word "directory"."""
+    _abbreviated_tree(tmp_path)
+    question = "How is the temporary directory for a run created?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        res = ws.context(question, max_tokens=2000, format="json")
+        assert res.files[0] == "paths.py"
+        assert "def make_tmp_dir(root):" in res.text
+        # The rule is what finds it: without it, only the word "directory" matches.
+        monkeypatch.setattr(keyword, "CODE_SPELLINGS", False)
+        before = ws.context(question, max_tokens=2000, format="json")
+        assert before.files[0] == "listing.py"
+        # Note and chat search ask without ``report``: their queries are as they were.
+        monkeypatch.setattr(keyword, "CODE_SPELLINGS", True)
+        clauses, _ = KeywordSearcher(ws.store).build_match(question)
+        assert not {"tmp", "dir"} & {c.text for c in clauses}
+
+
+def _recipe_tree(root: Path) -> None:
+    body = "".join(f"    total = total + weight_{k} * amount\n" for k in range(40))
+    (root / "recipe.py").write_text("".join(
+        f'def parse_step_{i}(line, amount):\n    """Parse step {i} of a recipe line."""\n'
+        f"    total = 0\n{body}    return total\n\n"
+        for i in range(80)
+    ))
+    (root / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+
+
+def _shown(res) -> tuple[int, int]:
+    """(definitions shown, of them whole) among the matches of an answer."""
+    matches = [s for s in res.items if not s.context_only and s.item.kind == "function"]
+    return len(matches), sum(s.mode == "full" for s in matches)
+
+
+def test_a_short_question_gets_more_definitions_and_a_report_whole_bodies(tmp_path, monkeypatch):
+    """A short question in words spends at most SHORT_QUESTION_FULL_SHARE of the budget on
+    whole bodies, so more of the definitions involved are listed; a report (long, or a
+    title that asks nothing) keeps the profile's share."""
+    _recipe_tree(tmp_path)
+    short = "How are the steps of a recipe parsed?"
+    report = (short + " I parse a recipe with thirty steps, each line holds an amount and a "
+              "weight, and the total of the last step comes out wrong when the amount is "
+              "negative or the weight is missing from the line, which the docs never mention. "
+              "Traceback: ValueError in parse_step_29 while reading kitchen.txt on Windows.")
+    assert budgeter.full_share_for(short, 0.8) == budgeter.SHORT_QUESTION_FULL_SHARE < 0.8
+    assert budgeter.full_share_for(report, 0.8) == 0.8
+    # A short report's title is no question: it asks for the code to fix, whole.
+    assert budgeter.full_share_for("Raise error when blueprint name contains a dot", 0.8) == 0.8
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        shown, whole = _shown(ws.context(short, max_tokens=3000, format="json"))
+        long_shown = _shown(ws.context(report, max_tokens=3000, format="json"))
+        monkeypatch.setattr(budgeter, "SHORT_QUESTION_FULL_SHARE", 0.0)
+        shown_before, whole_before = _shown(ws.context(short, max_tokens=3000, format="json"))
+        assert _shown(ws.context(report, max_tokens=3000, format="json")) == long_shown
+    assert shown > shown_before and whole <= whole_before
 
 
 # -- regression questions on real trees ------------------------------------------------------

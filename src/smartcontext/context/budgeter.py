@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..query.packers import PASS, Outcome, greedy_fill
+from ..retrieval.keyword import FORM_MAX_TERMS, question_terms
 from ..retrieval.scoring import ScoredItem
 from ..store.base import StoredItem
 from .models import OMIT_BUDGET, OMIT_DUPLICATE, ExtractionConfig, SelectedItem
@@ -22,6 +23,39 @@ PER_FILE_OVERHEAD = 12
 MAX_CONSECUTIVE_MISSES = 40
 # Warn about the budget only when a strong match was left out, not the long tail.
 TRUNCATION_WARNING_SCORE = 0.5
+# A short question in plain words ("how does pytest find its configuration file?") points at
+# no one place to change: more of the definitions involved, as signatures, answer it better
+# than a few more whole bodies, while a bug report asks for the code to fix, whole. A
+# question (see ``asks``: a short report's title is not one) of at most
+# keyword.FORM_MAX_TERMS terms (the bound word forms use) spends at most this share of the
+# budget on whole bodies (0: the profile's full_code_share for every question). In a tree
+# with code only: a vault's sections keep the profile's share. Measured with
+# bench/ablate.py: plain-English questions definitions shown 0.840 -> 0.852, whole bodies
+# 0.611 -> 0.631 (0.6: 0.877 but whole 0.589); SWE-bench dev and dev2 unchanged (before the
+# question test, a short report's title cost dev one strict hunk).
+SHORT_QUESTION_FULL_SHARE = 0.7
+
+
+def full_share_for(question: str, share: float) -> float:
+    """The share of the budget for whole bodies when answering ``question`` (the
+    profile's ``share``, or less for a short question: SHORT_QUESTION_FULL_SHARE)."""
+    if not SHORT_QUESTION_FULL_SHARE or SHORT_QUESTION_FULL_SHARE >= share or not asks(question):
+        return share
+    terms, _ = question_terms(question)
+    return SHORT_QUESTION_FULL_SHARE if len(terms) <= FORM_MAX_TERMS else share
+
+
+_QUESTION_WORDS = frozenset(
+    "how where what which when why who whose can could does do did is are was should would will".split()
+)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` reads as a question (it ends with "?" or starts with a question
+    word), not as the title of a report ("Raise error when a name contains a dot")."""
+    stripped = text.strip()
+    first = stripped.split(None, 1)[0].lower() if stripped else ""
+    return stripped.endswith("?") or first in _QUESTION_WORDS
 
 
 @dataclass

@@ -20,7 +20,7 @@ from ..retrieval.noise import semantic_evidence
 from ..retrieval import reports
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
-from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, plan_budget, signature_text
+from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, full_share_for, plan_budget, signature_text
 from .explain import spend_of
 from .export import EXPORTERS, render_counted
 from .models import (
@@ -363,6 +363,9 @@ class SmartContextExtractor:
         """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render;
         ``read``: items read already, by row."""
         cfg = self.config
+        share = full_share_for(question, cfg.full_code_share) if cat.has_code else cfg.full_code_share
+        if share != cfg.full_code_share:
+            cfg = replace(cfg, full_code_share=share)
         pool = ranked[:POOL]
         pinned = self._pin_top_file(pool, cat, files)
         read = read or {}
