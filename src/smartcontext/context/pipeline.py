@@ -44,9 +44,9 @@ FILE_BEST_ITEM_WEIGHT = 0.5
 MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 # The best file's leading symbols when it is too large to show whole: its few best matches,
 # not its long tail (measured on bench/code_context.py: the tail, or a share of 0.5, crowded
-# out other files' matches). 3 -> 5 (bench/ablate.py, 2026-11-26): plain-English questions'
-# definitions shown 0.784 -> 0.802, SWE-bench dev and dev2 unchanged.
-LEAD_ITEMS = 5
+# out other files' matches). 5 measured neutral on SWE-bench dev and dev2 and, beside the
+# short-question share (budgeter.SHORT_QUESTION_FULL_SHARE), on the plain-English questions.
+LEAD_ITEMS = 3
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
 OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
 POOL = 250  # the best-ranked candidates the budgeter considers
