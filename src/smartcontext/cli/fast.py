@@ -160,6 +160,10 @@ def run(call: Callable[[], None]) -> None:
     # them, and over all of them again at exit, were a tenth of its instructions. It still
     # collects, once that many more objects are held; at exit, what is left is frozen.
     gc.set_threshold(100_000)
+    # Vector search multiplies in blocks under OpenBLAS's threading threshold
+    # (retrieval/matrix.py), so its thread pool, started when numpy loads, only spins
+    # beside the question on the other core: one thread, unless the user chose otherwise.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         call()
     except KeyboardInterrupt:
