@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -92,6 +93,9 @@ def test_a_question_with_vectors_maps_them_and_loads_no_tokenizer_library(tmp_pa
         "print(json.dumps({'text': buf.getvalue(), **{m: m in sys.modules for m in "
         "('numpy', 'tokenizers', 'tiktoken', 'importlib.metadata', 'onnxruntime', 'tree_sitter')}}))"
     )
+    # Past the racy window of the notes just written: until then each process walks the
+    # folder again, and classifying files loads the language specs (and tree-sitter).
+    time.sleep(2.1)
     for _ in range(2):  # the first one may remember what the second finds saved
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
