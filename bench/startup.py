@@ -37,6 +37,8 @@ Rows:
     python bench/startup.py --quick               # 3 runs each (1 cold index)
     python bench/startup.py --baseline /work/main/src
     python bench/startup.py --no-peer             # without contextsmith
+    python bench/startup.py --vault-only --runs 5 # only the vault rows
+    python bench/startup.py --work /tmp/me/bench  # copies, indexes and caches there, not in bench/.work
 """
 
 from __future__ import annotations
@@ -325,6 +327,7 @@ def peer_table(rows: list[dict]) -> list[str]:
 
 
 def main() -> None:
+    global PYTHON, WORK
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", type=Path)
     parser.add_argument("--runs", type=int, default=7)
@@ -337,6 +340,11 @@ def main() -> None:
     parser.add_argument("--vault", type=Path, default=VAULT if VAULT.is_dir() else None,
                         help="a vault indexed with vectors, copied and asked `context` (default: the hub vault)")
     parser.add_argument("--no-vault", action="store_true", help="leave out the vault with vectors")
+    parser.add_argument("--vault-only", action="store_true",
+                        help="only the vault rows (with --baseline, the two trees in turn)")
+    parser.add_argument("--work", type=Path, default=WORK,
+                        help="where the repository copies, their indexes and the caches go (default "
+                             "bench/.work; another folder leaves a shared one untouched)")
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
     index_runs = args.index_runs or (1 if args.quick else 3)
@@ -345,8 +353,12 @@ def main() -> None:
         load_before = os.getloadavg()[0]
     except OSError:
         load_before = float("nan")
+    WORK = args.work.resolve()
+    WORK.mkdir(parents=True, exist_ok=True)
+    if args.vault_only:
+        vault_only(args, runs, load_before)
+        return
     repo, repo_label = find_repo(args.repo)
-    global PYTHON
     PYTHON = clean_python()
     src = ROOT / "src"
     env = environment(src)
@@ -380,7 +392,8 @@ def main() -> None:
     table = ["| process | wall ms (median) | CPU ms (median) | peak RSS MB |", "|---|---:|---:|---:|"]
     for r in rows:
         table.append(f"| {r['label']} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['rss']:.0f} |")
-    cmd = "python bench/startup.py" + (" --quick" if args.quick else "") + (
+    cmd = "python bench/startup.py" + (f" --runs {args.runs}" if args.runs != 7 and not args.quick else "") + (
+        " --quick" if args.quick else "") + (
         f" --baseline {args.baseline}" if args.baseline else "") + (" --no-peer" if args.no_peer else "") + (
         " --no-vault" if args.no_vault else "") + (
         f" --index-runs {args.index_runs}" if args.index_runs else "")
@@ -403,6 +416,34 @@ def main() -> None:
         *([f"Against {peer_label}, in turn, medians (wall), largest single process (peak):", "",
            *peer_table(peer), ""] if peer else []),
         "Index status: " + " ".join(status.split())[:300], "",
+    ])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+
+
+def vault_only(args: argparse.Namespace, runs: int, load_before: float) -> None:
+    """``--vault-only``: the vault rows alone, printed and written to ``--out``."""
+    global PYTHON
+    if args.vault is None:
+        raise SystemExit("no vault: pass --vault PATH")
+    PYTHON = clean_python()
+    src = ROOT / "src"
+    for tree in (src, args.baseline):
+        if tree is not None:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], env=environment(tree), check=False)
+    vault = vault_rows(args.vault.resolve(), src, args.baseline.resolve() if args.baseline else None, runs)
+    load = os.getloadavg()[0]
+    cmd = f"python bench/startup.py --vault-only --runs {runs}" + (f" --baseline {args.baseline}" if args.baseline else "")
+    text = "\n".join([
+        "# CLI start-up: the vault with vectors (issue 24)", "",
+        f"Command: `{cmd}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {load_before:.1f} at the start, {load:.1f} at the end; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Modules byte-compiled.", "",
+        f"Vault: {args.vault}; question `{VAULT_QUESTION}`; each tree on its own copy"
+        + (", in turn" if args.baseline else "") + ", medians, largest process:", "",
+        *vault_table(vault), "",
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)

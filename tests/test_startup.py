@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -70,7 +71,8 @@ def test_a_question_with_vectors_maps_them_and_loads_no_tokenizer_library(tmp_pa
     """A `context` process on a vault indexed with the default static model: the vectors
     and the model's table are mapped files, the question is split without the tokenizers
     library, its emoji and accents are counted without building tiktoken, and the plugins
-    are found without importlib.metadata (after a first process has remembered them)."""
+    are found without importlib.metadata (after a first process has remembered them) nor
+    the language specs' tree-sitter loaded for them."""
     vault = tmp_path / "vault"
     (vault / ".obsidian").mkdir(parents=True)
     for i, (title, body) in enumerate([("Sync 🔄", "Keep the vault in sync across devices with a plugin."),
@@ -89,13 +91,16 @@ def test_a_question_with_vectors_maps_them_and_loads_no_tokenizer_library(tmp_pa
         "try:\n    with contextlib.redirect_stdout(buf):\n        runpy.run_module('smartcontext', run_name='__main__')\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "print(json.dumps({'text': buf.getvalue(), **{m: m in sys.modules for m in "
-        "('numpy', 'tokenizers', 'tiktoken', 'importlib.metadata', 'onnxruntime')}}))"
+        "('numpy', 'tokenizers', 'tiktoken', 'importlib.metadata', 'onnxruntime', 'tree_sitter')}}))"
     )
+    # Past the racy window of the notes just written: until then each process walks the
+    # folder again, and classifying files loads the language specs (and tree-sitter).
+    time.sleep(2.1)
     for _ in range(2):  # the first one may remember what the second finds saved
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert "Sync" in loaded.pop("text")
     assert loaded == {"numpy": True, "tokenizers": False, "tiktoken": False, "importlib.metadata": False,
-                      "onnxruntime": False}
+                      "onnxruntime": False, "tree_sitter": False}
     assert (vault / ".smartcontext" / "index.db.vectors").is_file()

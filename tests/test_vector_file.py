@@ -114,6 +114,17 @@ def test_a_damaged_or_foreign_file_is_read_again_from_sqlite(index):
     assert vector_file.read(saved, "m") is None
     _same(store.load_vectors("m"), _from_sqlite(store))
     assert vector_file.read(saved, "m") is not None  # written again
+    data = bytearray(saved.read_bytes())
+    n = len(store.load_vectors("m")[0])
+    data[len(data) - n * (16 + 4 * 8) + 3] ^= 0x01  # one bit of one row id
+    saved.write_bytes(bytes(data))
+    assert vector_file.read(saved, "m") is None
+    _same(store.load_vectors("m"), _from_sqlite(store))
+    data = bytearray(saved.read_bytes())
+    data[-64:] = bytes(64)  # a zeroed stretch of the matrix
+    saved.write_bytes(bytes(data))
+    assert vector_file.read(saved, "m") is None
+    _same(store.load_vectors("m"), _from_sqlite(store))
     saved.write_bytes(saved.read_bytes()[:-100])  # torn
     _same(store.load_vectors("m"), _from_sqlite(store))
     saved.write_bytes(b"not a vector file")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import tempfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,6 +65,8 @@ def write_sealed(path: Path, magic: bytes, payload: bytes | Sequence[bytes]) -> 
 def write_parts(path: Path, head: bytes, parts: Sequence[bytes | bytearray | memoryview]) -> None:
     """``head`` then ``parts`` at ``path`` atomically (a temporary file named so that
     ``remove_stale_temps`` knows its writer, then a rename); raises OSError, leaving nothing."""
+    import tempfile  # with shutil, random, bz2 and lzma: only a process that writes loads it
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}{_PID_END}", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -10,7 +10,6 @@ itself, so our encodings are byte-for-byte the official ones.
 from __future__ import annotations
 
 import binascii
-import gzip
 import os
 import threading
 import types
@@ -193,6 +192,8 @@ def _write_rank_cache(cache: Path, ranks: dict[bytes, int]) -> None:
 
 def _parse_rank_file(path: Path, expected_hash: str | None) -> dict[bytes, int]:
     try:
+        import gzip  # the rank file is read once, and then only when the table is missing
+
         data = gzip.decompress(path.read_bytes())
     except (OSError, EOFError) as exc:
         raise SmartContextError(

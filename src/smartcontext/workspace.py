@@ -32,7 +32,6 @@ from .background import BackgroundEmbedding, EmbeddingStatus
 from .indexer import IndexStats, Indexer, Progress, embed_pending
 from .query import Query
 from .retrieval.catalogue import Catalogue
-from .retrieval.search import SearchHit, search
 from .sealed import remove_stale_temps
 from .space import disk_full, is_disk_full
 from .sources.discover import DiscoveryOptions
@@ -43,6 +42,7 @@ if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
 
     from .chat import SmartContext
     from .embeddings.base import Embedder
+    from .retrieval.search import SearchHit
     from .retrieval.vector import StoreVectorIndex, VectorIndex
 
 # The Python API's earlier names of three context options, still accepted.
@@ -675,6 +675,8 @@ class Workspace:
 
     def answer_search(self, query: Query) -> tuple[list[SearchHit], dict[str, Any]]:
         """Answer a checked search Query."""
+        from .retrieval.search import search  # a context question does not load it
+
         mode = query.options["mode"]
         with self._question():
             vectors = self.vectors() if mode != "keyword" else None
@@ -712,6 +714,8 @@ class Workspace:
     def similar(self, path: str, limit: int = 10) -> list[SearchHit]:
         """Notes or files most like ``path``, by the mean vector of its items."""
         import numpy as np
+
+        from .retrieval.search import SearchHit
 
         vectors = self.vectors()
         if vectors is None:

@@ -153,7 +153,17 @@ def run(call: Callable[[], None]) -> None:
     """Run a parsed command as typer's standalone mode would: exit 0 when it returns,
     130 on Ctrl-C, 1 quietly when the reader of its output went away."""
     import errno
+    import gc
 
+    # A one-question process makes some 50,000 objects that live until it exits (modules,
+    # numpy, the catalogue's keys) and little cyclic garbage: the collector's passes over
+    # them, and over all of them again at exit, were a tenth of its instructions. It still
+    # collects, once that many more objects are held; at exit, what is left is frozen.
+    gc.set_threshold(100_000)
+    # Vector search multiplies in blocks under OpenBLAS's threading threshold
+    # (retrieval/matrix.py), so its thread pool, started when numpy loads, only spins
+    # beside the question on the other core: one thread, unless the user chose otherwise.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         call()
     except KeyboardInterrupt:
@@ -172,4 +182,6 @@ def run(call: Callable[[], None]) -> None:
         sys.stdout = PacifyFlushWrapper(sys.stdout)
         sys.stderr = PacifyFlushWrapper(sys.stderr)
         raise SystemExit(1) from None
+    finally:
+        gc.freeze()
     raise SystemExit(0)

@@ -61,31 +61,33 @@ def run_context(
     with errors():
         if question == "-":
             question = sys.stdin.read()
-        ws = open_workspace(path, lean=True)
-        given = typed(given)
-        # What was left out is recorded for JSON and --explain only: the printed context
-        # alone does not pay for it.
-        given["explain"] = show_explanation or as_json or given.get("format") == "json"
-        query = Query.build("code-context", question, defaults=ws.config.context, **given)
-        with progress(True) as report:
-            refreshed = ws.refresh(report)
-            if refreshed.stale:
-                warn(refreshed.stale)
-            result = ws.answer_context(query, report)
-        if refreshed.files_indexed or refreshed.files_deleted:
-            result.stats["refreshed"] = refreshed.to_dict()
-        if as_json:
-            print_json(result.to_dict())  # warnings and nearest candidates are in it
-        else:
-            _print_context(result)
-            if show_explanation:
-                _print_explanation(result)
-        if verbose:
-            _print_stats(result)
-        if copy:
-            _copy_to_clipboard(result.text)
-        if not result.items:  # nothing matched (or fitted): the warning above says which
-            raise SystemExit(EXIT_NO_MATCH)
+        # Closed before the process ends: the index's write-ahead log is folded into it
+        # then, not left for the collector (which a one-question process skips at exit).
+        with open_workspace(path, lean=True) as ws:
+            given = typed(given)
+            # What was left out is recorded for JSON and --explain only: the printed context
+            # alone does not pay for it.
+            given["explain"] = show_explanation or as_json or given.get("format") == "json"
+            query = Query.build("code-context", question, defaults=ws.config.context, **given)
+            with progress(True) as report:
+                refreshed = ws.refresh(report)
+                if refreshed.stale:
+                    warn(refreshed.stale)
+                result = ws.answer_context(query, report)
+            if refreshed.files_indexed or refreshed.files_deleted:
+                result.stats["refreshed"] = refreshed.to_dict()
+            if as_json:
+                print_json(result.to_dict())  # warnings and nearest candidates are in it
+            else:
+                _print_context(result)
+                if show_explanation:
+                    _print_explanation(result)
+            if verbose:
+                _print_stats(result)
+            if copy:
+                _copy_to_clipboard(result.text)
+            if not result.items:  # nothing matched (or fitted): the warning above says which
+                raise SystemExit(EXIT_NO_MATCH)
 
 
 def _print_context(result) -> None:
@@ -169,25 +171,25 @@ def run_search(query: str, path: Path | None = None, as_json: bool = False, **gi
     """``smartcontext search``: refresh what changed, search, print; exits 1 on no match."""
     with errors():
         checked = Query.build("search", query, **typed(given))
-        ws = open_workspace(path, lean=True)
-        stale = ws.refresh().stale
-        if stale:
-            warn(stale)
-        hits, info = ws.answer_search(checked)
-        if as_json:
-            from ..tools.workspace import search_answer
+        with open_workspace(path, lean=True) as ws:  # closed as run_context's is
+            stale = ws.refresh().stale
+            if stale:
+                warn(stale)
+            hits, info = ws.answer_search(checked)
+            if as_json:
+                from ..tools.workspace import search_answer
 
-            print_json(search_answer(hits, info))  # the search tool's answer, same shape
+                print_json(search_answer(hits, info))  # the search tool's answer, same shape
+                if not hits:
+                    raise SystemExit(EXIT_NO_MATCH)
+                return
+            if info.get("note"):
+                note(info["note"])
             if not hits:
+                line("No results.", stderr=True, rich=lambda c: c.print("No results."))
                 raise SystemExit(EXIT_NO_MATCH)
-            return
-        if info.get("note"):
-            note(info["note"])
-        if not hits:
-            line("No results.", stderr=True, rich=lambda c: c.print("No results."))
-            raise SystemExit(EXIT_NO_MATCH)
-        for h in hits:
-            _print_hit(h)
+            for h in hits:
+                _print_hit(h)
 
 
 def _print_hit(h: Any) -> None:

@@ -29,7 +29,6 @@ import marshal
 import mmap
 import os
 import struct
-import tempfile
 import threading
 import zlib
 from collections.abc import Callable
@@ -179,6 +178,8 @@ def _read_cached(path: Path, meta: dict[str, Any]) -> np.ndarray | None:
 
 def _write_cached(path: Path, table: np.ndarray, meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # only a process that writes the table loads it
+
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -248,6 +249,8 @@ def write_mapped(path: Path, table: np.ndarray, meta: dict[str, Any], wordpiece:
     rows_at = _aligned(crc_at + crcs.nbytes)
     checked = zlib.crc32(crcs.tobytes(), zlib.crc32(words, zlib.crc32(head)))
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # only a process that writes the table loads it
+
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

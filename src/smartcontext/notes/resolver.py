@@ -25,11 +25,21 @@ class LinkResolver:
     def __init__(self, paths: Iterable[str]):
         self.paths = sorted({p.replace("\\", "/").lstrip("/") for p in paths})
         self._exact = set(self.paths)
-        self._lower: dict[str, str] = {}
-        self._by_name: dict[str, list[str]] = {}
+        lower: dict[str, str] = {}
+        by_name: dict[str, list[str]] = {}
+        # Built for every question that follows links on a vault (6,500 notes): plain
+        # string methods, not posixpath's (a third of the build).
         for p in self.paths:
-            self._lower.setdefault(p.lower(), p)
-            self._by_name.setdefault(posixpath.basename(p).lower(), []).append(p)
+            low = p.lower()
+            if low not in lower:
+                lower[low] = p
+            name = p.rpartition("/")[2].lower()
+            same = by_name.get(name)
+            if same is None:
+                by_name[name] = [p]
+            else:
+                same.append(p)
+        self._lower, self._by_name = lower, by_name
         # Only the linking note's folder matters, and vaults repeat the same links a lot.
         self._memo: dict[tuple[str, str], str | None] = {}
 

@@ -18,8 +18,6 @@ cosine taken, and the floor is their mean plus ``FLOOR_SDS`` standard deviations
 
 from __future__ import annotations
 
-import random
-import string
 import threading
 import weakref
 from typing import Any
@@ -38,6 +36,9 @@ _lock = threading.Lock()
 
 def probes(n: int = PROBES, seed: int = _SEED) -> list[str]:
     """Fixed nonsense: random letter strings and made-up syllable words, alternating."""
+    import random  # only a question that needs the floor (no keyword evidence) loads it
+    import string
+
     rnd = random.Random(seed)
     consonants, vowels = "bcdfghjklmnprstvwxz", "aeiouy"
     out = []

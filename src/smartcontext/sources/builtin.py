@@ -10,7 +10,6 @@ from ..model import Item, ItemKind, ParsedFile
 from ..plugins import hookimpl
 from ..words import fts_text
 from .base import BaseSource, decode
-from .chat import ChatSource
 from .text import TextSource, text_windows
 
 
@@ -105,6 +104,10 @@ class MarkdownSource(BaseSource):
 
 @hookimpl(tryfirst=True)
 def register_sources(register) -> None:
+    # Imported here: the plugin manager loads this module for any registry (a question on
+    # an index with vectors asks the embedders'), and chat files need a reader of their own.
+    from .chat import ChatSource
+
     register(MarkdownSource())
     register(CodeSource())
     register(TextSource())

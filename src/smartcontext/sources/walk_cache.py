@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from stat import S_ISREG
 from collections import Counter
 from pathlib import Path
 
@@ -123,10 +124,12 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
         return None
     # Plain strings, not Paths: this loop runs for every folder and file of the index
     # before every question (a Path per file was a third of it on a 6,500-note vault).
+    # The saved names are relative "/" paths, so joining is a concatenation.
     top = str(root)
+    prefix = top if top.endswith("/") else top + "/"
     join, stat_of = os.path.join, os.stat
     for rel, (mtime, *ignores) in state["dirs"].items():
-        folder = join(top, rel) if rel else top
+        folder = prefix + rel if rel else top
         try:
             now = stat_of(folder).st_mtime_ns
         except OSError:
@@ -149,13 +152,14 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
             return None
     result = Discovery(skipped=Counter(state["skipped"]), skipped_files=dict(state["skipped_files"]))
     files = result.files
+    regular, largest = S_ISREG, options.max_file_bytes
     for rel, source, language in state["files"]:
-        path = join(top, rel)
+        path = prefix + rel
         try:
             st = stat_of(path)
         except OSError:
             return None
-        if stat_skip_reason(st, options) is not None:
+        if not regular(st.st_mode) or st.st_size > largest:  # stat_skip_reason, inline
             return None
         files.append(DiscoveredFile(rel, path, source, language, st.st_mtime_ns, st.st_size, st.st_ctime_ns))
     return result

@@ -9,10 +9,13 @@ without the dot) map files to its label, ahead of the built-in table in ``paths`
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
-from .base import LangSpec
 from .paths import language_for_path as _builtin_language_for_path
+
+if TYPE_CHECKING:  # tree-sitter: loaded with the specs, when a file is parsed
+    from .base import LangSpec
 
 _lock = threading.RLock()
 _SPECS: dict[str, LangSpec] = {}

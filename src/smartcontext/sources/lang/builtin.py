@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from ...plugins import hookimpl
-from .c import CHeaderSpec, CppHeaderSpec, CppSpec, CSpec
-from .go import GoSpec
-from .java import JavaSpec
-from .javascript import JavaScriptSpec, TsxSpec, TypeScriptSpec
-from .more import CSharpSpec, KotlinSpec, PhpSpec, RubySpec, ScalaSpec, SwiftSpec
-from .python import PythonSpec
-from .rust import RustSpec
 
 
 @hookimpl(tryfirst=True)
 def register_languages(register) -> None:
+    # Imported when languages are wanted: the plugin manager loads this module for any
+    # registry (a question on an index with vectors asks the embedders'), and the specs
+    # bring tree-sitter and its grammar pack.
+    from .c import CHeaderSpec, CppHeaderSpec, CppSpec, CSpec
+    from .go import GoSpec
+    from .java import JavaSpec
+    from .javascript import JavaScriptSpec, TsxSpec, TypeScriptSpec
+    from .more import CSharpSpec, KotlinSpec, PhpSpec, RubySpec, ScalaSpec, SwiftSpec
+    from .python import PythonSpec
+    from .rust import RustSpec
+
     for spec in (
         PythonSpec(), JavaScriptSpec(), TypeScriptSpec(), GoSpec(), RustSpec(), JavaSpec(),
         CSpec(), CppSpec(), CSharpSpec(), RubySpec(), PhpSpec(), KotlinSpec(), SwiftSpec(),
