@@ -150,11 +150,12 @@ def main() -> None:
     load.append(load_average())
 
     right = sum(r["right"] for r in rows)
+    m = machine()
     lines = [
         "# A local model as the agent (issue 21)", "",
         f"Command: `python bench/agent_local.py --model {args.model} --questions {args.questions} "
         f"--max-rounds {args.max_rounds}`  ",
-        f"Machine: {machine()}; load average {load[0][0]:.1f} at the start, {load[-1][0]:.1f} at the end; "
+        f"Machine: {m['nproc']} cores, {m['cpu']}, {m['memory_gb']} GB, Python {m['python']}; load average {load[0][0]:.1f} at the start, {load[-1][0]:.1f} at the end; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "",
         f"**Right answers: {right} / {len(rows)}.**", "",
         "| question | right | model calls | tool calls (failed) | wall s | peak MB | answer (start) |",
