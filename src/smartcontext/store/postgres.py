@@ -1063,6 +1063,26 @@ class PostgresStore(StoreBase):
         with self._conn() as conn:
             return tuple(_one(conn.execute(sql.SQL("SELECT {}").format(counts))))
 
+    def counts(self) -> dict[str, int]:
+        """The table counts and the vectors by model in one statement (a process asking
+        one question counted them in three, the items twice); the item count is the
+        keyword statistics' row count, kept in the same transaction as the items."""
+        generation = (self.generation(), self.vector_generation())
+        tables, vectors = self._memo.get("tables"), self._vector_models
+        if tables is not None and tables[0] == generation[0] and vectors is not None and vectors[0] == generation:
+            return super().counts()
+        with self._conn() as conn:
+            self._settled(conn)
+            files, items, edges, models = _one(conn.execute(
+                "SELECT (SELECT count(*) FROM files), (SELECT rows FROM fts_stats), (SELECT count(*) FROM edges), "
+                "(SELECT coalesce(json_object_agg(model, n), '{}') FROM (SELECT c.model, count(*) AS n "
+                "FROM items i JOIN embedding_cache c ON c.hash = i.content_hash GROUP BY c.model) v)"
+            ))
+        self._memo["tables"] = (generation[0], (files, int(items), edges))
+        self._memo["items"] = (generation[0], int(items))
+        self._vector_models = (generation, {m: int(n) for m, n in models.items()})
+        return {"files": files, "items": int(items), "edges": edges, "vectors": sum(self._vector_models[1].values())}
+
     def kind_counts(self) -> dict[str, int]:
         with self._conn() as conn:
             return dict(conn.execute("SELECT kind, count(*) FROM items GROUP BY kind").fetchall())
@@ -1275,10 +1295,18 @@ class PostgresStore(StoreBase):
         return self._edges("src = ANY(%s)", "src", (list(ids),))
 
     def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
-        out = self._edges("dst = ANY(%s)", "dst", (list(ids),)) if ids else []
-        if names:
-            out += self._edges("dst_name = ANY(%s)", "dst_name", (list(names),))
-        return out
+        if not (ids and names):
+            out = self._edges("dst = ANY(%s)", "dst", (list(ids),)) if ids else []
+            return out + (self._edges("dst_name = ANY(%s)", "dst_name", (list(names),)) if names else [])
+        # Both in one round trip, in the order of two reads: by id, then by name.
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT false, src, kind, dst, dst_name, id FROM edges WHERE dst = ANY(%s) UNION ALL "
+                "SELECT true, src, kind, dst, dst_name, id FROM edges WHERE dst_name = ANY(%s)",
+                (list(ids), list(names)),
+            ).fetchall()
+        rows.sort(key=lambda r: (r[0], r[4] if r[0] else r[3], r[5]))
+        return [EdgeRow(*r[1:5]) for r in rows]
 
     def all_edges(self) -> list[EdgeRow]:
         with self._conn() as conn:
