@@ -55,6 +55,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--vectors", type=int, default=None, help="synthetic vectors (default 100000; quick 20000)")
     p.add_argument("--queries", type=int, default=None, help="queries per latency measure (default 60; quick 30)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--work", type=Path, default=None,
+                   help="folder for the copies, indexes and server (default bench/.work/store)")
     return p.parse_args(argv)
 
 
@@ -389,6 +391,9 @@ def table(r: dict[str, Any]) -> str:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.work is not None:
+        global WORK
+        WORK = args.work.resolve()
     quick = args.quick
     n_notes = args.notes if args.notes is not None else (300 if quick else None)
     n_embed = args.embed_notes or (150 if quick else 300)

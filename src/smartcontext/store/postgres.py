@@ -211,6 +211,18 @@ def _hits_sql(query: "bm25.Query") -> tuple[str, list]:
     return sql_text, params
 
 
+# An item row as _stored_items decodes it (then the file's stored form, or NULL).
+_ITEM_COLUMNS = (
+    "i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, i.end_line, "
+    "i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, "
+    "i.details_at, i.details_len, i.text_at, i.text_len"
+)
+# A keyword search in a snapshot returns the rows of its best this many items with the
+# ranking: the hits' rows and a note's aliases are read from them, not in statements of
+# their own.
+PREFETCH_ITEMS = 40
+
+
 class _Counts:
     """Keyword statistics taken out by the open write's deletes and the rows and tokens
     it changed, applied to ``fts_terms`` and ``fts_stats`` once before it commits:
@@ -704,11 +716,12 @@ class PostgresStore(StoreBase):
                 rows = conn.execute("SELECT key, value FROM meta")
             self._local.held = held = dict(rows.fetchall())
             self._local.snap = conn
+            self._local.items = {}
             self._answers.begun((held.get("index_id") or "", int(held.get("generation") or 0)))
             try:
                 yield
             finally:
-                self._local.snap = self._local.held = None
+                self._local.snap = self._local.held = self._local.items = None
                 if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
                     conn.execute("COMMIT")  # read only: nothing to keep or lose
 
@@ -976,29 +989,29 @@ class PostgresStore(StoreBase):
         # files not decoded here yet comes with the rows (once per file), so a read is one
         # round trip; only a file replaced since it was decoded takes a second.
         cached = self._cached_ids()
-        send = cached is not None
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, "
-                "i.end_line, i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, "
-                "i.file_id, f.hash, i.details_at, i.details_len, i.text_at, i.text_len, "
-                "CASE WHEN %s AND row_number() OVER (PARTITION BY i.file_id) = 1 "
+                f"SELECT {_ITEM_COLUMNS}, CASE WHEN %s AND row_number() OVER (PARTITION BY i.file_id) = 1 "
                 "AND NOT i.file_id = ANY(%s::bigint[]) THEN f.data END "
                 f"FROM items i JOIN files f ON f.id = i.file_id WHERE {where} ORDER BY i.rowid",
-                (send, cached or "{}", *params),
+                (cached is not None, cached or "{}", *params),
             ).fetchall()
-            sent = {r[14]: (r[15], bytes(r[20])) for r in rows if r[20] is not None}
+            return self._stored_items(conn, rows)
 
-            def load(ids: list[int]) -> list[tuple[int, str, bytes]]:
-                out = [(i, *sent[i]) for i in ids if i in sent]
-                rest = [i for i in ids if i not in sent]
-                if rest:
-                    out += [(file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
-                        "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (rest,)
-                    ).fetchall()]
-                return out
+    def _stored_items(self, conn: "psycopg.Connection", rows: Sequence[tuple]) -> list[StoredItem]:
+        """Items from rows of ``_ITEM_COLUMNS`` and the file's stored form (or None)."""
+        sent = {r[14]: (r[15], bytes(r[20])) for r in rows if r[20] is not None}
 
-            files = self._texts.get(((r[14], r[15]) for r in rows), load)
+        def load(ids: list[int]) -> list[tuple[int, str, bytes]]:
+            out = [(i, *sent[i]) for i in ids if i in sent]
+            rest = [i for i in ids if i not in sent]
+            if rest:
+                out += [(file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
+                    "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (rest,)
+                ).fetchall()]
+            return out
+
+        files = self._texts.get(((r[14], r[15]) for r in rows), load)
         return [
             StoredItem(rowid, item_from_row(files[file_id], id_, path, kind, name, qualname, start,
                                             end, parent, lang, tokens, d_at, d_len, at, length),
@@ -1022,11 +1035,24 @@ class PostgresStore(StoreBase):
         self._cached_ids_memo = (changes, literal)
         return literal
 
+    def _snapshot_items(self) -> dict[int, StoredItem] | None:
+        """The items this thread's snapshot has read, by row id (None outside one, or
+        inside a write): rows of one snapshot never change, so they are read once."""
+        if getattr(self._local, "conn", None) is not None:
+            return None
+        return getattr(self._local, "items", None)
+
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
         wanted = list(dict.fromkeys(int(r) for r in rowids))
         if not wanted:
             return {}
-        return {s.rowid: s for s in self._read_items("i.rowid = ANY(%s)", (wanted,))}
+        known = self._snapshot_items()
+        if known is None:
+            return {s.rowid: s for s in self._read_items("i.rowid = ANY(%s)", (wanted,))}
+        missing = [r for r in wanted if r not in known]
+        if missing:
+            known.update((s.rowid, s) for s in self._read_items("i.rowid = ANY(%s)", (missing,)))
+        return {r: known[r] for r in wanted if r in known}
 
     def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
         wanted = list(dict.fromkeys(ids))
@@ -1130,18 +1156,43 @@ class PostgresStore(StoreBase):
         if within is not None:
             where.append("item = ANY(%s::bigint[])")
             params.append(list(within))
+        ranking = (
+            f"{hits} SELECT item, sum(s) AS score FROM hits {'WHERE ' + ' AND '.join(where) if where else ''} "
+            "GROUP BY item ORDER BY score DESC, item LIMIT %s"
+        )
+        known = self._snapshot_items()
         with self._conn() as conn:
             self._settled(conn)
-            rows = conn.execute(
-                f"{hits} SELECT item, sum(s) AS score FROM hits "
-                f"{'WHERE ' + ' AND '.join(where) if where else ''} "
-                "GROUP BY item ORDER BY score DESC, item LIMIT %s",
-                (*params, limit),
-            ).fetchall()
+            if known is None:
+                rows = conn.execute(ranking, (*params, limit)).fetchall()
+            else:
+                rows = self._rank_with_items(conn, ranking, (*params, limit), known)
         found = [(r[0], r[1]) for r in rows]
         if generation is not None:
             self._answers.put(generation, key, tuple(found), len(found))
         return found
+
+    def _rank_with_items(
+        self, conn: "psycopg.Connection", ranking: str, params: tuple, known: dict[int, StoredItem]
+    ) -> list[tuple]:
+        """The rows of ``ranking`` (item, score), each of the first PREFETCH_ITEMS with its
+        item's row when the snapshot has not read it yet, in one statement; those items
+        join ``known``."""
+        cached = self._cached_ids()
+        rows = conn.execute(
+            f"WITH ranked AS MATERIALIZED (SELECT item, score, row_number() OVER (ORDER BY score DESC, item) AS n "
+            f"FROM ({ranking}) g) "
+            "SELECT r.item, r.score, x.*, CASE WHEN x.rowid IS NOT NULL AND %s "
+            "AND row_number() OVER (PARTITION BY x.file_id) = 1 AND NOT x.file_id = ANY(%s::bigint[]) "
+            "THEN x.data END FROM ranked r LEFT JOIN LATERAL ("
+            f"SELECT {_ITEM_COLUMNS}, f.data FROM items i JOIN files f ON f.id = i.file_id "
+            "WHERE i.rowid = r.item AND r.n <= %s AND NOT i.rowid = ANY(%s::bigint[]) OFFSET 0) x ON true "
+            "ORDER BY r.score DESC, r.item",
+            (*params, cached is not None, cached or "{}", PREFETCH_ITEMS, list(known)),
+        ).fetchall()
+        items = [r[2:22] + r[23:24] for r in rows if r[2] is not None]
+        known.update((s.rowid, s) for s in self._stored_items(conn, items))
+        return rows
 
     def keyword_search_with_files(
         self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
