@@ -1025,7 +1025,8 @@ class PostgresStore(StoreBase):
     def _cached_ids(self) -> str | None:
         """The ids of the files decoded here, as an array literal for ``_read_items``
         (None past ``_CACHED_IDS_SENT``), made again only when that set changed: psycopg
-        wrote a list of 6,000 ids into every read (2 ms)."""
+        adapts a list element by element (a read sending 6,000 ids took 34 ms, 2.4 ms
+        with the literal)."""
         texts = self._texts
         memo = self._cached_ids_memo
         if memo is not None and memo[0] == texts.changes:
