@@ -2,7 +2,7 @@
 
 1. Cold index (no embeddings) of a repository (this project's own src/, tests/, bench/
    and docs/) and of the Obsidian hub vault (../shared/datasets; a sample of notes with
-   --quick) into each store.
+   --quick) into each store, the stores in turn three times (medians).
 2. Warm latency, single client: ``context`` on the repository (questions from its own
    function names) and keyword / semantic / hybrid ``search`` on the vault (queries from
    note titles). The vault's vectors are embedded once into the SQLite index and moved
@@ -55,6 +55,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--vectors", type=int, default=None, help="synthetic vectors (default 100000; quick 20000)")
     p.add_argument("--queries", type=int, default=None, help="queries per latency measure (default 60; quick 30)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--work", type=Path, default=None,
+                   help="folder for the copies, indexes and server (default bench/.work/store)")
     return p.parse_args(argv)
 
 
@@ -116,20 +118,27 @@ def open_ws(root: Path, url: str | None, name: str, embeddings: bool = False):
     return Workspace.open(root, cfg)
 
 
-def cold_index(root: Path, url: str, name: str) -> dict[str, Any]:
+def cold_index(root: Path, url: str, name: str, rounds: int = 1) -> dict[str, Any]:
+    """Index ``root`` from nothing into each store, the stores in turn ``rounds`` times
+    (one sample each was at the mercy of the machine's load): the median of each."""
     from smartcontext.store.postgres import drop_workspace
 
-    out = {}
-    for store in ("sqlite", "postgres"):
-        if store == "sqlite":
-            shutil.rmtree(root / ".smartcontext", ignore_errors=True)
-        else:
-            drop_workspace(url, name)
-        ws = open_ws(root, url if store == "postgres" else None, name)
-        t0 = time.perf_counter()
-        stats = ws.index()
-        out[store] = {"seconds": time.perf_counter() - t0, "files": stats.files_indexed, "items": stats.items}
-        ws.close()
+    times: dict[str, list[float]] = {"sqlite": [], "postgres": []}
+    out: dict[str, Any] = {}
+    for _ in range(rounds):
+        for store in ("sqlite", "postgres"):
+            if store == "sqlite":
+                shutil.rmtree(root / ".smartcontext", ignore_errors=True)
+            else:
+                drop_workspace(url, name)
+            ws = open_ws(root, url if store == "postgres" else None, name)
+            t0 = time.perf_counter()
+            stats = ws.index()
+            times[store].append(time.perf_counter() - t0)
+            out[store] = {"files": stats.files_indexed, "items": stats.items, "runs": times[store]}
+            ws.close()
+    for store, ts in times.items():
+        out[store]["seconds"] = quantile(ts, 0.5)
     return out
 
 
@@ -343,7 +352,8 @@ def table(r: dict[str, Any]) -> str:
     ]
     for label, key in (("cold index, repository", "repo"), ("cold index, vault", "vault")):
         c = r["cold"][key]
-        lines.append(f"| {label} ({c['sqlite']['files']} files, {c['sqlite']['items']} items), s | "
+        lines.append(f"| {label} ({c['sqlite']['files']} files, {c['sqlite']['items']} items), median of "
+                     f"{len(c['sqlite'].get('runs', [0]))}, s | "
                      f"{fmt(c['sqlite']['seconds'], 2)} | {fmt(c['postgres']['seconds'], 2)} | "
                      f"{ratio(c['sqlite']['seconds'], c['postgres']['seconds'])} |")
     for q in ("p50", "p95"):
@@ -389,6 +399,9 @@ def table(r: dict[str, Any]) -> str:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.work is not None:
+        global WORK
+        WORK = args.work.resolve()
     quick = args.quick
     n_notes = args.notes if args.notes is not None else (300 if quick else None)
     n_embed = args.embed_notes or (150 if quick else 300)
@@ -404,8 +417,9 @@ def main(argv=None) -> None:
         vault, small, titles = prepare_vault(n_notes, n_embed)
         print("prepared", flush=True)
         result: dict[str, Any] = {"cold": {}, "quick": quick}
-        result["cold"]["repo"] = cold_index(repo, url, "bench_repo")
-        result["cold"]["vault"] = cold_index(vault, url, "bench_vault")
+        rounds = 3
+        result["cold"]["repo"] = cold_index(repo, url, "bench_repo", rounds)
+        result["cold"]["vault"] = cold_index(vault, url, "bench_vault", rounds)
         print("cold", json.dumps(result["cold"]), flush=True)
         result["context"] = context_latency(repo, url, "bench_repo", n_queries)
         result["agreement"] = ranking_agreement(repo, url, "bench_repo", n_queries)

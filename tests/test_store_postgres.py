@@ -430,3 +430,53 @@ def test_a_cli_question_on_postgres_starts_no_pool_and_no_typer(sample_repo, pg_
         assert "walk.bin" in kept and any(n.startswith("catalogue-") for n in kept)
     finally:
         drop_workspace(pg_url, f"{pg_workspace}_cli")
+
+
+def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample_repo, pg_url, pg_workspace, monkeypatch):
+    """A server's keyword search on PostgreSQL is four statements: BEGIN with the state
+    (one round trip), the ranking with its best items' rows, and COMMIT; the term counts
+    and word forms come from the vocabulary held for the generation (they were two more
+    statements, and the item rows one or two). Counted where psycopg sends each
+    statement, so one added to the path fails here; the answers are SQLite's."""
+    import psycopg
+
+    def open_ws(url):
+        cfg = Config.load(sample_repo)
+        cfg.embeddings.model = "none"
+        if url:
+            cfg.store.url, cfg.store.workspace = url, pg_workspace
+        ws = Workspace.open(sample_repo, cfg)
+        ws.index()
+        return ws
+
+    lite, pg = open_ws(None), open_ws(pg_url)
+    try:
+        for q in ("apply a discount", "session token"):  # a generation's first questions
+            pg.search(q, mode="keyword")
+        sent: list[str] = []
+        execute = psycopg.Cursor.execute
+
+        def counted(self, query, params=None, **kw):
+            sent.append(query if isinstance(query, str) else query.as_string(self.connection))
+            return execute(self, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+        for q in ("How does AuthService handle login?", "price with discount", "hash the password",
+                  "user accounts"):
+            for mode in ("keyword", "hybrid"):
+                sent.clear()
+                hits = pg.search(q, mode=mode)
+                what = [s[:60] for s in sent]
+                # hybrid asks the keyword question again: its ranking is remembered
+                ranked = sum("fts_postings" in s for s in sent)
+                assert ranked == (mode == "keyword"), (q, mode, what)
+                assert not any("fts_terms" in s for s in sent if "fts_postings" not in s), what
+                # The ranking brings the rows of its best items (the hits, a note's aliases);
+                # a remembered ranking has them read, in at most two statements.
+                reads = sum(s.startswith("SELECT i.rowid, i.id") for s in sent)
+                assert reads == 0 if ranked else reads <= 2, (q, mode, what)
+                assert len(sent) == 3 + ranked + reads, (q, mode, what)
+                assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in lite.search(q, mode=mode)]
+    finally:
+        lite.close()
+        pg.close()

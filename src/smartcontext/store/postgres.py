@@ -20,6 +20,7 @@ statement: both stores give the same scores for the same index.
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import json
 import logging
@@ -176,7 +177,11 @@ def _hits_sql(query: "bm25.Query") -> tuple[str, list]:
             "SELECT p.item, p.file_row, x.w * " + _IDF.format(d="qt.text_docs") + " * "
             + _TF.format(f="p.wtf::float8", dl="p.dl") + " AS s "
             "FROM unnest(%s::text[], %s::float8[]) AS x(term, w) JOIN qt ON qt.term = x.term "
-            "JOIN fts_postings p ON p.term_id = qt.id AND p.wtf > 0 CROSS JOIN st"
+            # Each term's postings through the primary key (term_id, item): OFFSET 0 keeps the
+            # planner from joining the postings by a scan of all of them, which it chose
+            # before the tables had statistics (a fresh index: 44 of 60 ms of a search).
+            "CROSS JOIN LATERAL (SELECT item, file_row, wtf, dl FROM fts_postings "
+            "WHERE term_id = qt.id AND wtf > 0 OFFSET 0) p CROSS JOIN st"
         )
         params += [singles, [query.singles[t] for t in singles]]
     for phrase, weight in query.phrases.items():
@@ -204,6 +209,18 @@ def _hits_sql(query: "bm25.Query") -> tuple[str, list]:
         "hits AS (" + " UNION ALL ".join(parts) + ")"
     )
     return sql_text, params
+
+
+# An item row as _stored_items decodes it (then the file's stored form, or NULL).
+_ITEM_COLUMNS = (
+    "i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, i.end_line, "
+    "i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, "
+    "i.details_at, i.details_len, i.text_at, i.text_len"
+)
+# A keyword search in a snapshot returns the rows of its best this many items with the
+# ranking: the hits' rows and a note's aliases are read from them, not in statements of
+# their own.
+PREFETCH_ITEMS = 40
 
 
 class _Counts:
@@ -382,6 +399,38 @@ class _Answers:
         self._lock = threading.Lock()
         self._version: tuple[str, int] | None = None
         self._data: OrderedDict[tuple, object] = OrderedDict()
+        self._questions = 0  # snapshots begun on this version
+        self._vocabulary: _Vocabulary | None = None
+        self._too_many_terms: str | None = None  # an index id whose vocabulary is not held
+
+    def begun(self, version: tuple[str, int]) -> None:
+        """A snapshot began on ``version``."""
+        with self._lock:
+            if version == self._version:
+                self._questions += 1
+            elif self._version is None or version[0] != self._version[0] or version[1] > self._version[1]:
+                self._version, self._data, self._questions, self._vocabulary = version, OrderedDict(), 1, None
+
+    def vocabulary(
+        self, version: tuple[str, int], load: Callable[[int], list[tuple[str, int]]]
+    ) -> "_Vocabulary | None":
+        """The vocabulary of ``version``, loaded (``load(limit)``: at most ``limit`` rows)
+        from the second question of a generation on: a server that writes between every
+        two questions never pays for a load it would use once."""
+        with self._lock:
+            if version != self._version or self._questions < 2 or self._too_many_terms == version[0]:
+                return None
+            if self._vocabulary is not None:
+                return self._vocabulary
+        rows = load(_Vocabulary.TERMS + 1)
+        with self._lock:
+            if len(rows) > _Vocabulary.TERMS:
+                self._too_many_terms = version[0]
+                return None
+            vocabulary = _Vocabulary(rows)
+            if version == self._version:
+                self._vocabulary = vocabulary
+        return vocabulary
 
     def get(self, version: tuple[str, int], key: tuple) -> object | None:
         with self._lock:
@@ -400,10 +449,31 @@ class _Answers:
             if old is not None and old[0] == version[0] and version[1] < old[1]:
                 return  # a question on an older snapshot: its answers are not the current ones
             if version != old:
-                self._version, self._data = version, OrderedDict()
+                self._version, self._data, self._questions, self._vocabulary = version, OrderedDict(), 0, None
             self._data[key] = value
             while len(self._data) > self.ENTRIES:
                 self._data.popitem(last=False)
+
+
+class _Vocabulary:
+    """Every indexed term of one index generation with its document count, sorted by code
+    point (as the column's COLLATE "C"): a search's term counts and word-form lookups are
+    then answered in process, two statements fewer per question (each a round trip that
+    waits for a core on a busy server)."""
+
+    # Past this many terms the vocabulary is not held: its load would cost more than the
+    # statements it saves (this repository's 7,900 terms load in about 5 ms, so this many
+    # in about 40, the price of 10-20 questions' two statements on a busy machine).
+    TERMS = 60_000
+
+    def __init__(self, rows: list[tuple[str, int]]):
+        self.terms = [t for t, _ in rows]
+        self.docs = dict(rows)
+
+    def with_prefix(self, prefix: str, upper: str, limit: int) -> dict[str, int]:
+        start = bisect.bisect_left(self.terms, prefix)
+        end = bisect.bisect_left(self.terms, upper, start)
+        return {t: self.docs[t] for t in self.terms[start : min(end, start + limit)]}
 
 
 def _one(cursor: "psycopg.Cursor") -> tuple:
@@ -454,6 +524,7 @@ class PostgresStore(StoreBase):
         self.notices: list[str] = []
         self._local = threading.local()
         self._texts = FileTexts()
+        self._cached_ids_memo: tuple[int, str | None] | None = None
         self._hnsw_dims: set[int] = set()
         self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
@@ -644,12 +715,14 @@ class PostgresStore(StoreBase):
             with conn.pipeline():  # BEGIN and the meta rows in one round trip
                 conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 rows = conn.execute("SELECT key, value FROM meta")
-            self._local.held = dict(rows.fetchall())
+            self._local.held = held = dict(rows.fetchall())
             self._local.snap = conn
+            self._local.items = {}
+            self._answers.begun((held.get("index_id") or "", int(held.get("generation") or 0)))
             try:
                 yield
             finally:
-                self._local.snap = self._local.held = None
+                self._local.snap = self._local.held = self._local.items = None
                 if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
                     conn.execute("COMMIT")  # read only: nothing to keep or lose
 
@@ -916,30 +989,30 @@ class PostgresStore(StoreBase):
         # has another hash, and its items are left out, as on SQLite. The stored text of
         # files not decoded here yet comes with the rows (once per file), so a read is one
         # round trip; only a file replaced since it was decoded takes a second.
-        cached = self._texts.file_ids()
-        send = len(cached) <= _CACHED_IDS_SENT
+        cached = self._cached_ids()
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT i.rowid, i.id, i.path, i.kind, i.name, i.qualname, i.fqname, i.start_line, "
-                "i.end_line, i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, "
-                "i.file_id, f.hash, i.details_at, i.details_len, i.text_at, i.text_len, "
-                "CASE WHEN %s AND row_number() OVER (PARTITION BY i.file_id) = 1 "
+                f"SELECT {_ITEM_COLUMNS}, CASE WHEN %s AND row_number() OVER (PARTITION BY i.file_id) = 1 "
                 "AND NOT i.file_id = ANY(%s::bigint[]) THEN f.data END "
                 f"FROM items i JOIN files f ON f.id = i.file_id WHERE {where} ORDER BY i.rowid",
-                (send, cached if send else [], *params),
+                (cached is not None, cached or "{}", *params),
             ).fetchall()
-            sent = {r[14]: (r[15], bytes(r[20])) for r in rows if r[20] is not None}
+            return self._stored_items(conn, rows)
 
-            def load(ids: list[int]) -> list[tuple[int, str, bytes]]:
-                out = [(i, *sent[i]) for i in ids if i in sent]
-                rest = [i for i in ids if i not in sent]
-                if rest:
-                    out += [(file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
-                        "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (rest,)
-                    ).fetchall()]
-                return out
+    def _stored_items(self, conn: "psycopg.Connection", rows: Sequence[tuple]) -> list[StoredItem]:
+        """Items from rows of ``_ITEM_COLUMNS`` and the file's stored form (or None)."""
+        sent = {r[14]: (r[15], bytes(r[20])) for r in rows if r[20] is not None}
 
-            files = self._texts.get(((r[14], r[15]) for r in rows), load)
+        def load(ids: list[int]) -> list[tuple[int, str, bytes]]:
+            out = [(i, *sent[i]) for i in ids if i in sent]
+            rest = [i for i in ids if i not in sent]
+            if rest:
+                out += [(file_id, file_hash, bytes(blob)) for file_id, file_hash, blob in conn.execute(
+                    "SELECT id, hash, data FROM files WHERE id = ANY(%s)", (rest,)
+                ).fetchall()]
+            return out
+
+        files = self._texts.get(((r[14], r[15]) for r in rows), load)
         return [
             StoredItem(rowid, item_from_row(files[file_id], id_, path, kind, name, qualname, start,
                                             end, parent, lang, tokens, d_at, d_len, at, length),
@@ -949,11 +1022,39 @@ class PostgresStore(StoreBase):
             if file_id in files
         ]
 
+    def _cached_ids(self) -> str | None:
+        """The ids of the files decoded here, as an array literal for ``_read_items``
+        (None past ``_CACHED_IDS_SENT``), made again only when that set changed: psycopg
+        adapts a list element by element (a read sending 6,000 ids took 34 ms, 2.4 ms
+        with the literal)."""
+        texts = self._texts
+        memo = self._cached_ids_memo
+        if memo is not None and memo[0] == texts.changes:
+            return memo[1]
+        changes = texts.changes
+        ids = texts.file_ids()
+        literal = "{" + ",".join(map(str, ids)) + "}" if len(ids) <= _CACHED_IDS_SENT else None
+        self._cached_ids_memo = (changes, literal)
+        return literal
+
+    def _snapshot_items(self) -> dict[int, StoredItem] | None:
+        """The items this thread's snapshot has read, by row id (None outside one, or
+        inside a write): rows of one snapshot never change, so they are read once."""
+        if getattr(self._local, "conn", None) is not None:
+            return None
+        return getattr(self._local, "items", None)
+
     def items_by_rowids(self, rowids: Sequence[int]) -> dict[int, StoredItem]:
         wanted = list(dict.fromkeys(int(r) for r in rowids))
         if not wanted:
             return {}
-        return {s.rowid: s for s in self._read_items("i.rowid = ANY(%s)", (wanted,))}
+        known = self._snapshot_items()
+        if known is None:
+            return {s.rowid: s for s in self._read_items("i.rowid = ANY(%s)", (wanted,))}
+        missing = [r for r in wanted if r not in known]
+        if missing:
+            known.update((s.rowid, s) for s in self._read_items("i.rowid = ANY(%s)", (missing,)))
+        return {r: known[r] for r in wanted if r in known}
 
     def items_by_ids(self, ids: Sequence[str]) -> dict[str, StoredItem]:
         wanted = list(dict.fromkeys(ids))
@@ -989,6 +1090,26 @@ class PostgresStore(StoreBase):
         )
         with self._conn() as conn:
             return tuple(_one(conn.execute(sql.SQL("SELECT {}").format(counts))))
+
+    def counts(self) -> dict[str, int]:
+        """The table counts and the vectors by model in one statement (a process asking
+        one question counted them in three, the items twice); the item count is the
+        keyword statistics' row count, kept in the same transaction as the items."""
+        generation = (self.generation(), self.vector_generation())
+        tables, vectors = self._memo.get("tables"), self._vector_models
+        if tables is not None and tables[0] == generation[0] and vectors is not None and vectors[0] == generation:
+            return super().counts()
+        with self._conn() as conn:
+            self._settled(conn)
+            files, items, edges, models = _one(conn.execute(
+                "SELECT (SELECT count(*) FROM files), (SELECT rows FROM fts_stats), (SELECT count(*) FROM edges), "
+                "(SELECT coalesce(json_object_agg(model, n), '{}') FROM (SELECT c.model, count(*) AS n "
+                "FROM items i JOIN embedding_cache c ON c.hash = i.content_hash GROUP BY c.model) v)"
+            ))
+        self._memo["tables"] = (generation[0], (files, int(items), edges))
+        self._memo["items"] = (generation[0], int(items))
+        self._vector_models = (generation, {m: int(n) for m, n in models.items()})
+        return {"files": files, "items": int(items), "edges": edges, "vectors": sum(self._vector_models[1].values())}
 
     def kind_counts(self) -> dict[str, int]:
         with self._conn() as conn:
@@ -1037,18 +1158,43 @@ class PostgresStore(StoreBase):
         if within is not None:
             where.append("item = ANY(%s::bigint[])")
             params.append(list(within))
+        ranking = (
+            f"{hits} SELECT item, sum(s) AS score FROM hits {'WHERE ' + ' AND '.join(where) if where else ''} "
+            "GROUP BY item ORDER BY score DESC, item LIMIT %s"
+        )
+        known = self._snapshot_items()
         with self._conn() as conn:
             self._settled(conn)
-            rows = conn.execute(
-                f"{hits} SELECT item, sum(s) AS score FROM hits "
-                f"{'WHERE ' + ' AND '.join(where) if where else ''} "
-                "GROUP BY item ORDER BY score DESC, item LIMIT %s",
-                (*params, limit),
-            ).fetchall()
+            if known is None:
+                rows = conn.execute(ranking, (*params, limit)).fetchall()
+            else:
+                rows = self._rank_with_items(conn, ranking, (*params, limit), known)
         found = [(r[0], r[1]) for r in rows]
         if generation is not None:
             self._answers.put(generation, key, tuple(found), len(found))
         return found
+
+    def _rank_with_items(
+        self, conn: "psycopg.Connection", ranking: str, params: tuple, known: dict[int, StoredItem]
+    ) -> list[tuple]:
+        """The rows of ``ranking`` (item, score), each of the first PREFETCH_ITEMS with its
+        item's row when the snapshot has not read it yet, in one statement; those items
+        join ``known``."""
+        cached = self._cached_ids()
+        rows = conn.execute(
+            f"WITH ranked AS MATERIALIZED (SELECT item, score, row_number() OVER (ORDER BY score DESC, item) AS n "
+            f"FROM ({ranking}) g) "
+            "SELECT r.item, r.score, x.*, CASE WHEN x.rowid IS NOT NULL AND %s "
+            "AND row_number() OVER (PARTITION BY x.file_id) = 1 AND NOT x.file_id = ANY(%s::bigint[]) "
+            "THEN x.data END FROM ranked r LEFT JOIN LATERAL ("
+            f"SELECT {_ITEM_COLUMNS}, f.data FROM items i JOIN files f ON f.id = i.file_id "
+            "WHERE i.rowid = r.item AND r.n <= %s AND NOT i.rowid = ANY(%s::bigint[]) OFFSET 0) x ON true "
+            "ORDER BY r.score DESC, r.item",
+            (*params, cached is not None, cached or "{}", PREFETCH_ITEMS, list(known)),
+        ).fetchall()
+        items = [r[2:22] + r[23:24] for r in rows if r[2] is not None]
+        known.update((s.rowid, s) for s in self._stored_items(conn, items))
+        return rows
 
     def keyword_search_with_files(
         self, terms: Sequence[KeywordTerm], limit: int, is_file_row: Callable[[int], bool]
@@ -1080,11 +1226,29 @@ class PostgresStore(StoreBase):
             self._answers.put(generation, key, (tuple(items), tuple(files)), len(rows))
         return items, files
 
+    def _held_vocabulary(self) -> "_Vocabulary | None":
+        """The vocabulary of this thread's snapshot's generation, when it is held or worth
+        loading (``_Answers.vocabulary``); None outside a snapshot."""
+        generation = self._snapshot_generation()
+        if generation is None:
+            return None
+
+        def load(limit: int) -> list[tuple[str, int]]:
+            with self._conn() as conn:
+                return conn.execute(
+                    "SELECT term, docs FROM fts_terms WHERE docs > 0 ORDER BY term LIMIT %s", (limit,)
+                ).fetchall()
+
+        return self._answers.vocabulary(generation, load)
+
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Items holding each term in any column (as the FTS5 vocabulary counts rows)."""
         wanted = list(dict.fromkeys(terms))
         if not wanted:
             return {}
+        vocabulary = self._held_vocabulary()
+        if vocabulary is not None:
+            return {t: vocabulary.docs[t] for t in wanted if t in vocabulary.docs}
         generation = self._snapshot_generation()
         known: dict[str, int] = {}
         if generation is not None:
@@ -1110,6 +1274,9 @@ class PostgresStore(StoreBase):
             return {}
         # The range FTS5's vocabulary answers (terms compare by code point: COLLATE "C").
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        vocabulary = self._held_vocabulary()
+        if vocabulary is not None:
+            return vocabulary.with_prefix(prefix, upper, limit)
         generation = self._snapshot_generation()
         key = ("prefix", prefix, limit)
         if generation is not None:
@@ -1129,6 +1296,10 @@ class PostgresStore(StoreBase):
     def terms_with_prefixes(self, prefixes: Sequence[str], limit: int = 64) -> dict[str, dict[str, int]]:
         """Every prefix's terms in one statement (a question's word forms asked one
         prefix at a time were one to four round trips)."""
+        vocabulary = self._held_vocabulary()
+        if vocabulary is not None:
+            return {p: vocabulary.with_prefix(p, p[:-1] + chr(ord(p[-1]) + 1), limit) if p else {}
+                    for p in prefixes}
         generation = self._snapshot_generation()
         out: dict[str, dict[str, int]] = {}
         todo = []
@@ -1177,10 +1348,18 @@ class PostgresStore(StoreBase):
         return self._edges("src = ANY(%s)", "src", (list(ids),))
 
     def edges_to(self, ids: Sequence[str], names: Sequence[str]) -> list[EdgeRow]:
-        out = self._edges("dst = ANY(%s)", "dst", (list(ids),)) if ids else []
-        if names:
-            out += self._edges("dst_name = ANY(%s)", "dst_name", (list(names),))
-        return out
+        if not (ids and names):
+            out = self._edges("dst = ANY(%s)", "dst", (list(ids),)) if ids else []
+            return out + (self._edges("dst_name = ANY(%s)", "dst_name", (list(names),)) if names else [])
+        # Both in one round trip, in the order of two reads: by id, then by name.
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT false, src, kind, dst, dst_name, id FROM edges WHERE dst = ANY(%s) UNION ALL "
+                "SELECT true, src, kind, dst, dst_name, id FROM edges WHERE dst_name = ANY(%s)",
+                (list(ids), list(names)),
+            ).fetchall()
+        rows.sort(key=lambda r: (r[0], r[4] if r[0] else r[3], r[5]))
+        return [EdgeRow(*r[1:5]) for r in rows]
 
     def all_edges(self) -> list[EdgeRow]:
         with self._conn() as conn:

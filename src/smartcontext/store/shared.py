@@ -47,12 +47,14 @@ class FileTexts:
         self._files: OrderedDict[tuple[int, str], FileData] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
+        self.changes = 0  # counts the changes of the set of files held
 
     def clear(self) -> None:
         """Forget every decoded file (a server gone idle gives the memory back)."""
         with self._lock:
             self._files.clear()
             self._chars = 0
+            self.changes += 1
 
     def file_ids(self) -> list[int]:
         """The ids of the files held (any hash)."""
@@ -88,6 +90,7 @@ class FileTexts:
             for key, data in fresh.items():
                 if key not in self._files:
                     self._chars += len(data.text)
+                    self.changes += 1
                 self._files[key] = data
             while self._chars > self.max_chars and len(self._files) > 1:
                 self._chars -= len(self._files.popitem(last=False)[1].text)
