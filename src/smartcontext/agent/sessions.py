@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chat.files import EMBEDDINGS_SUFFIX, MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id
+from ..chat.vectors import LOG_SUFFIX
 from ..errors import InvalidArgument, SessionBusy, SessionNotFound, SmartContextError
 from ..tokens import DEFAULT_ENCODING
 from .loop import DEFAULT_MAX_ROUNDS, AgentLoop, Event, new_message
@@ -228,8 +229,9 @@ class AgentSessions:
             for path in (file.path, *file.segments()):
                 with suppress(FileNotFoundError):
                     path.unlink()
-            with suppress(FileNotFoundError):
-                (self.memory_dir / f"{session_id}{EMBEDDINGS_SUFFIX}").unlink()
+            for suffix in (EMBEDDINGS_SUFFIX, LOG_SUFFIX):
+                with suppress(FileNotFoundError):
+                    (self.memory_dir / f"{session_id}{suffix}").unlink()
         with suppress(FileNotFoundError):
             file.lock_path.unlink()
         with suppress(FileNotFoundError):

@@ -9,6 +9,7 @@
   var selectEl = document.getElementById('sc-chat-select');
   var errorEl = document.getElementById('sc-chat-error');
   var byId = new Map();   // message id -> element
+  var lit = new Set();    // the elements with sc-highlight
 
   var chat = window.scChat = {
     id: '',
@@ -151,6 +152,21 @@
     return el;
   }
 
+  // A message out of view has an estimated height until it is first shown
+  // (content-visibility, app.css), so a scroll lands off by the difference once the
+  // messages it brings into view are laid out: it is made again over the next frames.
+  function settle(scroll) {
+    var frames = 0;
+    scroll();
+    (function again() {
+      if (frames++ < 3) requestAnimationFrame(function () { scroll(); again(); });
+    })();
+  }
+
+  function toBottom() { settle(function () { listEl.scrollTop = listEl.scrollHeight; }); }
+
+  function reveal(el) { settle(function () { el.scrollIntoView({block: 'center'}); }); }
+
   function addMessage(m) {
     if (byId.has(m.id)) return;
     var el = messageElement(m);
@@ -160,6 +176,7 @@
 
   function render(messages) {
     byId.clear();
+    lit.clear();
     var frag = document.createDocumentFragment();
     messages.forEach(function (m) {
       var el = messageElement(m);
@@ -167,12 +184,20 @@
       frag.appendChild(el);
     });
     listEl.replaceChildren(frag);
-    listEl.scrollTop = listEl.scrollHeight;
+    toBottom();
   }
 
-  function clearHighlights() {
-    listEl.querySelectorAll('[data-message-id].sc-highlight')
-      .forEach(function (el) { el.classList.remove('sc-highlight'); });
+  // Only the messages whose mark changes are touched: after each answer the same ids come
+  // again, and a style change to a thousand messages is what a click would wait for.
+  function highlight(ids) {
+    var want = new Set();
+    ids.forEach(function (id) {
+      var el = byId.get(String(id));
+      if (el) want.add(el);
+    });
+    lit.forEach(function (el) { if (!want.has(el)) el.classList.remove('sc-highlight'); });
+    want.forEach(function (el) { if (!lit.has(el)) el.classList.add('sc-highlight'); });
+    lit = want;
   }
 
   function fillSelect(ids, current) {
@@ -242,6 +267,7 @@
   chat.element = messageElement;
   chat.toolCall = toolCallLine;
   chat.list = listEl;
+  chat.toBottom = toBottom;
 
   // A line of an answer's record: the message it names, scrolled to and focused.
   listEl.addEventListener('click', function (e) {
@@ -250,8 +276,8 @@
     var el = byId.get(btn.dataset.target);
     if (!el) return;
     el.tabIndex = -1;
-    el.scrollIntoView({block: 'center'});
-    el.focus();
+    reveal(el);
+    el.focus({preventScroll: true});
   });
 
   // The transcript editor: the message is added with the chosen role, nobody answers.
@@ -266,7 +292,7 @@
       .then(function (res) {
         if (!res.ok || !res.d.success) throw new Error(res.d.error || 'the message was not added');
         addMessage(res.d.message);
-        listEl.scrollTop = listEl.scrollHeight;
+        toBottom();
         input.value = '';
         showError(null);
       })
@@ -303,12 +329,7 @@
 
   // Smart Context: highlight messages included in the current filter.
   window.addEventListener('smart_context.highlight_applied', function (e) {
-    var ids = (e.detail && e.detail.message_ids) ? e.detail.message_ids : [];
-    clearHighlights();
-    ids.forEach(function (id) {
-      var el = byId.get(String(id));
-      if (el) el.classList.add('sc-highlight');
-    });
+    highlight((e.detail && e.detail.message_ids) ? e.detail.message_ids : []);
     filtered(true);
   });
 
@@ -316,7 +337,7 @@
   window.addEventListener('smart_context.filter_changed', function (e) {
     var active = (e.detail && e.detail.active_topics) ? e.detail.active_topics : [];
     if (active.length === 0) {
-      clearHighlights();
+      highlight([]);
       filtered(false);
     }
   });
@@ -394,7 +415,7 @@
     if (!target) { target = matches[0]; wrapped = true; }
     lastJump = target;
     target.tabIndex = -1;
-    target.scrollIntoView({block: 'center'});
+    reveal(target);
     target.focus({preventScroll: true});
     var role = target.querySelector('.sc-msg-role').textContent;
     var text = target.querySelector('.sc-msg-body').textContent.trim();
