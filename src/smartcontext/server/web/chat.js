@@ -161,9 +161,19 @@
     return el;
   }
 
-  // A message out of view has an estimated height until it is first shown
-  // (content-visibility, app.css), so a scroll lands off by the difference once the
-  // messages it brings into view are laid out: it is made again over the next frames.
+  // Saved messages go in blocks of BLOCK (app.css: a block out of view is neither laid
+  // out nor painted); the answer being written sits after them, outside any block.
+  var BLOCK = 64;
+
+  function newBlock() {
+    var b = document.createElement('div');
+    b.className = 'sc-block';
+    return b;
+  }
+
+  // A block out of view has an estimated height until it is first shown, so a scroll
+  // lands off by the difference once the blocks it brings into view are laid out: it is
+  // made again over the next frames.
   function settle(scroll) {
     var frames = 0;
     scroll();
@@ -180,17 +190,24 @@
     if (byId.has(m.id)) return;
     var el = messageElement(m);
     byId.set(m.id, el);
-    listEl.appendChild(el);
+    var last = listEl.lastElementChild;
+    if (!last || last.className !== 'sc-block' || last.childElementCount >= BLOCK) {
+      last = newBlock();
+      listEl.appendChild(last);
+    }
+    last.appendChild(el);
   }
 
   function render(messages) {
     byId.clear();
     lit.clear();
     var frag = document.createDocumentFragment();
-    messages.forEach(function (m) {
+    var block = null;
+    messages.forEach(function (m, i) {
+      if (i % BLOCK === 0) block = frag.appendChild(newBlock());
       var el = messageElement(m);
       byId.set(m.id, el);
-      frag.appendChild(el);
+      block.appendChild(el);
     });
     listEl.replaceChildren(frag);
     toBottom();
@@ -363,7 +380,10 @@
 
   function say(text) { viewStatusEl.textContent = text; }
 
-  function saved() { return Array.prototype.filter.call(listEl.children, function (el) { return el.dataset.messageId; }); }
+  function saved() { return Array.prototype.slice.call(listEl.querySelectorAll('.sc-msg[data-message-id]')); }
+
+  // What the view shows (the CSS of .sc-only-context), without asking for a layout.
+  function shown(el) { return !(onlyEl.checked && isFiltered) || el.classList.contains('sc-highlight'); }
 
   function inContext(el) { return !isFiltered || el.classList.contains('sc-highlight'); }
 
@@ -399,15 +419,20 @@
       at = all.indexOf(document.activeElement);
     }
     if (typeof at === 'number' && at >= 0) return at;
-    var top = listEl.getBoundingClientRect().top;
+    // Block by block: a message's position in a block out of view would lay that block out.
+    var top = listEl.getBoundingClientRect().top + 1;
+    var bottoms = new Map();
     for (var i = 0; i < all.length; i++) {
-      if (all[i].getBoundingClientRect().bottom > top + 1) return i - 1;
+      var b = all[i].parentNode;
+      if (!bottoms.has(b)) bottoms.set(b, b.getBoundingClientRect().bottom);
+      if (bottoms.get(b) <= top) continue;
+      if (all[i].getBoundingClientRect().bottom > top) return i - 1;
     }
     return -1;
   }
 
   function jump(wantIn) {
-    var all = saved().filter(function (el) { return el.offsetParent !== null; });  // shown
+    var all = saved().filter(shown);
     var matches = all.filter(function (el) { return inContext(el) === wantIn; });
     var what = wantIn ? 'in context' : 'not in context';
     if (!matches.length) {
