@@ -92,6 +92,37 @@ def test_embedding_cache_embeds_only_new_or_edited_messages(tmp_path, embedder):
     assert np.allclose(mv2.matrix(msgs)[1], first[1], atol=1e-5)
 
 
+def test_a_long_chats_new_vectors_are_appended_to_a_log_then_folded_in(tmp_path, embedder, monkeypatch):
+    """From APPEND_FROM vectors, new ones are a line of the log beside the file (the file is
+    not rewritten); a line torn by a crash is ignored; past a quarter of the file's count
+    the log is folded back in."""
+    from smartcontext.chat import vectors
+
+    monkeypatch.setattr(vectors, "APPEND_FROM", 4)
+    msgs = [Message(f"m{n}", "user", f"message {n} about the ferry") for n in range(8)]
+    MessageVectors(tmp_path, "c", embedder).matrix(msgs)
+    sidecar, log = tmp_path / "c.embeddings.json", tmp_path / "c.embeddings.jsonl"
+    before = sidecar.read_bytes()
+    msgs.append(Message("n0", "user", "a new message"))
+    first = MessageVectors(tmp_path, "c", embedder).matrix(msgs)
+    assert sidecar.read_bytes() == before
+    assert [sorted(json.loads(line)) for line in log.read_text().splitlines()] == [
+        ["_model", vectors.cache_key("n0", "a new message")]]
+    with log.open("a") as handle:
+        handle.write('{"_model": "%s", "x:1": [0.1, 0.' % embedder.name)
+    vectors._memo.clear()  # as another process reads it
+    again = MessageVectors(tmp_path, "c", embedder)
+    assert np.allclose(again.matrix(msgs), first, atol=1e-5) and again.embedded_last == 0
+    msgs += [Message("n1", "user", "another new message"), Message("n2", "user", "and a third")]
+    again.matrix(msgs)  # 3 logged vectors > 8 // 4: folded in
+    assert not log.exists()
+    raw = json.loads(sidecar.read_text())
+    assert len(raw) == 12 and "x:1" not in raw
+    vectors._memo.clear()
+    final = MessageVectors(tmp_path, "c", embedder)
+    assert final.matrix(msgs).shape == (11, embedder.dim) and final.embedded_last == 0
+
+
 def test_local_topics_sticky_and_counts(ws):
     chat = ws.chat("c1")
     result = chat.extract_topics()

@@ -168,3 +168,50 @@ def test_a_keyword_only_history_does_not_import_numpy(long_chat):
     if out[0] == "True":
         pytest.skip("something before the history imported numpy already")
     assert out == ["False", "False"]
+
+
+def test_an_answer_in_a_long_chat_is_appended_and_compaction_rewrites(long_chat, openai_stub):
+    """An agent's answer in a long chat adds lines (the question, the answer, the session's
+    summary) and never rewrites the JSON file; a half-written line (a crash during that
+    write) leaves the chat as it was; a compacted tool result (a message changed in
+    place) makes the one rewrite, which folds the lines back in."""
+    from smartcontext.agent import AgentSessions
+    from smartcontext.sources.chat import parse_chat_file
+
+    (long_chat / "tomatoes.md").write_text("# Tomatoes\n\nStake them early and water twice a week.\n")
+    server = openai_stub([{"content": "Stake them early."},
+                          {"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "tomatoes.md"}}]},
+                          {"content": "Water them twice a week."}])
+    memory = long_chat / ".memory"
+    base = memory / "long.json"
+    before = base.read_bytes()
+    with AgentSessions(long_chat, model="openai/scripted", api_base=server.url) as sessions:
+        first = sessions.reply("long", "How do I grow tomatoes?")
+        assert base.read_bytes() == before
+        data = ChatFile(memory, "long").load()
+        assert [m.id for m in data.messages][:6] == [f"m{n}" for n in range(6)]
+        assert [(m.role, m.content) for m in data.messages[6:]] == [
+            ("user", "How do I grow tomatoes?"), ("assistant", "Stake them early.")]
+        assert data.messages[-1].id == first["message_id"] and data.messages[-1].extra["sent"]["total_messages"] == 6
+        assert data.extra["agent"]["turns"] == 1 and data.extra["agent"]["model"] == "openai/scripted"
+        segments = sorted(memory.glob("long.*.jsonl"))
+        lines = [json.loads(line) for seg in segments for line in seg.read_text().splitlines()]
+        assert [rec.get("id") for rec in lines if "set" not in rec] == [m.id for m in data.messages[6:]]
+        assert lines[-1] == {"set": {"agent": data.extra["agent"]}}
+        # The index takes the messages of the lines, not the summary.
+        parsed = parse_chat_file(f".memory/{segments[-1].name}", segments[-1].read_text())
+        assert not parsed.warnings and all(i.qualname != "set" for i in parsed.items)
+        # A crash in the middle of an append: the torn line is not read.
+        with segments[-1].open("a") as handle:
+            handle.write('{"id": "torn", "role": "assistant", "content": "half an ans')
+        assert [m.id for m in ChatFile(memory, "long").load().messages] == [m.id for m in data.messages]
+        # A tool round: its result is compacted once the model has read it, a change to a
+        # message already written, so the chat is rewritten, the lines folded in.
+        # (The summary that follows is a line again.)
+        sessions.reply("long", "How often should I water them?")
+    saved = json.loads(base.read_text())
+    assert [m["role"] for m in saved["messages"][6:]] == ["user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert saved["messages"][10]["_compacted"] and "torn" not in {m["id"] for m in saved["messages"]}
+    lines = [json.loads(line) for seg in memory.glob("long.*.jsonl") for line in seg.read_text().splitlines()]
+    assert [list(rec) for rec in lines] == [["set"]]
+    assert ChatFile(memory, "long").load().extra["agent"]["turns"] == 2

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chat.files import EMBEDDINGS_SUFFIX, MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id
+from ..chat.vectors import LOG_SUFFIX
 from ..errors import InvalidArgument, SessionBusy, SessionNotFound, SmartContextError
 from ..tokens import DEFAULT_ENCODING
 from .loop import DEFAULT_MAX_ROUNDS, AgentLoop, Event, new_message
@@ -228,8 +229,9 @@ class AgentSessions:
             for path in (file.path, *file.segments()):
                 with suppress(FileNotFoundError):
                     path.unlink()
-            with suppress(FileNotFoundError):
-                (self.memory_dir / f"{session_id}{EMBEDDINGS_SUFFIX}").unlink()
+            for suffix in (EMBEDDINGS_SUFFIX, LOG_SUFFIX):
+                with suppress(FileNotFoundError):
+                    (self.memory_dir / f"{session_id}{suffix}").unlink()
         with suppress(FileNotFoundError):
             file.lock_path.unlink()
         with suppress(FileNotFoundError):
@@ -302,8 +304,12 @@ class AgentSessions:
                     meta["title"] = " ".join(text.split())[:TITLE_CHARS]
                 meta["model"] = model.name
 
+                # What the file holds of ``messages``, by id: the very dicts written (or
+                # read), so a message compaction replaced is told from one left alone.
+                written = {m["id"]: m for m in messages[:turn_start]}
+
                 def save(msgs: list[dict[str, Any]]) -> None:
-                    self._save(file, msgs, meta)
+                    self._save(file, msgs, meta, written)
 
                 self.memory_dir.mkdir(parents=True, exist_ok=True)
                 save(messages)
@@ -349,9 +355,18 @@ class AgentSessions:
                 {"tokens": result.token_count, "max_tokens": self.context_tokens, "files": result.files,
                  "sections": sections})
 
-    def _save(self, file: ChatFile, messages: builtins.list[dict[str, Any]], meta: dict[str, Any]) -> None:
-        """Write the session's messages: those already in the file are replaced by id
-        (compaction), new ones appended; messages someone else added are kept."""
+    def _save(self, file: ChatFile, messages: builtins.list[dict[str, Any]], meta: dict[str, Any],
+              written: dict[str, dict[str, Any]]) -> None:
+        """Write the session's messages: new ones appended (lines at the end of a long
+        chat, which is not rewritten: an answer's first token does not wait for 50,000
+        messages to be written); when compaction replaced some already in the file, the
+        chat is rewritten with those replaced by id. Messages someone else added are kept.
+        ``written`` (id -> the dict in the file) is brought up to date."""
+        keys = {META_KEY: {**meta, "updated": _now()}}
+        if all(written.get(m["id"], m) is m for m in messages):
+            file.append_turn([_to_message(m) for m in messages if m["id"] not in written], keys)
+            written.update((m["id"], m) for m in messages)
+            return
         by_id = {m["id"]: m for m in messages}
 
         def put(data: ChatData) -> None:
@@ -365,9 +380,10 @@ class AgentSessions:
                     merged.append(m)
             merged.extend(_to_message(m) for m in messages if m["id"] not in seen)
             data.messages = merged
-            data.extra[META_KEY] = {**meta, "updated": _now()}
+            data.extra.update(keys)
 
         file.update(put)
+        written.update((m["id"], m) for m in messages)
 
     def _history(self, chat_id: str, pending: str):
         """The chat context's filter for this chat (the seed's ``pipeline.context``): with

@@ -34,7 +34,7 @@ from ..sources import chat_cache as filecache
 # The file format lives with the chat source, below this layer: the indexer reads chat
 # files without importing the chat package (which sits above the index).
 from ..sources.chat import ChatData, Message, content_text, parse_chat  # noqa: F401 (re-exported)
-from ..sources.chat import is_topics_record, segment_records
+from ..sources.chat import is_keys_record, is_topics_record, segment_records
 from ..vault.paths import NEW_FILE_MODE, atomic_write, check_no_links, resolve_unlinked
 
 MEMORY_DIR = ".memory"
@@ -113,6 +113,7 @@ def segment_chat_id(name: str) -> str | None:
 class _Segment:
     messages: list[Message]
     topics: list[dict[str, Any]] | None  # the last topics record of the segment
+    keys: dict[str, Any]  # the chat's own keys its keys records set, the last of each winning
     lines: int
     ends_clean: bool  # ends with a newline (a crash mid-append can leave half a line)
 
@@ -123,9 +124,10 @@ class ChatFile:
 
     A chat is ``{chat_id}.json`` and, once it holds ``APPEND_FROM`` messages, the JSON
     Lines segments beside it, ``{chat_id}.00001.jsonl``...: one message (or one topics
-    record, ``{"topics": [...]}``) per line, appended, ``SEGMENT_LINES`` per segment.
-    Reading is the JSON file's messages, then the segments' in order; the last topics
-    record wins. ``update`` (a rewrite) folds the segments back into the JSON file.
+    record, ``{"topics": [...]}``, or one keys record, ``{"set": {"agent": {...}}}``) per
+    line, appended, ``SEGMENT_LINES`` per segment. Reading is the JSON file's messages,
+    then the segments' in order; the last topics record wins, and the last value of each
+    key set. ``update`` (a rewrite) folds the segments back into the JSON file.
     """
 
     def __init__(self, memory_dir: Path, chat_id: str):
@@ -168,6 +170,7 @@ class ChatFile:
         messages = list(base.messages)
         seen = base.message_ids()
         topics = base.topics
+        extra = base.extra
         for _, seg in parts:
             for m in seg.messages:
                 if m.id not in seen:  # a rewrite cut short keeps both copies: one counts
@@ -175,7 +178,9 @@ class ChatFile:
                     messages.append(m)
             if seg.topics is not None:
                 topics = seg.topics
-        data = ChatData(messages, topics, base.extra)
+            if seg.keys:
+                extra = {**extra, **seg.keys}
+        data = ChatData(messages, topics, extra)
         with _parsed_lock:
             _combined[str(self.path)] = (key, data)
         return _copy(data)
@@ -236,7 +241,7 @@ class ChatFile:
                 return seg
             raw = read_regular(path, follow_symlinks=False).decode("utf-8-sig")
         except FileNotFoundError:
-            return _Segment([], None, 0, True)
+            return _Segment([], None, {}, 0, True)
         except (OSError, UnicodeDecodeError) as exc:
             raise ChatFileError(f"cannot read chat segment {path}: {exc}") from exc
         seg = self._parse_segment(path, raw, None)
@@ -249,20 +254,22 @@ class ChatFile:
         """Lines of a segment (``raw``: the whole file, or what follows ``before``)."""
         ends_clean = raw.endswith("\n") or raw == ""
         count = raw.count("\n") + (0 if ends_clean else 1)
-        records, topics = [], None
+        records, topics, keys = [], None, {}
         for n, rec, bad in segment_records(raw):
             if bad is not None:
                 raise ChatFileError(f"{path}: line {n} is not valid JSON ({bad}); "
                                     "it was left untouched: fix or remove that line")
             if is_topics_record(rec):
                 topics = parse_chat({"topics": rec["topics"]}, f"{path}: line {n}").topics
+            elif is_keys_record(rec):
+                keys.update(parse_chat(rec["set"], f"{path}: line {n}").extra)
             else:
                 records.append(rec)
         messages = parse_chat({"messages": records}, str(path)).messages
         if before is None:
-            return _Segment(messages, topics, count, ends_clean)
+            return _Segment(messages, topics, keys, count, ends_clean)
         return _Segment(before.messages + messages, before.topics if topics is None else topics,
-                        before.lines + count, ends_clean)
+                        {**before.keys, **keys}, before.lines + count, ends_clean)
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -309,7 +316,29 @@ class ChatFile:
                 recheck(self.path)
                 self._write(data)
                 return self.path
-            return self._append_line(segments, message.to_dict())
+            return self._append_lines(segments, [message.to_dict()])
+
+    def append_turn(self, messages: Sequence[Message], keys: dict[str, Any]) -> Path:
+        """Add ``messages`` at the end and set the chat's own ``keys`` (an agent session's
+        summary), under one lock, as ``append`` does: lines in the last log segment for a
+        long chat (written at once), a rewrite for a short one. InvalidArgument if an id
+        is taken (nothing is written then); returns the file written."""
+        if keys.keys() & {"messages", "topics"}:
+            raise InvalidArgument("append_turn sets the chat's own keys, not its messages or topics")
+        with self.locked():
+            data = self.load()
+            ids = self._ids(data)
+            taken = [m.id for m in messages if m.id in ids]
+            if taken or len({m.id for m in messages}) < len(messages):
+                raise InvalidArgument(f"chat {self.chat_id} already has a message {(taken or [''])[0]!r}")
+            segments = self.segments()
+            if not segments and len(data.messages) < APPEND_FROM:
+                data.messages.extend(messages)
+                data.extra.update(keys)
+                recheck(self.path)
+                self._write(data)
+                return self.path
+            return self._append_lines(segments, [m.to_dict() for m in messages] + [{"set": keys}])
 
     def append_topics(self, topics: list[dict[str, Any]]) -> Path:
         """Record ``topics`` (a log line for a long chat, else a rewrite); the file written."""
@@ -321,7 +350,7 @@ class ChatFile:
                 data.topics = topics
                 self._write(data)
                 return self.path
-            return self._append_line(segments, {"topics": topics})
+            return self._append_lines(segments, [{"topics": topics}])
 
     def _ids(self, data: ChatData) -> set[str]:
         """The message ids of ``data`` (as ``load`` returned it), kept with the chat's
@@ -337,14 +366,17 @@ class ChatFile:
             _ids_memo[str(self.path)] = (tuple(data.messages), ids)
         return ids
 
-    def _append_line(self, segments: list[Path], record: dict[str, Any]) -> Path:
+    def _append_lines(self, segments: list[Path], records: list[dict[str, Any]]) -> Path:
+        """``records`` as lines at the end of the last segment (a new one when they do not
+        fit), in one write and one fsync: a crash can tear the last line only, which
+        readers leave out."""
         last = self._load_segment(segments[-1]) if segments else None
-        if last is not None and last.lines < SEGMENT_LINES:
+        if last is not None and last.lines + len(records) <= SEGMENT_LINES:
             path = segments[-1]
         else:
             n = int(_SEGMENT.fullmatch(segments[-1].name).group("n")) + 1 if segments else 1  # type: ignore[union-attr]
             path = self.memory_dir / f"{self.chat_id}.{n:05d}.jsonl"
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        line = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
         recheck(path)
         if last is not None and path == segments[-1] and not last.ends_clean:
             # Half a line left by an append cut short (never acknowledged): cut it off.

@@ -185,14 +185,20 @@ def is_topics_record(rec: Any) -> bool:
     return isinstance(rec, dict) and "topics" in rec and "id" not in rec
 
 
+def is_keys_record(rec: Any) -> bool:
+    """A segment line setting keys of the chat itself (``{"set": {"agent": {...}}}``: an
+    agent session's summary after an answer) rather than a message."""
+    return isinstance(rec, dict) and "id" not in rec and isinstance(rec.get("set"), dict)
+
+
 def _segment_messages(path: str, text: str) -> tuple[ChatData, list[str]]:
-    """The messages of a log segment (topics records skipped; a line that is not JSON is
-    not indexed, with a warning)."""
+    """The messages of a log segment (topics and keys records skipped; a line that is not
+    JSON is not indexed, with a warning)."""
     records, warnings = [], []
     for n, rec, bad in segment_records(text):
         if bad is not None:
             warnings.append(f"{path}: line {n} is not valid JSON ({bad}); line not indexed")
-        elif not is_topics_record(rec):
+        elif not is_topics_record(rec) and not is_keys_record(rec):
             records.append(rec)
     return parse_chat({"messages": records}, path), warnings
 

@@ -9,6 +9,7 @@
   var selectEl = document.getElementById('sc-chat-select');
   var errorEl = document.getElementById('sc-chat-error');
   var byId = new Map();   // message id -> element
+  var lit = new Set();    // the elements with sc-highlight
 
   var chat = window.scChat = {
     id: '',
@@ -115,19 +116,31 @@
     });
   }
 
-  function messageElement(m) {
-    var el = document.createElement('div');
-    el.className = 'sc-msg sc-role-' + (/^[a-z]+$/.test(m.role) ? m.role : 'other');
-    el.dataset.messageId = m.id;
+  // A message's elements are cloned from these (a third faster than building them one by
+  // one, for the 5,000 of a long chat on load).
+  var msgProto = document.createElement('div');
+  (function () {
     var head = document.createElement('div');
     head.className = 'sc-msg-head';
     var role = document.createElement('span');
     role.className = 'sc-msg-role';
-    role.textContent = m.role;
     head.appendChild(role);
+    var body = document.createElement('div');
+    body.className = 'sc-msg-body';
+    msgProto.appendChild(head);
+    msgProto.appendChild(body);
+  })();
+  var timeProto = document.createElement('span');
+  timeProto.className = 'sc-msg-time';
+
+  function messageElement(m) {
+    var el = msgProto.cloneNode(true);
+    el.className = 'sc-msg sc-role-' + (/^[a-z]+$/.test(m.role) ? m.role : 'other');
+    el.setAttribute('data-message-id', m.id);
+    var head = el.firstChild;
+    head.firstChild.textContent = m.role;
     if (m.timestamp) {
-      var ts = document.createElement('span');
-      ts.className = 'sc-msg-time';
+      var ts = timeProto.cloneNode(false);
       ts.textContent = m.timestamp;
       head.appendChild(ts);
     }
@@ -136,43 +149,81 @@
       st.textContent = 'stopped';
       head.appendChild(st);
     }
-    var body = document.createElement('div');
-    body.className = 'sc-msg-body';
-    el.appendChild(head);
-    el.appendChild(body);
+    var body = el.lastChild;
     if (m.role === 'tool') {
       el.classList.add('sc-compact');
       toolResult(m, body);
       return el;
     }
-    body.appendChild(window.scMarkdown(m.content));
+    window.scMarkdown.into(body, m.content);
     (m.tool_calls || []).forEach(function (call) { el.appendChild(toolCallLine(call)); });
     if (m.sent && m.sent.messages) el.appendChild(sentDetails(m));
     return el;
   }
 
+  // Saved messages go in blocks of BLOCK (app.css: a block out of view is neither laid
+  // out nor painted); the answer being written sits after them, outside any block.
+  var BLOCK = 64;
+
+  function newBlock() {
+    var b = document.createElement('div');
+    b.className = 'sc-block';
+    return b;
+  }
+
+  // A block out of view has an estimated height until it is first shown, so a scroll
+  // lands off by the difference once the blocks it brings into view are laid out: it is
+  // made again over the next frames.
+  function settle(scroll) {
+    var frames = 0;
+    scroll();
+    (function again() {
+      if (frames++ < 3) requestAnimationFrame(function () { scroll(); again(); });
+    })();
+  }
+
+  function toBottom() { settle(function () { listEl.scrollTop = listEl.scrollHeight; }); }
+
+  function reveal(el) { settle(function () { el.scrollIntoView({block: 'center'}); }); }
+
   function addMessage(m) {
     if (byId.has(m.id)) return;
     var el = messageElement(m);
     byId.set(m.id, el);
-    listEl.appendChild(el);
+    var last = listEl.lastElementChild;
+    if (!last || last.className !== 'sc-block' || last.childElementCount >= BLOCK) {
+      last = newBlock();
+      listEl.appendChild(last);
+    }
+    last.appendChild(el);
   }
 
   function render(messages) {
     byId.clear();
+    lit.clear();
     var frag = document.createDocumentFragment();
-    messages.forEach(function (m) {
+    var block = null;
+    messages.forEach(function (m, i) {
+      if (i % BLOCK === 0) block = frag.appendChild(newBlock());
       var el = messageElement(m);
       byId.set(m.id, el);
-      frag.appendChild(el);
+      block.appendChild(el);
     });
     listEl.replaceChildren(frag);
-    listEl.scrollTop = listEl.scrollHeight;
+    toBottom();
   }
 
-  function clearHighlights() {
-    listEl.querySelectorAll('[data-message-id].sc-highlight')
-      .forEach(function (el) { el.classList.remove('sc-highlight'); });
+  // Only the messages whose mark changes are touched: after each answer the same ids come
+  // again, and a style change to a thousand messages is what a click would wait for.
+  function highlight(ids) {
+    var want = new Set();
+    ids.forEach(function (id) {
+      var el = byId.get(String(id));
+      if (el) want.add(el);
+    });
+    lit.forEach(function (el) { if (!want.has(el)) el.classList.remove('sc-highlight'); });
+    want.forEach(function (el) { if (!lit.has(el)) el.classList.add('sc-highlight'); });
+    lit = want;
   }
 
   function fillSelect(ids, current) {
@@ -242,6 +293,7 @@
   chat.element = messageElement;
   chat.toolCall = toolCallLine;
   chat.list = listEl;
+  chat.toBottom = toBottom;
 
   // A line of an answer's record: the message it names, scrolled to and focused.
   listEl.addEventListener('click', function (e) {
@@ -250,8 +302,8 @@
     var el = byId.get(btn.dataset.target);
     if (!el) return;
     el.tabIndex = -1;
-    el.scrollIntoView({block: 'center'});
-    el.focus();
+    reveal(el);
+    el.focus({preventScroll: true});
   });
 
   // The transcript editor: the message is added with the chosen role, nobody answers.
@@ -266,7 +318,7 @@
       .then(function (res) {
         if (!res.ok || !res.d.success) throw new Error(res.d.error || 'the message was not added');
         addMessage(res.d.message);
-        listEl.scrollTop = listEl.scrollHeight;
+        toBottom();
         input.value = '';
         showError(null);
       })
@@ -303,12 +355,7 @@
 
   // Smart Context: highlight messages included in the current filter.
   window.addEventListener('smart_context.highlight_applied', function (e) {
-    var ids = (e.detail && e.detail.message_ids) ? e.detail.message_ids : [];
-    clearHighlights();
-    ids.forEach(function (id) {
-      var el = byId.get(String(id));
-      if (el) el.classList.add('sc-highlight');
-    });
+    highlight((e.detail && e.detail.message_ids) ? e.detail.message_ids : []);
     filtered(true);
   });
 
@@ -316,7 +363,7 @@
   window.addEventListener('smart_context.filter_changed', function (e) {
     var active = (e.detail && e.detail.active_topics) ? e.detail.active_topics : [];
     if (active.length === 0) {
-      clearHighlights();
+      highlight([]);
       filtered(false);
     }
   });
@@ -333,7 +380,10 @@
 
   function say(text) { viewStatusEl.textContent = text; }
 
-  function saved() { return Array.prototype.filter.call(listEl.children, function (el) { return el.dataset.messageId; }); }
+  function saved() { return Array.prototype.slice.call(listEl.querySelectorAll('.sc-msg[data-message-id]')); }
+
+  // What the view shows (the CSS of .sc-only-context), without asking for a layout.
+  function shown(el) { return !(onlyEl.checked && isFiltered) || el.classList.contains('sc-highlight'); }
 
   function inContext(el) { return !isFiltered || el.classList.contains('sc-highlight'); }
 
@@ -369,15 +419,20 @@
       at = all.indexOf(document.activeElement);
     }
     if (typeof at === 'number' && at >= 0) return at;
-    var top = listEl.getBoundingClientRect().top;
+    // Block by block: a message's position in a block out of view would lay that block out.
+    var top = listEl.getBoundingClientRect().top + 1;
+    var bottoms = new Map();
     for (var i = 0; i < all.length; i++) {
-      if (all[i].getBoundingClientRect().bottom > top + 1) return i - 1;
+      var b = all[i].parentNode;
+      if (!bottoms.has(b)) bottoms.set(b, b.getBoundingClientRect().bottom);
+      if (bottoms.get(b) <= top) continue;
+      if (all[i].getBoundingClientRect().bottom > top) return i - 1;
     }
     return -1;
   }
 
   function jump(wantIn) {
-    var all = saved().filter(function (el) { return el.offsetParent !== null; });  // shown
+    var all = saved().filter(shown);
     var matches = all.filter(function (el) { return inContext(el) === wantIn; });
     var what = wantIn ? 'in context' : 'not in context';
     if (!matches.length) {
@@ -394,7 +449,7 @@
     if (!target) { target = matches[0]; wrapped = true; }
     lastJump = target;
     target.tabIndex = -1;
-    target.scrollIntoView({block: 'center'});
+    reveal(target);
     target.focus({preventScroll: true});
     var role = target.querySelector('.sc-msg-role').textContent;
     var text = target.querySelector('.sc-msg-body').textContent.trim();

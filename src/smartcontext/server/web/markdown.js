@@ -137,4 +137,9 @@
   });
 
   window.scMarkdown = render;
+  // Into an empty element: plain text (most messages) as its text, with no fragment.
+  window.scMarkdown.into = function (el, text) {
+    if (text && !MARKS.test(text)) el.textContent = text;
+    else el.appendChild(render(text));
+  };
 })();

@@ -57,7 +57,7 @@
     reply.setAttribute('aria-busy', 'true');
     chat.list.appendChild(el);
     chat.list.appendChild(reply);
-    chat.list.scrollTop = chat.list.scrollHeight;
+    chat.toBottom();
     return reply;
   }
 
@@ -74,7 +74,7 @@
       line.textContent = '✗ ' + ev.name + ': ' + ev.error;
       reply.appendChild(line);
     }
-    chat.list.scrollTop = chat.list.scrollHeight;
+    chat.toBottom();
   }
 
   function busy(on) {
