@@ -131,7 +131,7 @@ def installed_entry_points(group: str = PROJECT) -> list[tuple[str, str]]:
     whose entry points are edited in place is seen once reinstalled, as the folder walk's
     saved answer sees plugins)."""
     from .cachedir import cache_dir
-    from .sealed import load_sealed, save_sealed
+    from .sealed import load_sealed, remember
 
     stamps: list[tuple[str, tuple[int, int] | None]] = []
     now = time.time_ns()
@@ -156,14 +156,7 @@ def installed_entry_points(group: str = PROJECT) -> list[tuple[str, str]]:
 
     found = [(ep.name, ep.value) for ep in importlib.metadata.entry_points(group=group)]
     if trusted:
-        memo[key] = found
-        while len(memo) > _SCANS_KEPT:
-            memo.pop(next(iter(memo)))
-        try:
-            memo_file.parent.mkdir(parents=True, exist_ok=True)
-            save_sealed(memo_file, _SCAN_MAGIC, memo)
-        except OSError:  # a read-only cache folder: scanned again next time
-            pass
+        remember(memo_file, _SCAN_MAGIC, memo, key, found, _SCANS_KEPT)
     return found
 
 

@@ -50,6 +50,20 @@ def save_sealed(path: Path, magic: bytes, value: Any) -> None:
     write_sealed(path, magic, marshal.dumps(value))
 
 
+def remember(path: Path, magic: bytes, memo: dict, key: Any, value: Any, kept: int) -> None:
+    """Add ``key: value`` to ``memo`` (a dict read with ``load_sealed``), drop its oldest
+    entries past ``kept`` and save it; a cache folder that cannot be written is no error
+    (the caller works it out again next time)."""
+    memo[key] = value
+    while len(memo) > kept:
+        memo.pop(next(iter(memo)))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_sealed(path, magic, memo)
+    except OSError:
+        pass
+
+
 def write_sealed(path: Path, magic: bytes, payload: bytes | Sequence[bytes]) -> None:
     """Save ``payload`` (bytes, or a sequence of parts written one after another, so a
     large payload is never joined in memory) at ``path`` atomically; raises OSError

@@ -366,7 +366,7 @@ def _file_digest(path: Path) -> str:
     process that named the model, so the digest is remembered in the cache folder by the
     file's inode, size, modification and change times (as git trusts its index's stamps)."""
     from ..cachedir import cache_dir
-    from ..sealed import load_sealed, save_sealed
+    from ..sealed import load_sealed, remember
 
     try:
         st = path.stat()
@@ -386,12 +386,5 @@ def _file_digest(path: Path) -> str:
             digest.update(chunk)
     value = digest.hexdigest()
     if st is not None and stamp is not None and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
-        known[key] = [*stamp, value]
-        while len(known) > _DIGESTS_KEPT:
-            known.pop(next(iter(known)))
-        try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            save_sealed(memo, _DIGESTS_MAGIC, known)
-        except OSError:  # a read-only cache folder: hashed again next time
-            pass
+        remember(memo, _DIGESTS_MAGIC, known, key, [*stamp, value], _DIGESTS_KEPT)
     return value
