@@ -7,6 +7,7 @@ writes go to a temporary file renamed over the old one, so a reader never sees h
 from __future__ import annotations
 
 import marshal
+import mmap
 import os
 import zlib
 from collections.abc import Sequence
@@ -48,6 +49,18 @@ def load_sealed(path: Path, magic: bytes) -> Any:
 def save_sealed(path: Path, magic: bytes, value: Any) -> None:
     """Write ``value`` (marshal) at ``path`` atomically; raises OSError."""
     write_sealed(path, magic, marshal.dumps(value))
+
+
+def map_read_only(path: Path, min_size: int) -> mmap.mmap | None:
+    """``path`` mapped read-only, or None when it cannot be opened or is shorter than
+    ``min_size`` bytes (its header)."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size < min_size:
+                return None
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
 
 
 def remember(path: Path, magic: bytes, memo: dict, key: Any, value: Any, kept: int) -> None:

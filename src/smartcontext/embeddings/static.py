@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import marshal
-import mmap
 import os
 import struct
 import threading
@@ -39,6 +38,7 @@ import numpy as np
 
 from ..cachedir import cache_dir
 from ..errors import EmbeddingError
+from ..sealed import map_read_only
 from .base import EmbedderBase, l2_normalise
 from .wordpiece import WordPiece
 
@@ -268,13 +268,8 @@ def write_mapped(path: Path, table: np.ndarray, meta: dict[str, Any], wordpiece:
 def read_mapped(path: Path, meta: dict[str, Any]) -> Table | None:
     """The mapped table at ``path`` when it was made with these settings and its header
     is whole; None otherwise (rows are checked as they are read)."""
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size < len(_TABLE_MAGIC) + _TABLE_HEAD.size:
-                return None
-            mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+    mapping = map_read_only(path, len(_TABLE_MAGIC) + _TABLE_HEAD.size)
+    if mapping is None:
         return None
     try:
         if mapping[: len(_TABLE_MAGIC)] != _TABLE_MAGIC:
@@ -287,7 +282,7 @@ def read_mapped(path: Path, meta: dict[str, Any]) -> Table | None:
         rows, dim = (int(x) for x in head["shape"])
         crc_at = _aligned(start + length + words_length)
         rows_at = _aligned(crc_at + 4 * rows)
-        if head["meta"] != meta or size != rows_at + 4 * rows * dim:
+        if head["meta"] != meta or len(mapping) != rows_at + 4 * rows * dim:
             return None
         crcs = np.frombuffer(mapping, dtype="<u4", count=rows, offset=crc_at)
         if zlib.crc32(crcs.tobytes(), zlib.crc32(words, zlib.crc32(head_bytes))) != checked:

@@ -28,15 +28,13 @@ join over every item) are saved the same way, in their own small sealed file.
 from __future__ import annotations
 
 import json
-import mmap
-import os
 import struct
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..sealed import load_sealed, save_sealed, write_parts
+from ..sealed import load_sealed, map_read_only, save_sealed, write_parts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,13 +76,8 @@ def read(path: Path, model: str) -> Mapped | None:
     """The file at ``path`` when it holds ``model``'s vectors and is whole, else None."""
     import numpy as np
 
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < len(_MAGIC) + _HEAD.size:
-                return None
-            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+    mapping = map_read_only(path, len(_MAGIC) + _HEAD.size)
+    if mapping is None:
         return None
     view = memoryview(mapping)
     try:
@@ -95,7 +88,7 @@ def read(path: Path, model: str) -> Mapped | None:
         meta = json.loads(bytes(view[start : start + length]))
         n, dim = int(meta["n"]), int(meta["dim"])
         body = _aligned(start + length)
-        if meta.get("model") != model or size != body + n * (16 + 4 * dim):
+        if meta.get("model") != model or len(mapping) != body + n * (16 + 4 * dim):
             return None
         if zlib.crc32(view[body : body + 16 * n], zlib.crc32(view[start : start + length])) != crc:
             return None
