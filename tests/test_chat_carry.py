@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from smartcontext import Workspace
 from smartcontext.chat.carry import carry_selection
 from smartcontext.chat.events import FILTER_CHANGED, TOPICS_UPDATED
+from smartcontext.errors import ChatNotFound
 
 OLD = [{"label": "Naxos Ferry", "count": 4, "message_ids": ["m1", "m2", "m5", "m6"]},
        {"label": "Sourdough Starter", "count": 2, "message_ids": ["m3", "m4"]},
@@ -98,3 +101,36 @@ def test_a_selection_follows_its_topic_when_the_topics_are_extracted_again(tmp_p
         assert events.index(FILTER_CHANGED) < events.index(TOPICS_UPDATED)
         # Kept on disk: another process (the CLI, a restarted server) reads the new labels.
         assert json.loads((tmp_path / ".smartcontext" / "chat_state.json").read_text())["active_topics"] == sc.active_topics
+
+
+def test_a_bubble_clicked_while_the_topics_were_extracted_again_selects_its_successor(tmp_path):
+    """The click's set_filter reaches the server after the extraction replaced the topics it
+    was made on: the old label is carried as if it had arrived a moment earlier; a label the
+    chat never had is still refused."""
+    mem = tmp_path / ".memory"
+    mem.mkdir()
+    messages = [("m1", "user", "Which ferry goes from Piraeus to Naxos?"),
+                ("m2", "assistant", "Blue Star ferries sail from Piraeus to Naxos every morning."),
+                ("m3", "user", "How do I feed my sourdough starter?"),
+                ("m4", "assistant", "Feed the sourdough starter flour and water once a day.")]
+    (mem / "trip.json").write_text(json.dumps({
+        "messages": [{"id": i, "role": r, "content": c} for i, r, c in messages],
+        "topics": [{"label": "Island Boats", "count": 2, "message_ids": ["m1", "m2"]},
+                   {"label": "Kitchen Chemistry", "count": 2, "message_ids": ["m3", "m4"]}]}))
+    (tmp_path / "smartcontext.toml").write_text('[embeddings]\nmodel = "none"\n')
+    with Workspace.open(tmp_path) as ws:
+        sc = ws.chats()
+        sc.set_filter([], chat_id="trip")  # nothing selected while the topics are replaced
+        result = sc.chat("trip").extract_topics(method="local")
+        ferry = next(t["label"] for t in result.topics if "m1" in t.get("message_ids", []))
+        assert ferry != "Island Boats"
+        seen = []
+        sc.subscribe("*", lambda event, payload: seen.append((event, payload)))
+        answer = sc.set_filter(["Island Boats"], chat_id="trip")
+        assert sc.active_topics == [ferry] == answer["active_topics"]
+        assert answer["renamed"] == {"Island Boats": ferry} and answer["lost"] == []
+        changed = [p for e, p in seen if e == FILTER_CHANGED]
+        assert changed[-1]["active_topics"] == [ferry] and changed[-1]["renamed"] == {"Island Boats": ferry}
+        with pytest.raises(ChatNotFound, match="no topic 'Budget'"):
+            sc.set_filter(["Budget"], chat_id="trip")
+        assert sc.active_topics == [ferry]

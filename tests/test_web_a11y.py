@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from test_web_chat_browser import make_folder
-from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, web_server
+from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, eventually, web_server
 
 AXE = Path(__file__).resolve().parent / "data" / "axe-core" / "axe.min.js"
 AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"
@@ -62,7 +62,7 @@ def test_no_serious_or_critical_violation(tmp_path, openai_stub):
                                "document.querySelector('.sc-sent') !== null")
         # The topics are extracted again after the answer (they then hold its messages) and
         # reach the page: only then is a selection kept.
-        page.wait_for_function("""() => fetch('/api/chats/trip/topics').then(r => r.json()).then(t => {
+        eventually(page, """() => fetch('/api/chats/trip/topics').then(r => r.json()).then(t => {
             const regular = t.topics.filter(x => !x.sticky);
             const shown = [...document.querySelectorAll('.sc-bubble')].map(b => b.dataset.label);
             return regular.some(x => (x.message_ids || []).some(i => !/^m\\d$/.test(i)))

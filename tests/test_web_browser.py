@@ -18,7 +18,7 @@ import httpx
 import pytest
 from conftest import SAMPLE_REPO, write_tree
 
-from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, web_server
+from web_support import MISSING_CHROMIUM, browser_context, chromium_missing, eventually, web_server
 
 from smartcontext.config import DEFAULT_REFRESH_INTERVAL
 
@@ -145,7 +145,7 @@ def test_chat_topics_filter_highlight_toggle_and_reload(site, browser, tmp_path)
     page.uncheck("#sc-toggle")
     page.wait_for_function("() => document.querySelectorAll('.sc-highlight').length === 0")
     assert status(page) == "All messages in context"
-    page.wait_for_function("() => fetch('/api/state').then(r => r.json()).then(s => !s.embedding_search)")
+    eventually(page, "() => fetch('/api/state').then(r => r.json()).then(s => !s.embedding_search)")
     assert page.locator(".sc-bubble.sc-inert").count() == len(regular)
     page.locator(".sc-bubble").first.click(force=True)  # aria-disabled: Playwright would wait
     page.wait_for_timeout(300)  # a click must change nothing: give a wrong request time to land
@@ -159,7 +159,7 @@ def test_chat_topics_filter_highlight_toggle_and_reload(site, browser, tmp_path)
 
     # On again and select: messages added meanwhile are weighed against the filter too.
     page.check("#sc-toggle")
-    page.wait_for_function("() => fetch('/api/state').then(r => r.json()).then(s => s.embedding_search)")
+    eventually(page, "() => fetch('/api/state').then(r => r.json()).then(s => s.embedding_search)")
     page.locator(".sc-bubble", has_text=ferry).click()
     page.wait_for_function("() => document.querySelectorAll('.sc-highlight').length > 0")
     page.fill("#sc-input", "Do ferries to Naxos take cars?")

@@ -51,6 +51,20 @@ def browser_context(viewport: dict[str, int] | None = None) -> Iterator[object]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def eventually(page, expression: str, timeout: float = 60, arg: object = None) -> object:
+    """The first truthy value of ``expression`` evaluated in ``page``, polled every 50 ms.
+    For conditions that need a promise (a fetch): Playwright's ``wait_for_function`` does not
+    wait for a returned promise, which is truthy, so such a wait returns at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = page.evaluate(expression, arg)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still false after {timeout} s: {expression}")
+        page.wait_for_timeout(50)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -41,7 +41,7 @@ class Carried:
         return bool(self.renamed or self.lost)
 
 
-def _fold(label: str) -> str:
+def fold_label(label: str) -> str:
     return " ".join(label.split()).casefold()
 
 
@@ -84,13 +84,13 @@ def carry_selection(active: list[str], old_topics: list[dict[str, Any]],
                     new_topics: list[dict[str, Any]]) -> Carried:
     """Where each label of ``active`` (topics of ``old_topics``) went in ``new_topics``.
     Sticky entries are no topics to select and are ignored on both sides."""
-    old = {_fold(t["label"]): t for t in old_topics
+    old = {fold_label(t["label"]): t for t in old_topics
            if isinstance(t.get("label"), str) and not t.get("sticky")}
     new = [t for t in new_topics if isinstance(t.get("label"), str) and not t.get("sticky")]
-    same = {_fold(t["label"]): t["label"] for t in new}
+    same = {fold_label(t["label"]): t["label"] for t in new}
     out = Carried()
     for label in active:
-        found = same.get(_fold(label)) or _by_members(old.get(_fold(label)), new) or _by_words(label, new)
+        found = same.get(fold_label(label)) or _by_members(old.get(fold_label(label)), new) or _by_words(label, new)
         if found is None:
             out.lost.append(label)
             continue

@@ -24,7 +24,7 @@ from typing import Any, Protocol, cast
 
 from ..errors import ChatNotFound, InvalidArgument, LLMError, did_you_mean
 from ..safeio import is_regular
-from .carry import Carried, carry_selection
+from .carry import Carried, carry_selection, fold_label as _fold_label
 from .events import FILTER_CHANGED, HIGHLIGHT_APPLIED, TOPICS_UPDATED, EventBus, Listener, read_events
 from .files import MEMORY_DIR, ChatData, ChatFile, Message, check_chat_id, write_json_atomic
 from .files import extends as _extends
@@ -88,6 +88,9 @@ class SmartContext:
         self.embedding_search: bool = bool(state.get("embedding_search", self.config.embedding_search))
         self._chats: dict[str, Chat] = {}
         self._lock = threading.RLock()
+        # Per chat, the topics last replaced and their successors (this process's own
+        # extractions): a selection sent against the topics just replaced follows them.
+        self._replaced: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
 
     def embedder(self):
         """The model chat messages are compared with: ``[chat] embedding_model``, or the
@@ -203,18 +206,25 @@ class SmartContext:
         if chat_id:
             check_chat_id(chat_id)
             self.require(chat_id)
+        carried = None
         if topics:
             if not target:
                 raise InvalidArgument("no chat given and no current chat: pass the chat id the topics belong to")
             if not chat_id:
                 self.require(target)
+            topics, carried = self._follow_replaced(target, topics)
             topics = self.check_topics(target, topics)
         if chat_id:
             self.chat(chat_id)
         self.active_topics = topics
         self._save_state()
-        self.events.emit(FILTER_CHANGED, {"active_topics": list(topics), "chat_id": self.current_chat_id})
+        event: dict[str, Any] = {"active_topics": list(topics), "chat_id": self.current_chat_id}
+        if carried is not None and carried.changed:
+            event.update(renamed=carried.renamed, lost=carried.lost)
+        self.events.emit(FILTER_CHANGED, event)
         answer: dict[str, Any] = {"status": "success", "active_topics": list(topics)}
+        if carried is not None and carried.changed:
+            answer.update(renamed=carried.renamed, lost=carried.lost)
         if self.current_chat_id and topics and self.embedding_search:
             result = self.chat().highlight()
             if result.matched_nothing:
@@ -222,12 +232,38 @@ class SmartContext:
                 answer.update(matched_nothing=result.matched_nothing, status_line=result.status_line())
         return answer
 
+    def _follow_replaced(self, chat_id: str, topics: list[str]) -> tuple[list[str], Carried | None]:
+        """``topics`` with each label of the topics this process just replaced (and not a
+        label of the current ones) carried to its successor: a bubble clicked while the
+        topics were being extracted again selects what it continues as. Other labels are
+        left for ``check_topics``."""
+        replaced = self._replaced.get(chat_id)
+        if replaced is None:
+            return topics, None
+        old, new = replaced
+        current = {_fold_label(t["label"]) for t in new if isinstance(t.get("label"), str)}
+        before = {_fold_label(t["label"]) for t in old if isinstance(t.get("label"), str) and not t.get("sticky")}
+        stale = [t for t in topics if _fold_label(t) not in current and _fold_label(t) in before]
+        if not stale:
+            return topics, None
+        carried = carry_selection(stale, old, new)
+        out: list[str] = []
+        for t in topics:
+            if t not in stale:
+                out.append(t)
+            elif t in carried.renamed:
+                out.append(carried.renamed[t])
+            elif t not in carried.lost:
+                out.append(t)
+        return list(dict.fromkeys(out)), carried
+
     def carry_selection(self, chat_id: str, old_topics: list[dict[str, Any]],
                         new_topics: list[dict[str, Any]]) -> Carried | None:
         """After ``chat_id``'s topics were regenerated, the selected topics follow their new
         labels (``chat.carry``); ``filter_changed`` then says which were renamed and which
         were lost. None when no topic of that chat is selected."""
         with self._lock:
+            self._replaced[chat_id] = (old_topics, new_topics)
             if chat_id != self.current_chat_id or not self.active_topics:
                 return None
             carried = carry_selection(self.active_topics, old_topics, new_topics)

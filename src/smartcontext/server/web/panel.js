@@ -78,11 +78,20 @@
     }
   }
 
+  // Selections sent and not answered yet: the server settles them (filter_changed).
+  var sending = 0;
   function sendFilter() {
+    sending += 1;
     return window.request('execute_command', {
       command: 'smart_context.set_filter',
       args: {topics: Array.from(scActive), chat_id: window.scChat.id}
-    }).catch(function (e) { setStatus('Filter failed: ' + e.message); });
+    }).catch(function (e) {
+      setStatus('Filter failed: ' + e.message);
+      // Refused (a label gone meanwhile): what is selected is what the topics still hold.
+      var labels = new Set(scTopics.map(function (t) { return t.label; }));
+      scActive = new Set(Array.from(scActive).filter(function (l) { return labels.has(l); }));
+      scRender();
+    }).finally(function () { sending -= 1; });
   }
 
   // The bubbles explain themselves on first use: the help is open until the user has
@@ -170,6 +179,10 @@
     if (!d.topics || (d.chat_id && d.chat_id !== window.scChat.id)) return;
     scTopics = d.topics;
     pushed = {chat_id: window.scChat.id, at: performance.now(), topics: d.topics};
+    // A selection still on its way was made against the topics just replaced: the server
+    // carries it to the new labels and says so (filter_changed); dropping it here would
+    // undo the click.
+    if (sending) { scRender(); return; }
     // Topics are regenerated: a selected label that is gone is dropped, here and on the server.
     var labels = new Set(scTopics.map(function (t) { return t.label; }));
     var kept = Array.from(scActive).filter(function (l) { return labels.has(l); });
@@ -220,8 +233,11 @@
   // Read the server's state: on load (so a reload keeps the filter), on switching chats and
   // after the WebSocket reconnects (events may have been missed meanwhile).
   function restore(chatData) {
-    var seq = filterSeq;
-    return window.scGet('/api/state').then(function (state) {
+    // The state read at start comes with the first chat (read before this script ran:
+    // every filter_changed seen here is newer than it).
+    var seq = chatData.state ? 0 : filterSeq;
+    var read = chatData.state ? Promise.resolve(chatData.state) : window.scGet('/api/state');
+    return read.then(function (state) {
       // The chat is opened again after each answer, while the server may carry the
       // selection to the regenerated topics: a filter_changed that came in meanwhile is
       // newer than this read of the state.
