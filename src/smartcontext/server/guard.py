@@ -110,7 +110,12 @@ class GuardMiddleware:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start" and extra:
-                message = {**message, "headers": list(message.get("headers", [])) + extra}
+                own = list(message.get("headers", []))
+                # An answer that states its own cache policy keeps it (the page's
+                # content-addressed files); every other answer is not stored.
+                add = [h for h in extra if h[0] != b"cache-control"] if any(
+                    k.lower() == b"cache-control" for k, _ in own) else extra
+                message = {**message, "headers": own + add}
             await send(message)
 
         await self.app(scope, receive, with_headers)

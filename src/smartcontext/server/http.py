@@ -32,14 +32,14 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
-from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..chat.files import ChatFile
 from ..errors import InvalidArgument
 from ..tools import DEFAULT_REFRESH_INTERVAL, ToolRegistry
+from .assets import VersionedStaticFiles, digests, versioned_html
 from .guard import GuardMiddleware, check_token, is_loopback, new_token
 from .hub import MESSAGE_ADDED, EventHub, ProgressEvents
 
@@ -252,11 +252,13 @@ class WebApi:
     )
 
     def routes(self) -> list[Any]:
-        page = lambda name: (lambda request: FileResponse(WEB_DIR / name))  # noqa: E731
+        known = digests(WEB_DIR)
+        pages = {name: versioned_html(WEB_DIR / name, known) for name in ("index.html", "search.html")}
+        page = lambda name: (lambda request: Response(pages[name], media_type="text/html"))  # noqa: E731
         return [
             Route("/", page("index.html")),
             Route("/search", page("search.html")),
-            Mount("/static", StaticFiles(directory=WEB_DIR), name="static"),
+            Mount("/static", VersionedStaticFiles(WEB_DIR, known), name="static"),
             *(Route("/api" + path, getattr(self, handler), methods=methods.split()) for path, handler, methods in self.API),
             WebSocketRoute("/ws", self.websocket),
         ]

@@ -244,29 +244,48 @@
     return asked || state.current_chat_id || ids[0] || 'chat';
   }
 
-  chat.open = function (id) {
+  // The page's later scripts (the panel) listen for chat_opened: a chat read before they
+  // have run is shown once the document is parsed, when they all have.
+  var parsed = document.readyState === 'loading' ? new Promise(function (resolve) {
+    document.addEventListener('DOMContentLoaded', resolve, {once: true});
+  }) : Promise.resolve();
+
+  // ?new=1: a chat not written yet opens empty (it is created by its first message);
+  // without it, an unknown id is an error naming the closest chats.
+  function readChat(id) {
+    return {asked: performance.now(), data: window.scGet('/api/chats/' + encodeURIComponent(id) + '?new=1')};
+  }
+
+  // read: the chat's read already under way (readChat), else it is read now; state: the
+  // server's state read beside it at start (the panel then does not read it again).
+  chat.open = function (id, read, state) {
     chat.id = id;
     var url = new URL(location.href);
     url.searchParams.set('chat', id);
     history.replaceState(null, '', url);
-    // ?new=1: a chat not written yet opens empty (it is created by its first message);
-    // without it, an unknown id is an error naming the closest chats.
-    var asked = performance.now();
-    return window.scGet('/api/chats/' + encodeURIComponent(id) + '?new=1').then(function (data) {
+    read = read || readChat(id);
+    var asked = read.asked;
+    return Promise.all([read.data, parsed]).then(function (r) {
+      var data = r[0];
       render(data.messages);
       showError(null);
       // asked: when the file was asked for, so that topics pushed meanwhile win (panel.js).
-      window.dispatchEvent(new CustomEvent('smartcontext.chat_opened', {detail: Object.assign({asked: asked}, data)}));
+      window.dispatchEvent(new CustomEvent('smartcontext.chat_opened',
+        {detail: Object.assign({asked: asked, state: state || null}, data)}));
       return data;
     });
   };
 
+  // A chat named in the address is read beside the state and the list of chats, not after.
+  var named = new URLSearchParams(location.search).get('chat');
+  var early = named ? readChat(named) : null;
+  if (early) early.data.catch(function () {});  // its error is shown when it is opened
   chat.ready = Promise.all([window.scGet('/api/state'), window.scGet('/api/chats')])
     .then(function (r) {
       var state = r[0], ids = r[1].chats;
       var id = chooseChat(state, ids);
       fillSelect(ids, id);
-      return chat.open(id).then(function (data) { return {state: state, chat: data}; });
+      return chat.open(id, id === named ? early : null, state).then(function (data) { return {state: state, chat: data}; });
     })
     .catch(function (e) { showError(e); throw e; });
 
