@@ -406,12 +406,11 @@ class AgentSessions:
         topics = sc.current_chat_id == chat_id and sc.active_topics and sc.embedding_search
         if not topics and not self.history_tokens:
             return None, {"mode": "all"}
-        from ..chat.session import Chat
-
         ctx = self.registry.context
         try:
-            # Chat(...) rather than sc.chat(): that would make this the current chat.
-            chat = Chat(sc, chat_id)
+            # Not sc.chat(): that would make this the current chat. The kept object's token
+            # counts are reused: a long chat's earlier messages are not counted every answer.
+            chat = sc.chat_object(chat_id)
             if topics:
                 result = chat.history(mode="topics", sync=False)
             else:

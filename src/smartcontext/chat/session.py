@@ -140,6 +140,13 @@ class SmartContext:
             if chat_id != self.current_chat_id:
                 self.current_chat_id = chat_id
                 self._save_state()
+            return self.chat_object(chat_id)
+
+    def chat_object(self, chat_id: str) -> "Chat":
+        """The chat ``chat_id`` as ``chat`` keeps it (its memos of token counts and message
+        positions live as long as this context), without making it the current chat."""
+        check_chat_id(chat_id)
+        with self._lock:
             if chat_id not in self._chats:
                 self._chats[chat_id] = Chat(self, chat_id)
             return self._chats[chat_id]
