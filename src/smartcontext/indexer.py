@@ -6,9 +6,7 @@ interrupted run leaves a consistent index that the next run completes.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import os
 import sys
 import threading
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import Interrupted
+from .lazy import Logger
 from .safeio import is_regular, read_regular
 from .model import Item, ParsedFile
 from .words import fts_text
@@ -40,7 +39,7 @@ from .store.base import Store
 if TYPE_CHECKING:
     from .parse_pool import ParsePool
 
-log = logging.getLogger("smartcontext.indexer")
+log = Logger("smartcontext.indexer")
 
 Progress = Callable[[str, int, int], None]
 
@@ -98,6 +97,8 @@ def _longest_line(data: bytes) -> int:
 
 
 def _content_hash(text: str) -> str:
+    import hashlib  # a question that finds nothing changed never hashes
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -127,6 +128,8 @@ def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedF
 
 def _file_hash(file: DiscoveredFile) -> str | None:
     """The hash ``_process`` stores for the file's content now; None when unreadable."""
+    import hashlib
+
     try:
         return hashlib.sha1(read_regular(file.abs_path)).hexdigest()
     except OSError:
@@ -152,6 +155,8 @@ def _process(
         data = read_regular(file.abs_path)  # a FIFO put there since discovery: no hang
     except OSError:
         return _Processed(file, "", "unreadable")
+    import hashlib
+
     digest = hashlib.sha1(data).hexdigest()
     if known_hash == digest:
         return _Processed(file, digest, "same")

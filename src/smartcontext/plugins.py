@@ -22,7 +22,6 @@ Each registry (``sources.registry``, ``sources.lang``, ``embeddings.registry``,
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import re
 import sys
@@ -34,9 +33,11 @@ from typing import Any
 
 import pluggy
 
+from .lazy import Logger
+
 PROJECT = "smartcontext"
 
-log = logging.getLogger("smartcontext.plugins")
+log = Logger("smartcontext.plugins")
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
