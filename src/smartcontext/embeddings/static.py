@@ -473,10 +473,10 @@ def _sha256(data: bytes) -> str:
     hashlib loads OpenSSL's bindings first, 3 ms of a question process that hashes
     nothing but this (the model's name; its files' digests are remembered)."""
     try:
-        from _sha2 import sha256  # Python 3.12+
+        from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+
     except ImportError:
         try:
-            from _sha256 import sha256  # type: ignore[no-redef]  # Python 3.11
+            from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
         except ImportError:
             from hashlib import sha256
     return sha256(data).hexdigest()
