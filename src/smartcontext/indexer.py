@@ -347,7 +347,8 @@ class Indexer:
         skipped = dict(found.skipped)
         # Read before the rows: a write in between moves the generation this names, so
         # what is saved below can only be too old to match, never wrongly matching.
-        checked, seen = self._checked(found), unchanged.stamps(found.files)
+        checked = self._checked(found)
+        seen = unchanged.stamps(found.files) if checked else b""
         kept = unchanged.load(self.unchanged_cache, checked, seen) if checked else None
         if kept is not None:
             stats.files_unchanged = kept["unchanged"]
