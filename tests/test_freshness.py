@@ -223,3 +223,104 @@ def test_a_walk_saved_by_one_way_of_starting_is_reused_by_another(tmp_path, monk
     assert len(folders) >= 2
     monkeypatch.setattr(sys, "path", [sys.path[0], *reversed(sys.path[1:])])
     assert _reused(root, options, cache)
+
+
+# -- the refresh that found nothing to do (sources/unchanged.py) -------------------------------
+
+import sqlite3  # noqa: E402
+
+from smartcontext.workspace import UNCHANGED_FILE, Workspace  # noqa: E402
+
+
+def _stored_size(root: Path, rel: str) -> int:
+    with sqlite3.connect(root / ".smartcontext" / "index.db") as db:
+        return db.execute("SELECT size FROM files WHERE path=?", (rel,)).fetchone()[0]
+
+
+def _skew_stored_size(root: Path, rel: str) -> None:
+    """A stamp in the index that differs from the file, written behind the store's back
+    (no generation moved): a refresh that compares rows re-stamps it, one that trusts
+    the saved stamps leaves it."""
+    with sqlite3.connect(root / ".smartcontext" / "index.db") as db:
+        db.execute("UPDATE files SET size = size + 1 WHERE path=?", (rel,))
+
+
+def _quiet(root: Path) -> None:
+    """An index whose files are past the racy window, and a refresh that found nothing."""
+    with Workspace.open(root) as ws:
+        ws.index(embeddings=False)
+        _age(root)  # the index folder too, so the walk is saved with trusted stamps
+        ws.refresh()  # re-stamps what was aged (its ctime moved) and moves the racy window
+        assert ws.refresh().files_indexed == 0
+    assert (root / ".smartcontext" / UNCHANGED_FILE).is_file()
+
+
+def test_a_refresh_that_found_nothing_spares_the_next_one_the_rows(sample_repo):
+    _quiet(sample_repo)
+    size = _stored_size(sample_repo, "shop/db.py")
+    _skew_stored_size(sample_repo, "shop/db.py")
+    with Workspace.open(sample_repo) as ws:
+        again = ws.refresh()
+        assert (again.files_indexed, again.files_deleted) == (0, 0)
+        assert again.files_unchanged == again.files_seen > 0 and again.items > 0
+        assert not ws.pending_changes()
+    assert _stored_size(sample_repo, "shop/db.py") == size + 1  # the rows were not read
+    # A damaged record is not trusted: the rows are compared (and the stamp put right).
+    saved = sample_repo / ".smartcontext" / UNCHANGED_FILE
+    data = bytearray(saved.read_bytes())
+    data[-3] ^= 0xFF
+    saved.write_bytes(bytes(data))
+    with Workspace.open(sample_repo) as ws:
+        assert ws.refresh().files_indexed == 0
+    assert _stored_size(sample_repo, "shop/db.py") == size
+
+
+def test_an_edit_in_place_that_keeps_size_and_mtime_is_seen_past_the_saved_stamps(sample_repo):
+    """No folder changes and size and mtime are put back: only the file's ctime moved."""
+    _quiet(sample_repo)
+    path = sample_repo / "shop" / "auth.py"
+    before = os.stat(path)
+    text = path.read_text()
+    path.write_text(text.replace("login", "logon", 1))  # the same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert os.stat(path.parent).st_mtime_ns == os.stat(path.parent).st_mtime_ns
+    with Workspace.open(sample_repo) as ws:
+        assert ws.pending_changes()
+    found = run("search", "logon", str(sample_repo), "--json", check=False)  # a whole process, as a user's
+    assert found.returncode == 0, found.stderr
+    assert any(r["path"] == "shop/auth.py" for r in json.loads(found.stdout)["results"])
+
+
+def test_each_change_after_a_quiet_refresh_is_seen(sample_repo):
+    _quiet(sample_repo)
+    # An edit with a new mtime.
+    (sample_repo / "shop" / "pricing.py").write_text("def numbat_tally():\n    return 7\n")
+    with Workspace.open(sample_repo) as ws:
+        assert ws.refresh().files_indexed == 1
+        assert ws.search("numbat_tally", mode="keyword")[0].path == "shop/pricing.py"
+    # A file added in a folder, then one removed (aged, so only the folder's stamp tells).
+    _quiet(sample_repo)
+    (sample_repo / "shop" / "bilby.py").write_text("def bilby_count():\n    return 2\n")
+    _age(sample_repo, OLD + 10)
+    with Workspace.open(sample_repo) as ws:
+        assert ws.refresh().files_indexed == 1
+    _quiet(sample_repo)
+    (sample_repo / "shop" / "bilby.py").unlink()
+    _age(sample_repo, OLD + 20)
+    with Workspace.open(sample_repo) as ws:
+        assert ws.refresh().files_deleted == 1
+        assert not ws.search("bilby_count", mode="keyword")
+
+
+def test_another_writer_of_the_index_makes_the_saved_stamps_stale(sample_repo):
+    """Rows changed by another process while the files stayed as they were (here a file's
+    rows removed) move the index's generation: the next refresh compares the rows again."""
+    _quiet(sample_repo)
+    with Workspace.open(sample_repo) as writer:
+        assert writer.store.delete_files(["shop/db.py"]) == 1
+    with Workspace.open(sample_repo) as ws:
+        assert ws.pending_changes()
+        assert ws.refresh().files_indexed == 1
+        assert ws.search("Database", mode="keyword")[0].path == "shop/db.py"

@@ -120,3 +120,35 @@ def test_the_entry_point_scan_is_remembered_until_a_distribution_comes_or_goes(t
     (other / "METADATA").write_text("Metadata-Version: 2.1\nName: more-plugins\nVersion: 0.1\n")
     (other / "entry_points.txt").write_text(f"[{PROJECT}]\nsecond = sc_second_plugin:thing\n")
     assert sorted(installed_entry_points()) == [("edited", "x"), ("second", "sc_second_plugin:thing")]
+
+
+def test_the_remembered_scan_holds_in_any_current_folder_without_distributions(tmp_path, monkeypatch):
+    """`python -m smartcontext` puts the current folder first on sys.path: another one per
+    project, moved by every file added there. Without a distribution in it, it is not part
+    of what the scan is remembered by (a question in a vault being edited skipped the
+    remembered scan, a tenth of a second)."""
+    import os
+
+    from smartcontext.plugins import installed_entry_points
+
+    monkeypatch.setenv("SMARTCONTEXT_CACHE_DIR", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    site.mkdir()
+    _install(site, monkeypatch, "first = sc_first_plugin\n", {"sc_first_plugin": ""})
+    past = 1_600_000_000
+    os.utime(site, (past, past))
+    vault, project = tmp_path / "vault", tmp_path / "project"
+    vault.mkdir()
+    project.mkdir()
+    monkeypatch.setattr(sys, "path", [str(vault), *sys.path])
+    assert installed_entry_points() == [("first", "sc_first_plugin")]
+    # Edited in place (the folder's stamp put back): only a new scan would see it.
+    (site / "fake_plugins-0.1.dist-info" / "entry_points.txt").write_text(f"[{PROJECT}]\nedited = x\n")
+    os.utime(site, (past, past))
+    (vault / "new note.md").write_text("just written\n")  # the vault's stamp moves
+    assert installed_entry_points() == [("first", "sc_first_plugin")]
+    monkeypatch.setattr(sys, "path", [str(project), *sys.path[1:]])
+    assert installed_entry_points() == [("first", "sc_first_plugin")]
+    # A first folder that holds a distribution is part of the key: scanned again.
+    (project / "local_plugins-0.1.dist-info").mkdir()
+    assert installed_entry_points() == [("edited", "x")]

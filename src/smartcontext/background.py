@@ -12,7 +12,6 @@ raised into a question.
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import sys
 import threading
@@ -22,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from .indexer import embed_pending
+from .lazy import Logger
 
 
 class EmbeddingHost(Protocol):
@@ -38,7 +38,7 @@ class EmbeddingHost(Protocol):
     def vectors_landed(self, model: str, rowids: Any, matrix: Any, generations: Any) -> None: ...
 
 
-log = logging.getLogger("smartcontext.background")
+log = Logger("smartcontext.background")
 
 
 class _Stopped(Exception):

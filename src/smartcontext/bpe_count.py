@@ -92,7 +92,9 @@ class _Table:
     def __init__(self, data: mmap.mmap, head: dict[str, Any], offsets: memoryview, blobs_at: int):
         self._data, self._offsets, self._blobs_at = data, offsets, blobs_at
         self._n = head["n"]
-        self._buckets: dict[int, dict[bytes, int]] = {}
+        # Every key looked up so far -> its rank (None: not a token). Half of a count's
+        # lookups repeat a key (common pairs), which then cost one dict lookup.
+        self._ranks: dict[bytes, int | None] = {}
         self._pat_str = head["pat_str"]
         self.pattern = re.compile(_ascii_pattern(self._pat_str))
         self._unicode: re.Pattern[str] | None = None
@@ -104,12 +106,14 @@ class _Table:
         return self._unicode
 
     def rank(self, key: bytes) -> int | None:
+        ranks = self._ranks
+        if key in ranks:
+            return ranks[key]
         i = zlib.crc32(key) % self._n
-        bucket = self._buckets.get(i)
-        if bucket is None:
-            start = self._blobs_at + self._offsets[i]
-            bucket = self._buckets[i] = marshal.loads(self._data[start:self._blobs_at + self._offsets[i + 1]])
-        return bucket.get(key)
+        start = self._blobs_at + self._offsets[i]
+        bucket = marshal.loads(self._data[start:self._blobs_at + self._offsets[i + 1]])
+        ranks.update(bucket)
+        return ranks.setdefault(key, None)
 
 
 def _ascii_pattern(pat_str: str) -> str:

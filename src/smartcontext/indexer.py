@@ -6,9 +6,7 @@ interrupted run leaves a consistent index that the next run completes.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import os
 import sys
 import threading
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import Interrupted
+from .lazy import Logger
 from .safeio import is_regular, read_regular
 from .model import Item, ParsedFile
 from .words import fts_text
@@ -32,6 +31,7 @@ from .sources.discover import (
     symlink_allowed,
 )
 from .sources.registry import get_source
+from .sources import unchanged
 from .sources.walk_cache import discover_cached
 from .sources.text import TEXT_SOURCE, text_windows
 from .store.base import Store
@@ -39,7 +39,7 @@ from .store.base import Store
 if TYPE_CHECKING:
     from .parse_pool import ParsePool
 
-log = logging.getLogger("smartcontext.indexer")
+log = Logger("smartcontext.indexer")
 
 Progress = Callable[[str, int, int], None]
 
@@ -97,6 +97,8 @@ def _longest_line(data: bytes) -> int:
 
 
 def _content_hash(text: str) -> str:
+    import hashlib  # a question that finds nothing changed never hashes
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -126,6 +128,8 @@ def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedF
 
 def _file_hash(file: DiscoveredFile) -> str | None:
     """The hash ``_process`` stores for the file's content now; None when unreadable."""
+    import hashlib
+
     try:
         return hashlib.sha1(read_regular(file.abs_path)).hexdigest()
     except OSError:
@@ -151,6 +155,8 @@ def _process(
         data = read_regular(file.abs_path)  # a FIFO put there since discovery: no hang
     except OSError:
         return _Processed(file, "", "unreadable")
+    import hashlib
+
     digest = hashlib.sha1(data).hexdigest()
     if known_hash == digest:
         return _Processed(file, digest, "same")
@@ -313,13 +319,16 @@ def skipped_files(store: Store) -> dict[str, str]:
 
 class Indexer:
     def __init__(self, root: Path, store: Store, options: DiscoveryOptions | None = None,
-                 walk_cache: Path | None = None):
+                 walk_cache: Path | None = None, unchanged_cache: Path | None = None):
         """walk_cache: where the last folder walk is kept between processes
-        (``sources.walk_cache``); None walks every time."""
+        (``sources.walk_cache``); None walks every time. unchanged_cache: where the stamps
+        of the last run that found nothing to do are kept (``sources.unchanged``); None
+        compares every file with the index's rows."""
         self.root = root
         self.store = store
         self.options = options or DiscoveryOptions()
         self.walk_cache = walk_cache
+        self.unchanged_cache = unchanged_cache
         self._stop: threading.Event | None = None
         self._wrote = False  # whether this run stored or removed a file's rows or stamp
         self._skips_now: dict[str, list] = {}  # the content skips this run confirmed or found
@@ -336,6 +345,19 @@ class Indexer:
         stats.seconds["discover"] = time.perf_counter() - t0
         stats.files_seen = len(found.files)
         skipped = dict(found.skipped)
+        # Read before the rows: a write in between moves the generation this names, so
+        # what is saved below can only be too old to match, never wrongly matching.
+        checked = self._checked(found)
+        seen = unchanged.stamps(found.files) if checked else b""
+        kept = unchanged.load(self.unchanged_cache, checked, seen) if checked else None
+        if kept is not None:
+            stats.files_unchanged = kept["unchanged"]
+            for reason, n in kept["skipped"].items():
+                skipped[reason] = skipped.get(reason, 0) + n
+            stats.skipped = skipped
+            counts = self.store.counts()
+            stats.items, stats.edges = counts["items"], counts["edges"]
+            return stats
         known = self.store.file_states()
         started_ns = time.time_ns()
         racy = self._racy_after()
@@ -363,11 +385,18 @@ class Indexer:
         self._apply(todo, known, stats, skipped, progress, workers)
         if gone:
             stats.files_deleted = self.store.delete_files(gone)
+        quiet = not (todo or gone or self._wrote) and self._skips_now == remembered
         if self._skips_now != remembered:
             self.store.set_meta(_CONTENT_SKIPPED, json.dumps(self._skips_now, sort_keys=True))
-        self._record_skipped(found.skipped_files)
+        if self._record_skipped(found.skipped_files):
+            quiet = False
         stats.seconds["parse_and_store"] = time.perf_counter() - t1
         stats.skipped = skipped
+        if quiet and checked:
+            content_skips: dict[str, int] = {}
+            for skip in self._skips_now.values():
+                content_skips[skip[2]] = content_skips.get(skip[2], 0) + 1
+            unchanged.save(self.unchanged_cache, checked, seen, stats.files_unchanged, content_skips)
         if self._wrote or gone:
             # Only a run that stored stamps moves the racy window. A run that wrote
             # nothing keeps the older start, which marks at least as many files racy (so
@@ -378,20 +407,36 @@ class Indexer:
         stats.items, stats.edges = counts["items"], counts["edges"]
         return stats
 
-    def _record_skipped(self, walked: dict[str, str]) -> None:
+    def _record_skipped(self, walked: dict[str, str]) -> bool:
         """Keep why each file was left out: the walk's reasons (ignored, too large, ...)
         and the content's (binary, generated, unreadable). Written only when it changed,
-        so a refresh that finds nothing new leaves the index untouched."""
+        so a refresh that finds nothing new leaves the index untouched; returns whether
+        it was written."""
         skipped = dict(walked)
         skipped.update({p: s[2] for p, s in self._skips_now.items()})
         skipped.update(self._unreadable)
         text = json.dumps(skipped, sort_keys=True, separators=(",", ":"))
-        if text != (self.store.get_meta(SKIPPED_FILES) or "{}"):
-            self.store.set_meta(SKIPPED_FILES, text)
+        if text == (self.store.get_meta(SKIPPED_FILES) or "{}"):
+            return False
+        self.store.set_meta(SKIPPED_FILES, text)
+        return True
+
+    def _checked(self, found) -> tuple | None:
+        """What a run's comparison of stamps rests on besides the stamps themselves (see
+        ``sources.unchanged``): the walk, the index, its generation and racy window; None
+        when the walk was not saved (nothing names it)."""
+        if not found.walk or self.unchanged_cache is None:
+            return None
+        store = self.store
+        return (found.walk, store.get_meta("index_id") or "", store.generation(),
+                store.get_meta(_RUN_STARTED) or "")
 
     def has_changes(self) -> bool:
         """Whether a run would parse or delete anything (reads only)."""
         found = discover_cached(self.root, self.options, self.walk_cache)
+        checked = self._checked(found)
+        if checked and unchanged.load(self.unchanged_cache, checked, unchanged.stamps(found.files)):
+            return False
         known = self.store.file_states()
         remembered = self._content_skips()
         racy = self._racy_after()

@@ -25,3 +25,19 @@ def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any
         return sorted([*vars(sys.modules[package]), *where])
 
     return __getattr__, __dir__
+
+
+class Logger:
+    """``logging.getLogger(name)``, looked up when first written to: ``logging`` (with
+    ``traceback``) cost a question process about 4 ms to import, for a warning it
+    seldom writes."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger(self._name), attr)

@@ -22,7 +22,6 @@ Each registry (``sources.registry``, ``sources.lang``, ``embeddings.registry``,
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import re
 import sys
@@ -34,9 +33,11 @@ from typing import Any
 
 import pluggy
 
+from .lazy import Logger
+
 PROJECT = "smartcontext"
 
-log = logging.getLogger("smartcontext.plugins")
+log = Logger("smartcontext.plugins")
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
@@ -136,8 +137,14 @@ def installed_entry_points(group: str = PROJECT) -> list[tuple[str, str]]:
     stamps: list[tuple[str, tuple[int, int] | None]] = []
     now = time.time_ns()
     trusted = True
-    for entry in sys.path:
+    for i, entry in enumerate(sys.path):
         folder = entry or os.getcwd()
+        if i == 0 and not _holds_distributions(folder):
+            # The script's folder, or the current one for `python -m`: another for each
+            # project a command runs in, and moved by every file added there. Without a
+            # distribution in it (what importlib.metadata reads there), it adds nothing.
+            stamps.append(("", None))
+            continue
         try:
             st = os.stat(folder)
         except OSError:
@@ -158,6 +165,15 @@ def installed_entry_points(group: str = PROJECT) -> list[tuple[str, str]]:
     if trusted:
         remember(memo_file, _SCAN_MAGIC, memo, key, found, _SCANS_KEPT)
     return found
+
+
+def _holds_distributions(folder: str) -> bool:
+    """Whether ``folder`` may hold a distribution's metadata (or is no folder to list)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return True
+    return any(n.lower().endswith((".dist-info", ".egg-info", ".egg")) or n.lower() == "egg-info" for n in names)
 
 
 def _load(value: str) -> Any:

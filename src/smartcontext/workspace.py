@@ -53,9 +53,13 @@ INDEX_FILE = "index.db"
 CATALOGUE_FILE = "catalogue.bin"
 # The last walk of the folder and what it rested on, so a refresh need not walk again.
 WALK_FILE = "walk.bin"
+# The stamps of the last refresh that found nothing to do (sources/unchanged.py).
+UNCHANGED_FILE = "unchanged.bin"
 # Files derived from the index (the saved catalogue, the last clean integrity check, the
-# last walk, the mapped vectors and their counts: store/vector_file.py): they go with it.
-DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked", WALK_FILE, INDEX_FILE + ".vectors", INDEX_FILE + ".vcounts")
+# last walk and its unchanged stamps, the mapped vectors and their counts:
+# store/vector_file.py): they go with it.
+DERIVED_FILES = (CATALOGUE_FILE, INDEX_FILE + ".checked", WALK_FILE, UNCHANGED_FILE, INDEX_FILE + ".vectors",
+                 INDEX_FILE + ".vcounts")
 # What marks a workspace's root when a command starts inside it, as git finds its root:
 # a repository, an Obsidian vault, or a folder indexed before.
 ROOT_MARKERS = (".git", ".obsidian", INDEX_DIR)
@@ -221,7 +225,8 @@ class Workspace:
         )
 
     def _indexer(self) -> Indexer:
-        return Indexer(self.root, self.store, self._discovery_options(), walk_cache=self._kept(WALK_FILE))
+        return Indexer(self.root, self.store, self._discovery_options(), walk_cache=self._kept(WALK_FILE),
+                       unchanged_cache=self._kept(UNCHANGED_FILE))
 
     def _kept(self, name: str) -> Path | None:
         """Where a file that spares the next process work is kept (the folder walk, the

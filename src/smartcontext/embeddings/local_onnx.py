@@ -8,7 +8,6 @@ found on disk through the installed packages, so nothing is downloaded.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import threading
@@ -380,6 +379,8 @@ def _file_digest(path: Path) -> str:
     hit = known.get(key)
     if stamp is not None and isinstance(hit, list) and hit[:4] == stamp and isinstance(hit[4], str):
         return hit[4]
+    import hashlib  # the digests are remembered: a question process hashes no model file
+
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

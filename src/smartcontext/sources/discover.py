@@ -53,6 +53,8 @@ class Discovery:
     skipped: Counter = field(default_factory=Counter)
     # path -> why it was skipped; a folder left out whole ends with "/".
     skipped_files: dict[str, str] = field(default_factory=dict)
+    # Which saved walk this is (when it started, ns: ``sources.walk_cache``); 0 when unsaved.
+    walk: int = 0
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] += 1

@@ -55,8 +55,8 @@ def discover_cached(root: Path, options: DiscoveryOptions, cache: Path | None) -
     started = time.time_ns()
     record = WalkRecord()
     found = discover(root, options, record)
-    if key is not None:
-        _save(cache, key, started, found, record)
+    if key is not None and _save(cache, key, started, found, record):
+        found.walk = started
     return found
 
 
@@ -150,7 +150,8 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
             st = None
         if stat_skip_reason(st, options) != why:
             return None
-    result = Discovery(skipped=Counter(state["skipped"]), skipped_files=dict(state["skipped_files"]))
+    result = Discovery(skipped=Counter(state["skipped"]), skipped_files=dict(state["skipped_files"]),
+                       walk=state["started"])
     files = result.files
     regular, largest = S_ISREG, options.max_file_bytes
     for rel, source, language in state["files"]:
@@ -187,8 +188,8 @@ def _load(cache: Path) -> dict | None:
     return state if isinstance(state, dict) and all(k in state for k in need) else None
 
 
-def _save(cache: Path, key: tuple, started: int, found: Discovery, record: WalkRecord) -> None:
-    """Best effort: a read-only or missing index folder only costs a walk."""
+def _save(cache: Path, key: tuple, started: int, found: Discovery, record: WalkRecord) -> bool:
+    """Whether it was saved (best effort: a read-only or missing index folder only costs a walk)."""
     state = {
         "key": key, "started": started, "dirs": record.dirs, "symlinks": record.symlinks,
         "stat_skipped": record.stat_skipped, "skipped": dict(found.skipped),
@@ -198,4 +199,5 @@ def _save(cache: Path, key: tuple, started: int, found: Discovery, record: WalkR
     try:
         save_sealed(cache, _MAGIC, state)
     except OSError:
-        pass
+        return False
+    return True

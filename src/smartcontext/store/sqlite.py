@@ -11,9 +11,7 @@ content hash.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import logging
 import sqlite3
 import threading
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
+from ..lazy import Logger
 from ..space import disk_full, is_disk_full, is_disk_full_at, size_of
 from ..model import Edge
 from .base import (
@@ -39,7 +38,14 @@ from . import vector_file
 if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question never needs it
     import numpy as np
 
-log = logging.getLogger("smartcontext.store")
+log = Logger("smartcontext.store")
+
+try:
+    # hashlib's own blake2b, without hashlib loading OpenSSL's bindings (3 ms of a
+    # question process, which hashes nothing else).
+    from _blake2 import blake2b
+except ImportError:  # another Python implementation
+    from hashlib import blake2b
 
 
 def _id_sql(item: str, file: str) -> str:
@@ -1076,7 +1082,7 @@ class SQLiteStore(StoreBase):
 def _id_key(item_id: str) -> int:
     """The 64-bit key an item is found by: its id's full text is mostly derivable and
     left out of the row, and an index on this key is a tenth of an index on the text."""
-    digest = hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
