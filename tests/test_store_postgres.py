@@ -432,6 +432,21 @@ def test_a_cli_question_on_postgres_starts_no_pool_and_no_typer(sample_repo, pg_
         drop_workspace(pg_url, f"{pg_workspace}_cli")
 
 
+def test_psycopg_imported_without_metadata_reports_its_installed_versions():
+    """store/pg_import.py reads psycopg's versions from the installed distributions' folder
+    names: they must be what importlib.metadata says."""
+    probe = (
+        "import sys\nimport smartcontext.store.postgres\nimport psycopg, psycopg_binary\n"
+        "skipped = 'importlib.metadata' not in sys.modules\n"
+        "from importlib import metadata\n"
+        "print(skipped, psycopg.__version__ == metadata.version('psycopg'), "
+        "psycopg_binary.__version__ == metadata.version('psycopg-binary'), psycopg.pq.__impl__)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "binary"]
+
+
 def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample_repo, pg_url, pg_workspace, monkeypatch):
     """A server's keyword search on PostgreSQL is four statements: BEGIN with the state
     (one round trip), the ranking with its best items' rows, and COMMIT; the term counts

@@ -41,7 +41,7 @@ from ..model import Edge
 from .base import (
     CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest,
 )
-from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
+from .pg_import import import_psycopg
 from ..words import fts_text
 from . import bm25
 from .shared import FileTexts, StoreBase, item_from_row
@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # numpy and pgvector only where vectors are handled (see _vec
     from psycopg_pool import ConnectionPool
 
 try:  # the optional ``postgres`` extra (psycopg_pool is imported where a pool starts)
+    import_psycopg()  # first: psycopg without the parts a question does not use
     import psycopg
     from psycopg import sql
 
@@ -63,6 +64,8 @@ except ImportError as _exc:  # pragma: no cover - exercised only without the ext
     _IMPORT_ERROR: ImportError | None = _exc
 else:
     _IMPORT_ERROR = None
+
+from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA  # noqa: E402
 
 # Connections whose pgvector types are registered.
 _WITH_VECTORS: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
@@ -110,6 +113,9 @@ IN_MEMORY_VECTORS = 100_000
 # 17-25 ms at all three (docs/scale-out.md).
 EF_SEARCH = 200
 EF_PER_RESULT = 4
+# The graph's build parameters (pgvector's defaults are 16 and 64).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
 
 
 def ef_search(limit: int) -> int:
@@ -1583,9 +1589,9 @@ class PostgresStore(StoreBase):
                 conn.execute(
                     sql.SQL(
                         "CREATE INDEX IF NOT EXISTS {} ON {}.embedding_cache USING hnsw "
-                        "((vec::vector({})) vector_cosine_ops) WHERE dim = {}"
-                    ).format(sql.Identifier(name), sql.Identifier(SHARED_SCHEMA),
-                             sql.Literal(dim), sql.Literal(dim))
+                        "((vec::vector({})) vector_cosine_ops) WITH (m = {}, ef_construction = {}) WHERE dim = {}"
+                    ).format(sql.Identifier(name), sql.Identifier(SHARED_SCHEMA), sql.Literal(dim),
+                             sql.Literal(HNSW_M), sql.Literal(HNSW_EF_CONSTRUCTION), sql.Literal(dim))
                 )
         self._hnsw_dims.add(dim)
 
