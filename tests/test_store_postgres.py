@@ -231,6 +231,46 @@ def test_nearest_uses_the_hnsw_index_and_matches_exact_search(pg, tmp_path):
     assert len(pg_ids & sq_ids) >= 9  # recall@10 of the approximate index
 
 
+def test_a_question_unlike_every_vector_is_searched_exactly(pg, tmp_path, monkeypatch):
+    """The graph loses most true neighbours of a question no closer to the stored vectors
+    than a random direction: such a question reads every vector (the same answer as the
+    exact search of SQLite), a question near the clusters stays on the graph."""
+    import psycopg
+
+    s = pg("far")
+    sq = open_store(tmp_path / "i.db")
+    rng = np.random.default_rng(3)
+    quals = [f"f{i}" for i in range(400)]
+    for store in (s, sq):
+        _put(store, "v.py", quals)
+    centres = rng.standard_normal((8, 32)).astype(np.float32)
+    vecs = centres[rng.integers(0, 8, 400)] + 0.3 * rng.standard_normal((400, 32)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    for store in (s, sq):
+        store.put_vectors("m", [r.rowid for r in store.item_light_rows()], vecs)
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self, query, params=None, **kw):
+        sent.append(query if isinstance(query, str) else query.as_string(self.connection))
+        return execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    s.nearest("m", centres[0], 10)  # the line is measured once, with the first question
+    names = {r.rowid: r.id for r in s.item_light_rows()}
+    lite_names = {r.rowid: r.id for r in sq.item_light_rows()}
+    near, far = centres[1] + 0.1 * rng.standard_normal(32).astype(np.float32), -centres.sum(axis=0)
+    far = far - (centres @ far / (centres ** 2).sum(axis=1)) @ centres  # orthogonal to every centre
+    for q, exact in ((near, False), (far, True)):
+        sent.clear()
+        got = s.nearest("m", q.astype(np.float32), 10)
+        assert any(") + 0" in x for x in sent) == exact, sent
+        want = sq.nearest("m", q.astype(np.float32), 10)
+        if exact:
+            assert [names[r] for r, _ in got] == [lite_names[r] for r, _ in want]
+            assert np.allclose([x for _, x in got], [x for _, x in want], atol=1e-5)
+
+
 def test_copy_sqlite_index_into_postgres_without_reparsing(sample_repo, pg_url, pg_workspace):
     ws = Workspace.open(sample_repo)
     ws.config.embeddings.model = "none"
