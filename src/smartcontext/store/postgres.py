@@ -285,37 +285,56 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
             counts.add(term_id, -n, -nt)
 
 
+# Posting lines up to this many go to the server as one parameter, more through COPY.
+_INLINE_POSTINGS = 5000
+# Adds the terms of the posting lines in ``source``, counts every term's documents and
+# writes the postings with the terms' ids; its parameter is the items' row ids. Terms in
+# one order, so two writers of different workspaces never wait on each other.
+_ADD_POSTINGS = (
+    "ids AS (INSERT INTO fts_terms AS t (term, docs, text_docs) "
+    "SELECT term, count(*), count(*) FILTER (WHERE wtf > 0) FROM {source} GROUP BY term ORDER BY term "
+    "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
+    "RETURNING id, term) "
+    "INSERT INTO fts_postings (term_id, item, wtf, dl, file_row, pos) "
+    "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
+    "FROM {source} p JOIN ids USING (term)"
+)
+
+
 def _write_keywords(
     conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
     postings: Sequence[tuple[int, str]], counts: _Counts,
 ) -> None:
     """Add these items' keyword statistics: ``items`` is each one's (length, stands for
     its file), ``postings`` (index of its first item in ``rowids``, ``bm25.posting_lines``
-    of its items) per file. The postings go through COPY into a scratch table; one
-    statement then adds the new terms, counts every term's documents and writes the
-    postings with the terms' ids (a loop in Python over 290,000 postings took 4 s of
-    pytest's cold index)."""
+    of its items) per file. Many postings go through COPY into a scratch table, a few as
+    one parameter; one statement then adds the new terms, counts every term's documents
+    and writes the postings with the terms' ids (a loop in Python over 290,000 postings
+    took 4 s of pytest's cold index)."""
     text = "".join(
         f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n" for first, lines in postings if lines
     )
-    if text:
+    if text and text.count("\n") <= _INLINE_POSTINGS:
+        # A tool's write of a file or two: the lines go as one parameter, split in the
+        # statement; a scratch table's CREATE, COPY and DROP were three more round trips
+        # inside the workspace's write lock (the DROP alone 5 ms), for which 16 writers queued.
+        conn.execute(
+            "WITH p AS MATERIALIZED (SELECT split_part(l, E'\\t', 1)::integer AS first, "
+            "split_part(l, E'\\t', 2)::integer AS n, "
+            "replace(split_part(l, E'\\t', 3), E'\\\\\\\\', E'\\\\') COLLATE \"C\" AS term, "
+            "split_part(l, E'\\t', 4)::integer AS wtf, split_part(l, E'\\t', 5)::integer AS dl, "
+            "split_part(l, E'\\t', 6)::boolean AS file_row, split_part(l, E'\\t', 7)::integer[] AS pos "
+            "FROM string_to_table(%s, E'\\n') AS l WHERE l <> ''), " + _ADD_POSTINGS.format(source="p"),
+            (text, list(rowids)),
+        )
+    elif text:
         conn.execute(
             "CREATE TEMP TABLE _sc_postings (first integer, n integer, term text COLLATE \"C\", wtf integer, "
             "dl integer, file_row boolean, pos integer[]) ON COMMIT DROP"
         )
         with conn.cursor() as cur, cur.copy("COPY _sc_postings FROM STDIN") as copy:
             copy.write(text)
-        # Terms in one order, so two writers of different workspaces never wait on each other.
-        conn.execute(
-            "WITH ids AS (INSERT INTO fts_terms AS t (term, docs, text_docs) "
-            "SELECT term, count(*), count(*) FILTER (WHERE wtf > 0) FROM _sc_postings GROUP BY term ORDER BY term "
-            "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
-            "RETURNING id, term) "
-            "INSERT INTO fts_postings (term_id, item, wtf, dl, file_row, pos) "
-            "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
-            "FROM _sc_postings p JOIN ids USING (term)",
-            (list(rowids),),
-        )
+        conn.execute("WITH " + _ADD_POSTINGS.format(source="_sc_postings"), (list(rowids),))
         conn.execute("DROP TABLE _sc_postings")
     counts.rows += len(items)
     counts.tokens += sum(length for length, _ in items)
