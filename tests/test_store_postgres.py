@@ -271,6 +271,19 @@ def test_a_question_unlike_every_vector_is_searched_exactly(pg, tmp_path, monkey
             assert np.allclose([x for _, x in got], [x for _, x in want], atol=1e-5)
 
 
+def test_a_write_commits_without_waiting_for_the_disk_as_sqlite_does(pg):
+    """Index writes have the SQLite store's durability (WAL, synchronous=NORMAL): their
+    commit does not wait for the WAL flush; other statements keep the server's setting."""
+    s = pg("durability")
+    with s.transaction():
+        _put(s, "a.py", ["f"])
+        with s._conn() as conn:
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+    with s._conn() as conn:
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+    assert [r.id for r in s.item_light_rows()] == ["a.py::f"]
+
+
 def test_copy_sqlite_index_into_postgres_without_reparsing(sample_repo, pg_url, pg_workspace):
     ws = Workspace.open(sample_repo)
     ws.config.embeddings.model = "none"

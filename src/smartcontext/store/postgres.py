@@ -758,7 +758,8 @@ class PostgresStore(StoreBase):
 
     @contextmanager
     def _write(self) -> Iterator["psycopg.Connection"]:
-        """One transaction holding the workspace's write lock (joins an open one)."""
+        """One transaction holding the workspace's write lock (joins an open one), with
+        SQLite's durability (see the commit below)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             self._flush(conn)  # what this thread queued comes first
@@ -767,7 +768,13 @@ class PostgresStore(StoreBase):
         with self._pooled() as conn:  # not a snapshot's (read only)
             counts = _Counts()
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                # The commit does not wait for its WAL to reach the disk, as the SQLite
+                # store's (WAL, synchronous=NORMAL): a server crash may lose the last
+                # fraction of a second of index writes, never half of one, and the files
+                # are the truth (the next refresh indexes what the index missed). The wait
+                # was held inside the workspace's write lock, where 16 writers queued.
+                conn.execute("SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)",
+                             (self._lock_key,))
                 self._local.conn = conn
                 self._local.counts = counts
                 self._local.pending = []
