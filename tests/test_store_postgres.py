@@ -271,17 +271,26 @@ def test_a_question_unlike_every_vector_is_searched_exactly(pg, tmp_path, monkey
             assert np.allclose([x for _, x in got], [x for _, x in want], atol=1e-5)
 
 
-def test_a_write_commits_without_waiting_for_the_disk_as_sqlite_does(pg):
+def test_a_write_commits_without_waiting_for_the_disk_as_sqlite_does(pg_url, pg_workspace):
     """Index writes have the SQLite store's durability (WAL, synchronous=NORMAL): their
-    commit does not wait for the WAL flush; other statements keep the server's setting."""
-    s = pg("durability")
-    with s.transaction():
-        _put(s, "a.py", ["f"])
+    commit does not wait for the WAL flush; other statements keep the session's setting.
+    A lean store, so every statement here runs on its one connection."""
+    from smartcontext.store.postgres import PostgresStore
+
+    s = PostgresStore(pg_url, workspace=f"{pg_workspace}_durability", lean=True)
+    try:
         with s._conn() as conn:
-            assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
-    with s._conn() as conn:
-        assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
-    assert [r.id for r in s.item_light_rows()] == ["a.py::f"]
+            conn.execute("SET synchronous_commit = on")  # the test server's default is off
+        with s.transaction():
+            _put(s, "a.py", ["f"])
+            with s._conn() as conn:
+                assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+        with s._conn() as conn:
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+        assert [r.id for r in s.item_light_rows()] == ["a.py::f"]
+    finally:
+        s.close()
+        drop_workspace(pg_url, f"{pg_workspace}_durability")
 
 
 def test_copy_sqlite_index_into_postgres_without_reparsing(sample_repo, pg_url, pg_workspace):

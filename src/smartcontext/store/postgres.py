@@ -233,6 +233,16 @@ _ITEM_COLUMNS = (
 PREFETCH_ITEMS = 40
 
 
+# The items with a vector, by model. Counted again after every write (a new item may have
+# its text's vector in the shared cache already): one index probe per item, 40-100 ms for
+# the hub vault's items on a busy machine, paid by a server's first question after each
+# tool's write; an empty cache (a keyword-only database) skips the join.
+_VECTORS_BY_MODEL = (
+    "SELECT c.model, count(*) AS n FROM items i JOIN embedding_cache c ON c.hash = i.content_hash "
+    "WHERE EXISTS (SELECT 1 FROM embedding_cache) GROUP BY c.model"
+)
+
+
 class _Counts:
     """Keyword statistics taken out by the open write's deletes and the rows and tokens
     it changed, applied to ``fts_terms`` and ``fts_stats`` once before it commits:
@@ -254,15 +264,19 @@ class _Counts:
 
     def flush(self, conn: "psycopg.Connection") -> None:
         changed = sorted((t, d) for t, d in self.terms.items() if d[0] or d[1])
-        if changed:
-            conn.execute(
-                "UPDATE fts_terms t SET docs = t.docs + d.docs, text_docs = t.text_docs + d.text_docs "
-                "FROM unnest(%s::integer[], %s::integer[], %s::integer[]) AS d(id, docs, text_docs) "
-                "WHERE t.id = d.id",
-                ([t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed]),
-            )
-        if self.rows or self.tokens:
-            conn.execute("UPDATE fts_stats SET rows = rows + %s, tokens = tokens + %s", (self.rows, self.tokens))
+        terms = (
+            "UPDATE fts_terms t SET docs = t.docs + d.docs, text_docs = t.text_docs + d.text_docs "
+            "FROM unnest(%s::integer[], %s::integer[], %s::integer[]) AS d(id, docs, text_docs) "
+            "WHERE t.id = d.id"
+        )
+        term_params = ([t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed])
+        stats = "UPDATE fts_stats SET rows = rows + %s, tokens = tokens + %s"
+        if changed and (self.rows or self.tokens):  # one round trip inside the write lock, not two
+            conn.execute(f"WITH terms AS ({terms}) {stats}", (*term_params, self.rows, self.tokens))
+        elif changed:
+            conn.execute(terms, term_params)
+        elif self.rows or self.tokens:
+            conn.execute(stats, (self.rows, self.tokens))
         self.terms, self.rows, self.tokens = {}, 0, 0
 
 
@@ -1140,8 +1154,7 @@ class PostgresStore(StoreBase):
             self._settled(conn)
             files, items, edges, models = _one(conn.execute(
                 "SELECT (SELECT count(*) FROM files), (SELECT rows FROM fts_stats), (SELECT count(*) FROM edges), "
-                "(SELECT coalesce(json_object_agg(model, n), '{}') FROM (SELECT c.model, count(*) AS n "
-                "FROM items i JOIN embedding_cache c ON c.hash = i.content_hash GROUP BY c.model) v)"
+                f"(SELECT coalesce(json_object_agg(model, n), '{{}}') FROM ({_VECTORS_BY_MODEL}) v)"
             ))
         self._memo["tables"] = (generation[0], (files, int(items), edges))
         self._memo["items"] = (generation[0], int(items))
@@ -1466,10 +1479,7 @@ class PostgresStore(StoreBase):
     def _vector_counts(self) -> dict[str, int]:
         with self._conn() as conn:
             return dict(
-                conn.execute(
-                    "SELECT c.model, count(*) FROM items i JOIN embedding_cache c "
-                    "ON c.hash = i.content_hash GROUP BY c.model"
-                ).fetchall()
+                conn.execute(_VECTORS_BY_MODEL).fetchall()
             )
 
     def nearest(
