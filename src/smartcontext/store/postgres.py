@@ -1499,10 +1499,10 @@ class PostgresStore(StoreBase):
             rowids = np.fromiter(found, dtype=np.int64, count=len(found))
             matrix = np.vstack(list(found.values())) if found else np.zeros((0, v.shape[0]), dtype=np.float32)
             return exact_nearest(rowids, matrix, v, limit)
-        found = self._ranked(model, v, limit, among, exact=False)
-        if found and found[0][1] <= self._far_line(model, int(v.shape[0])):
-            found = self._ranked(model, v, limit, among, exact=True)
-        return found
+        ranked = self._ranked(model, v, limit, among, exact=False)
+        if ranked and ranked[0][1] <= self._far_line(model, int(v.shape[0])):
+            ranked = self._ranked(model, v, limit, among, exact=True)
+        return ranked
 
     def _ranked(
         self, model: str, v: np.ndarray, limit: int, among: Collection[int] | None, exact: bool
