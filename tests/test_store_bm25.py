@@ -281,3 +281,40 @@ def test_ascii_rows_are_tokenized_as_fts5_does():
         assert a.file_row == b.file_row, row
         assert {t: (w, sorted(p.split(","))) for t, (w, p) in a.terms.items()} == {
             t: (w, sorted(p.split(","))) for t, (w, p) in b.terms.items()}, row
+
+
+def test_postings_sent_inline_equal_those_copied(pg_url, pg_workspace, monkeypatch):
+    """A small write sends its posting lines as one parameter, a large one COPYs them into
+    a scratch table: both give the same postings and term counts, and the same scores."""
+    from smartcontext.store import postgres
+
+    files = dict(list(_corpus().items())[:25])
+    files["notes/café.md"] = _corpus()["notes/café.md"]
+    stores = {}
+    for way, inline in (("inline", 10**9), ("copied", 0)):
+        monkeypatch.setattr(postgres, "_INLINE_POSTINGS", inline)
+        store = stores[way] = open_store(pg_url, workspace=f"{pg_workspace}_{way}")
+        for path, text in files.items():  # a file at a time, as a tool's write
+            _put(store, path, text)
+    try:
+        rows = {}
+        for way, store in stores.items():
+            with store._conn() as conn:
+                rows[way] = (
+                    conn.execute(
+                        "SELECT t.term, i.id, p.wtf, p.dl, p.file_row, p.pos FROM fts_postings p "
+                        "JOIN fts_terms t ON t.id = p.term_id JOIN items i ON i.rowid = p.item "
+                        "ORDER BY t.term, i.id COLLATE \"C\""
+                    ).fetchall(),
+                    conn.execute("SELECT term, docs, text_docs FROM fts_terms ORDER BY term").fetchall(),
+                    conn.execute("SELECT rows, tokens FROM fts_stats").fetchall(),
+                )
+        assert rows["inline"] == rows["copied"] and len(rows["inline"][0]) > 1000
+        assert any(t == "straße" for t, *_ in rows["inline"][1])  # the note without ASCII
+        for terms in _queries(files)[:20]:
+            _assert_same(_by_id(stores["inline"], stores["inline"].keyword_search(terms, 30)),
+                         _by_id(stores["copied"], stores["copied"].keyword_search(terms, 30)), terms)
+    finally:
+        for way, store in stores.items():
+            store.close()
+            postgres.drop_workspace(pg_url, f"{pg_workspace}_{way}")

@@ -231,6 +231,68 @@ def test_nearest_uses_the_hnsw_index_and_matches_exact_search(pg, tmp_path):
     assert len(pg_ids & sq_ids) >= 9  # recall@10 of the approximate index
 
 
+def test_a_question_unlike_every_vector_is_searched_exactly(pg, tmp_path, monkeypatch):
+    """The graph loses most true neighbours of a question no closer to the stored vectors
+    than a random direction: such a question reads every vector (the same answer as the
+    exact search of SQLite), a question near the clusters stays on the graph."""
+    import psycopg
+
+    s = pg("far")
+    sq = open_store(tmp_path / "i.db")
+    rng = np.random.default_rng(3)
+    quals = [f"f{i}" for i in range(400)]
+    for store in (s, sq):
+        _put(store, "v.py", quals)
+    centres = rng.standard_normal((8, 32)).astype(np.float32)
+    vecs = centres[rng.integers(0, 8, 400)] + 0.3 * rng.standard_normal((400, 32)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    for store in (s, sq):
+        store.put_vectors("m", [r.rowid for r in store.item_light_rows()], vecs)
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self, query, params=None, **kw):
+        sent.append(query if isinstance(query, str) else query.as_string(self.connection))
+        return execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    s.nearest("m", centres[0], 10)  # the line is measured once, with the first question
+    names = {r.rowid: r.id for r in s.item_light_rows()}
+    lite_names = {r.rowid: r.id for r in sq.item_light_rows()}
+    near, far = centres[1] + 0.1 * rng.standard_normal(32).astype(np.float32), -centres.sum(axis=0)
+    far = far - (centres @ far / (centres ** 2).sum(axis=1)) @ centres  # orthogonal to every centre
+    for q, exact in ((near, False), (far, True)):
+        sent.clear()
+        got = s.nearest("m", q.astype(np.float32), 10)
+        assert any(") + 0" in x for x in sent) == exact, sent
+        want = sq.nearest("m", q.astype(np.float32), 10)
+        if exact:
+            assert [names[r] for r, _ in got] == [lite_names[r] for r, _ in want]
+            assert np.allclose([x for _, x in got], [x for _, x in want], atol=1e-5)
+
+
+def test_a_write_commits_without_waiting_for_the_disk_as_sqlite_does(pg_url, pg_workspace):
+    """Index writes have the SQLite store's durability (WAL, synchronous=NORMAL): their
+    commit does not wait for the WAL flush; other statements keep the session's setting.
+    A lean store, so every statement here runs on its one connection."""
+    from smartcontext.store.postgres import PostgresStore
+
+    s = PostgresStore(pg_url, workspace=f"{pg_workspace}_durability", lean=True)
+    try:
+        with s._conn() as conn:
+            conn.execute("SET synchronous_commit = on")  # the test server's default is off
+        with s.transaction():
+            _put(s, "a.py", ["f"])
+            with s._conn() as conn:
+                assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+        with s._conn() as conn:
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+        assert [r.id for r in s.item_light_rows()] == ["a.py::f"]
+    finally:
+        s.close()
+        drop_workspace(pg_url, f"{pg_workspace}_durability")
+
+
 def test_copy_sqlite_index_into_postgres_without_reparsing(sample_repo, pg_url, pg_workspace):
     ws = Workspace.open(sample_repo)
     ws.config.embeddings.model = "none"
@@ -430,6 +492,21 @@ def test_a_cli_question_on_postgres_starts_no_pool_and_no_typer(sample_repo, pg_
         assert "walk.bin" in kept and any(n.startswith("catalogue-") for n in kept)
     finally:
         drop_workspace(pg_url, f"{pg_workspace}_cli")
+
+
+def test_psycopg_imported_without_metadata_reports_its_installed_versions():
+    """store/pg_import.py reads psycopg's versions from the installed distributions' folder
+    names: they must be what importlib.metadata says."""
+    probe = (
+        "import sys\nimport smartcontext.store.postgres\nimport psycopg, psycopg_binary\n"
+        "skipped = 'importlib.metadata' not in sys.modules\n"
+        "from importlib import metadata\n"
+        "print(skipped, psycopg.__version__ == metadata.version('psycopg'), "
+        "psycopg_binary.__version__ == metadata.version('psycopg-binary'), psycopg.pq.__impl__)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "binary"]
 
 
 def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample_repo, pg_url, pg_workspace, monkeypatch):

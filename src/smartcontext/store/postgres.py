@@ -41,7 +41,7 @@ from ..model import Edge
 from .base import (
     CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest,
 )
-from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA
+from .pg_import import import_psycopg
 from ..words import fts_text
 from . import bm25
 from .shared import FileTexts, StoreBase, item_from_row
@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # numpy and pgvector only where vectors are handled (see _vec
     from psycopg_pool import ConnectionPool
 
 try:  # the optional ``postgres`` extra (psycopg_pool is imported where a pool starts)
+    import_psycopg()  # first: psycopg without the parts a question does not use
     import psycopg
     from psycopg import sql
 
@@ -63,6 +64,8 @@ except ImportError as _exc:  # pragma: no cover - exercised only without the ext
     _IMPORT_ERROR: ImportError | None = _exc
 else:
     _IMPORT_ERROR = None
+
+from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA  # noqa: E402
 
 # Connections whose pgvector types are registered.
 _WITH_VECTORS: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
@@ -110,6 +113,13 @@ IN_MEMORY_VECTORS = 100_000
 # 17-25 ms at all three (docs/scale-out.md).
 EF_SEARCH = 200
 EF_PER_RESULT = 4
+# The graph's build parameters (pgvector's defaults are 16 and 64).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+# Random directions whose best graph match sets the line under which a question is searched
+# exactly (``PostgresStore._far_line``).
+FAR_PROBES = 16
+FAR_SEED = 20261127
 
 
 def ef_search(limit: int) -> int:
@@ -223,6 +233,16 @@ _ITEM_COLUMNS = (
 PREFETCH_ITEMS = 40
 
 
+# The items with a vector, by model. Counted again after every write (a new item may have
+# its text's vector in the shared cache already): one index probe per item, 40-100 ms for
+# the hub vault's items on a busy machine, paid by a server's first question after each
+# tool's write; an empty cache (a keyword-only database) skips the join.
+_VECTORS_BY_MODEL = (
+    "SELECT c.model, count(*) AS n FROM items i JOIN embedding_cache c ON c.hash = i.content_hash "
+    "WHERE EXISTS (SELECT 1 FROM embedding_cache) GROUP BY c.model"
+)
+
+
 class _Counts:
     """Keyword statistics taken out by the open write's deletes and the rows and tokens
     it changed, applied to ``fts_terms`` and ``fts_stats`` once before it commits:
@@ -244,15 +264,19 @@ class _Counts:
 
     def flush(self, conn: "psycopg.Connection") -> None:
         changed = sorted((t, d) for t, d in self.terms.items() if d[0] or d[1])
-        if changed:
-            conn.execute(
-                "UPDATE fts_terms t SET docs = t.docs + d.docs, text_docs = t.text_docs + d.text_docs "
-                "FROM unnest(%s::integer[], %s::integer[], %s::integer[]) AS d(id, docs, text_docs) "
-                "WHERE t.id = d.id",
-                ([t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed]),
-            )
-        if self.rows or self.tokens:
-            conn.execute("UPDATE fts_stats SET rows = rows + %s, tokens = tokens + %s", (self.rows, self.tokens))
+        terms = (
+            "UPDATE fts_terms t SET docs = t.docs + d.docs, text_docs = t.text_docs + d.text_docs "
+            "FROM unnest(%s::integer[], %s::integer[], %s::integer[]) AS d(id, docs, text_docs) "
+            "WHERE t.id = d.id"
+        )
+        term_params = ([t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed])
+        stats = "UPDATE fts_stats SET rows = rows + %s, tokens = tokens + %s"
+        if changed and (self.rows or self.tokens):  # one round trip inside the write lock, not two
+            conn.execute(f"WITH terms AS ({terms}) {stats}", (*term_params, self.rows, self.tokens))
+        elif changed:
+            conn.execute(terms, term_params)
+        elif self.rows or self.tokens:
+            conn.execute(stats, (self.rows, self.tokens))
         self.terms, self.rows, self.tokens = {}, 0, 0
 
 
@@ -275,37 +299,56 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
             counts.add(term_id, -n, -nt)
 
 
+# Posting lines up to this many go to the server as one parameter, more through COPY.
+_INLINE_POSTINGS = 5000
+# Adds the terms of the posting lines in ``source``, counts every term's documents and
+# writes the postings with the terms' ids; its parameter is the items' row ids. Terms in
+# one order, so two writers of different workspaces never wait on each other.
+_ADD_POSTINGS = (
+    "ids AS (INSERT INTO fts_terms AS t (term, docs, text_docs) "
+    "SELECT term, count(*), count(*) FILTER (WHERE wtf > 0) FROM {source} GROUP BY term ORDER BY term "
+    "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
+    "RETURNING id, term) "
+    "INSERT INTO fts_postings (term_id, item, wtf, dl, file_row, pos) "
+    "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
+    "FROM {source} p JOIN ids USING (term)"
+)
+
+
 def _write_keywords(
     conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
     postings: Sequence[tuple[int, str]], counts: _Counts,
 ) -> None:
     """Add these items' keyword statistics: ``items`` is each one's (length, stands for
     its file), ``postings`` (index of its first item in ``rowids``, ``bm25.posting_lines``
-    of its items) per file. The postings go through COPY into a scratch table; one
-    statement then adds the new terms, counts every term's documents and writes the
-    postings with the terms' ids (a loop in Python over 290,000 postings took 4 s of
-    pytest's cold index)."""
+    of its items) per file. Many postings go through COPY into a scratch table, a few as
+    one parameter; one statement then adds the new terms, counts every term's documents
+    and writes the postings with the terms' ids (a loop in Python over 290,000 postings
+    took 4 s of pytest's cold index)."""
     text = "".join(
         f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n" for first, lines in postings if lines
     )
-    if text:
+    if text and text.count("\n") <= _INLINE_POSTINGS:
+        # A tool's write of a file or two: the lines go as one parameter, split in the
+        # statement; a scratch table's CREATE, COPY and DROP were three more round trips
+        # inside the workspace's write lock (the DROP alone 5 ms), for which 16 writers queued.
+        conn.execute(
+            "WITH p AS MATERIALIZED (SELECT split_part(l, E'\\t', 1)::integer AS first, "
+            "split_part(l, E'\\t', 2)::integer AS n, "
+            "replace(split_part(l, E'\\t', 3), E'\\\\\\\\', E'\\\\') COLLATE \"C\" AS term, "
+            "split_part(l, E'\\t', 4)::integer AS wtf, split_part(l, E'\\t', 5)::integer AS dl, "
+            "split_part(l, E'\\t', 6)::boolean AS file_row, split_part(l, E'\\t', 7)::integer[] AS pos "
+            "FROM string_to_table(%s, E'\\n') AS l WHERE l <> ''), " + _ADD_POSTINGS.format(source="p"),
+            (text, list(rowids)),
+        )
+    elif text:
         conn.execute(
             "CREATE TEMP TABLE _sc_postings (first integer, n integer, term text COLLATE \"C\", wtf integer, "
             "dl integer, file_row boolean, pos integer[]) ON COMMIT DROP"
         )
         with conn.cursor() as cur, cur.copy("COPY _sc_postings FROM STDIN") as copy:
             copy.write(text)
-        # Terms in one order, so two writers of different workspaces never wait on each other.
-        conn.execute(
-            "WITH ids AS (INSERT INTO fts_terms AS t (term, docs, text_docs) "
-            "SELECT term, count(*), count(*) FILTER (WHERE wtf > 0) FROM _sc_postings GROUP BY term ORDER BY term "
-            "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
-            "RETURNING id, term) "
-            "INSERT INTO fts_postings (term_id, item, wtf, dl, file_row, pos) "
-            "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
-            "FROM _sc_postings p JOIN ids USING (term)",
-            (list(rowids),),
-        )
+        conn.execute("WITH " + _ADD_POSTINGS.format(source="_sc_postings"), (list(rowids),))
         conn.execute("DROP TABLE _sc_postings")
     counts.rows += len(items)
     counts.tokens += sum(length for length, _ in items)
@@ -526,6 +569,7 @@ class PostgresStore(StoreBase):
         self._texts = FileTexts()
         self._cached_ids_memo: tuple[int, str | None] | None = None
         self._hnsw_dims: set[int] = set()
+        self._far_lines: dict[tuple[str, int], tuple[int, float]] = {}  # (model, dim) -> (vectors, line)
         self._deferred_dims: set[int] | None = None  # inside deferred_vector_index()
         self._lock_key = zlib.crc32(self.schema.encode()) - (1 << 31)  # a signed int4
         self._lean = lean
@@ -728,7 +772,8 @@ class PostgresStore(StoreBase):
 
     @contextmanager
     def _write(self) -> Iterator["psycopg.Connection"]:
-        """One transaction holding the workspace's write lock (joins an open one)."""
+        """One transaction holding the workspace's write lock (joins an open one), with
+        SQLite's durability (see the commit below)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             self._flush(conn)  # what this thread queued comes first
@@ -737,7 +782,13 @@ class PostgresStore(StoreBase):
         with self._pooled() as conn:  # not a snapshot's (read only)
             counts = _Counts()
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                # The commit does not wait for its WAL to reach the disk, as the SQLite
+                # store's (WAL, synchronous=NORMAL): a server crash may lose the last
+                # fraction of a second of index writes, never half of one, and the files
+                # are the truth (the next refresh indexes what the index missed). The wait
+                # was held inside the workspace's write lock, where 16 writers queued.
+                conn.execute("SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)",
+                             (self._lock_key,))
                 self._local.conn = conn
                 self._local.counts = counts
                 self._local.pending = []
@@ -1103,8 +1154,7 @@ class PostgresStore(StoreBase):
             self._settled(conn)
             files, items, edges, models = _one(conn.execute(
                 "SELECT (SELECT count(*) FROM files), (SELECT rows FROM fts_stats), (SELECT count(*) FROM edges), "
-                "(SELECT coalesce(json_object_agg(model, n), '{}') FROM (SELECT c.model, count(*) AS n "
-                "FROM items i JOIN embedding_cache c ON c.hash = i.content_hash GROUP BY c.model) v)"
+                f"(SELECT coalesce(json_object_agg(model, n), '{{}}') FROM ({_VECTORS_BY_MODEL}) v)"
             ))
         self._memo["tables"] = (generation[0], (files, int(items), edges))
         self._memo["items"] = (generation[0], int(items))
@@ -1429,10 +1479,7 @@ class PostgresStore(StoreBase):
     def _vector_counts(self) -> dict[str, int]:
         with self._conn() as conn:
             return dict(
-                conn.execute(
-                    "SELECT c.model, count(*) FROM items i JOIN embedding_cache c "
-                    "ON c.hash = i.content_hash GROUP BY c.model"
-                ).fetchall()
+                conn.execute(_VECTORS_BY_MODEL).fetchall()
             )
 
     def nearest(
@@ -1441,7 +1488,8 @@ class PostgresStore(StoreBase):
         """(rowid, cosine similarity) of the ``limit`` items closest to ``vector``, through
         the HNSW index of the shared cache (iterative scan, so items of other workspaces
         in the cache, or outside ``among``, do not crowd this one's out). A small ``among``
-        (a folder, a tag) is searched exactly over its own vectors instead."""
+        (a folder, a tag) is searched exactly over its own vectors instead, and so is a
+        question no closer to the stored vectors than a random direction (``_far_line``)."""
         import numpy as np
 
         v = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
@@ -1451,23 +1499,66 @@ class PostgresStore(StoreBase):
             rowids = np.fromiter(found, dtype=np.int64, count=len(found))
             matrix = np.vstack(list(found.values())) if found else np.zeros((0, v.shape[0]), dtype=np.float32)
             return exact_nearest(rowids, matrix, v, limit)
-        dim = int(v.shape[0])
+        ranked = self._ranked(model, v, limit, among, exact=False)
+        if ranked and ranked[0][1] <= self._far_line(model, int(v.shape[0])):
+            ranked = self._ranked(model, v, limit, among, exact=True)
+        return ranked
+
+    def _ranked(
+        self, model: str, v: np.ndarray, limit: int, among: Collection[int] | None, exact: bool
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` nearest items through the HNSW index, or by reading every vector
+        of the model (``exact``)."""
+        with self._conn() as conn, _vectors(conn).transaction():
+            return self._ranked_in(conn, model, [v], limit, among, exact)[0]
+
+    def _ranked_in(
+        self, conn: "psycopg.Connection", model: str, vs: Sequence[np.ndarray], limit: int,
+        among: Collection[int] | None, exact: bool,
+    ) -> list[list[tuple[int, float]]]:
+        """``_ranked`` for each of ``vs`` (of one size) in the open transaction of ``conn``,
+        their statements sent together (one round trip)."""
+        dim = int(vs[0].shape[0])
         cast = sql.SQL("c.vec::vector({})").format(sql.Literal(dim))
         among_clause = sql.SQL("AND i.rowid = ANY(%s) " if among is not None else "")
-        params: tuple = (v, model) + ((list(among),) if among is not None else ()) + (v, limit)
-        with self._conn() as conn, _vectors(conn).transaction():
+        # "+ 0" orders by an expression the index does not cover: a scan of every vector.
+        order = sql.SQL("({} <=> %s::vector({})) + 0" if exact else "{} <=> %s::vector({})").format(
+            cast, sql.Literal(dim))
+        statement = sql.SQL(
+            "SELECT i.rowid, 1 - ({cast} <=> %s::vector({d})) AS sim FROM embedding_cache c "
+            "JOIN items i ON i.content_hash = c.hash "
+            "WHERE c.model = %s AND c.dim = {d} {among} ORDER BY {order} LIMIT %s"
+        ).format(cast=cast, d=sql.Literal(dim), among=among_clause, order=order)
+        if not exact:
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             conn.execute("SET LOCAL hnsw.ef_search = %s" % ef_search(limit))
-            rows = conn.execute(
-                sql.SQL(
-                    "SELECT i.rowid, 1 - ({cast} <=> %s::vector({d})) AS sim FROM embedding_cache c "
-                    "JOIN items i ON i.content_hash = c.hash "
-                    "WHERE c.model = %s AND c.dim = {d} {among} ORDER BY {cast} <=> %s::vector({d}) LIMIT %s"
-                ).format(cast=cast, d=sql.Literal(dim), among=among_clause),
-                params,
-            ).fetchall()
+        with conn.pipeline():
+            cursors = [conn.execute(statement, (v, model) + ((list(among),) if among is not None else ()) + (v, limit))
+                       for v in vs]
         # relaxed_order: the scan may return near ties slightly out of order.
-        return sorted(((int(r), float(s)) for r, s in rows), key=lambda rs: -rs[1])
+        return [sorted(((int(r), float(s)) for r, s in cur.fetchall()), key=lambda rs: -rs[1]) for cur in cursors]
+
+    def _far_line(self, model: str, dim: int) -> float:
+        """The similarity under which a question's best match says it is unlike every
+        stored vector: the best graph matches of FAR_PROBES random directions, their mean
+        plus four standard deviations. There the walk loses most true neighbours
+        (recall@10 0.3-0.65 at 120,000 clustered vectors, at every ``ef_search`` pgvector
+        allows), so such a question is searched exactly; questions of the stored vectors'
+        kind match far closer than random directions and keep the graph. Measured again
+        when the model's vector count has moved by a quarter."""
+        import numpy as np
+
+        count = self.vector_models().get(model, 0)
+        key = (model, dim)
+        held = self._far_lines.get(key)
+        if held is not None and held[0] <= count <= held[0] * 1.25:
+            return held[1]
+        probes = np.random.default_rng(FAR_SEED).standard_normal((FAR_PROBES, dim)).astype(np.float32)
+        with self._conn() as conn, _vectors(conn).transaction():
+            best = [found[0][1] for found in self._ranked_in(conn, model, list(probes), 10, None, exact=False) if found]
+        line = float(np.mean(best) + 4 * np.std(best)) if best else -1.0
+        self._far_lines[key] = (count, line)
+        return line
 
     def vectors_for(self, model: str, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         wanted = list(dict.fromkeys(int(r) for r in rowids))
@@ -1583,9 +1674,9 @@ class PostgresStore(StoreBase):
                 conn.execute(
                     sql.SQL(
                         "CREATE INDEX IF NOT EXISTS {} ON {}.embedding_cache USING hnsw "
-                        "((vec::vector({})) vector_cosine_ops) WHERE dim = {}"
-                    ).format(sql.Identifier(name), sql.Identifier(SHARED_SCHEMA),
-                             sql.Literal(dim), sql.Literal(dim))
+                        "((vec::vector({})) vector_cosine_ops) WITH (m = {}, ef_construction = {}) WHERE dim = {}"
+                    ).format(sql.Identifier(name), sql.Identifier(SHARED_SCHEMA), sql.Literal(dim),
+                             sql.Literal(HNSW_M), sql.Literal(HNSW_EF_CONSTRUCTION), sql.Literal(dim))
                 )
         self._hnsw_dims.add(dim)
 
