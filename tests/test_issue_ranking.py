@@ -750,3 +750,127 @@ def test_the_file_a_report_title_names_gains_on_one_its_body_words_favour(tmp_pa
     named = share()
     monkeypatch.setattr(scoring, "FILE_TITLE_WEIGHT", 0)
     assert share() < named
+
+
+# -- methods of one name in sibling classes ---------------------------------------------
+
+# Lines of a method body inside _operators_tree's template (indented for its dedent).
+_STEPS = "\n".join(f"{' ' * 20}total = total + step * {i}  # the weight of step {i}" for i in range(40))
+
+
+def _operators_tree(root: Path) -> None:
+    """Operator classes that each print themselves with ``_latex``: the report shows the
+    fault in a boson's; the tensor's ``_latex`` shares it without sharing a word with it."""
+    _write(root, {
+        "pkg/__init__.py": "",
+        "pkg/operators.py": f'''
+            class Operator:
+                """Base of the second-quantisation operators."""
+
+                def _latex(self, printer):
+                    return "op"
+
+                def __repr__(self):
+                    return "Operator()"
+
+
+            class CreateBoson(Operator):
+                """Creates a boson in a state."""
+
+                def apply(self, state, step):
+                    total = 0
+{_STEPS}
+                    return total
+
+                def _latex(self, printer):
+                    return "b^\\\\dagger_{{%s}}" % self.state.name
+
+                def __repr__(self):
+                    return "CreateBoson()"
+
+
+            class CreateFermion(Operator):
+                """Creates a fermion in a state."""
+
+                def apply(self, state, step):
+                    total = 0
+{_STEPS}
+                    return total
+
+                def _latex(self, printer):
+                    return "a^\\\\dagger_{{%s}}" % self.state.name
+
+
+            class Tensor:
+                """An antisymmetric tensor."""
+
+                def weights(self, step):
+                    total = 0
+{_STEPS}
+                    return total
+
+                def _latex(self, printer):
+                    return "%s^{{%s}}_{{%s}}" % (self.symbol, self.upper, self.lower)
+
+                def __repr__(self):
+                    return "Tensor()"
+
+
+            class Matrix:
+                def _latex(self, printer):
+                    total = 0
+{_STEPS}
+                    return str(total)
+            ''',
+        "pkg/plot.py": '''
+            class Plot:
+                def _latex(self, printer):
+                    return "plot"
+            ''',
+    })
+
+
+_BOSON_REPORT = (
+    "Double superscript in the LaTeX of a squared boson\n\n"
+    "`Bd(a)**2` prints `b^\\dagger_{0}^{2}` for a CreateBoson, which does not render. "
+    "It should wrap the operator in braces.\n"
+)
+
+
+def test_a_method_brings_the_small_methods_of_its_name_in_sibling_classes(tmp_path):
+    from smartcontext.context import pipeline
+
+    _operators_tree(tmp_path)
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = ws.catalogue()
+    row = {cat.entries[r].qualname: r for r in cat.entries}
+
+    def brought(name: str) -> set[str]:
+        pool = [scoring.ScoredItem(row[name], cat.entries[row[name]].id, score=0.9, direct=True)]
+        pipeline._add_namesakes(pool, cat)
+        assert all(s.score == 0.9 for s in pool)
+        return {cat.entries[s.rowid].qualname for s in pool[1:]}
+
+    # Same file only; a large namesake (Matrix._latex) would crowd out more than it shows.
+    assert brought("CreateBoson._latex") == {"Operator._latex", "CreateFermion._latex", "Tensor._latex"}
+    # Every class has its __repr__: no shared fault in that.
+    assert brought("CreateBoson.__repr__") == set()
+
+
+def test_a_sibling_override_the_report_shares_no_word_with_is_shown(tmp_path, monkeypatch):
+    from smartcontext.context import pipeline
+
+    _operators_tree(tmp_path)
+
+    def shown() -> dict[str, str]:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            res = ws.context(_BOSON_REPORT, max_tokens=2000)
+        return {s.item.qualname: s.mode for s in res.items}
+
+    with_namesakes = shown()
+    assert with_namesakes.get("Tensor._latex") == "full"
+    assert "Plot._latex" not in with_namesakes
+    monkeypatch.setattr(pipeline, "NAMESAKES", 0)
+    assert "Tensor._latex" not in shown()

@@ -79,17 +79,12 @@ def plan_budget(
     reserve: int = 0,
     pinned_full: set[int] | None = None,
     file_costs: dict[str, int] | None = None,
-    class_heads: dict[int, tuple[int, int]] | None = None,
 ) -> Plan:
     """Choose what to show and how. ``reserve`` tokens are kept for headers and framing.
 
     pinned_full: row ids shown in full whatever their size (the top file, when small).
     file_costs: a file's heading and imports line by path (default PER_FILE_OVERHEAD).
-    class_heads: row id -> (last line, tokens) of a class too large to show whole whose
-        head (its lines above its first member: docstring, class attributes) is shown in
-        its place when it fits (see pipeline.CLASS_HEAD_MAX_TOKENS).
     """
-    class_heads = class_heads or {}
     file_costs = file_costs or {}
     pinned_full = pinned_full or set()
     budget = max(0, config.max_tokens - reserve)
@@ -133,12 +128,6 @@ def plan_budget(
         # members ranked higher, and repeating them inside the whole body wastes tokens.
         if full_ok and any(_is_inside(c.item, item) for c in chosen.values() if not c.context_only):
             full_ok = False
-        head = class_heads.get(cand.rowid) if not full_ok and item.tokens > (limit or 0) else None
-        if head is not None:
-            # The class's head in place of its whole body: a copy of the item ending above
-            # its first member, so the members are still offered (and shown) on their own.
-            item = type(item)(**{**item.__dict__, "end_line": head[0], "tokens": head[1]})
-            full_ok = True
         full_cost = item.tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
         sig_cost = si.sig_tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
         # The share for whole bodies is of code: a file's imports line counts against the
@@ -163,9 +152,7 @@ def plan_budget(
         chosen[item.id] = sel
         costs[item.id] = cost
         files.add(item.path)
-        if mode == "full" and head is not None:
-            full_used += cost - imports_cost
-        elif mode == "full":
+        if mode == "full":
             full_used += cost - imports_cost
             full_ids.add(item.id)
             # A parent header chosen earlier is now visible inside this item.

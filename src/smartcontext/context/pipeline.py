@@ -50,25 +50,22 @@ LEAD_ITEMS = 3
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
 OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
 POOL = 250  # the best-ranked candidates the budgeter considers
+# A method that ranks among the first NAMESAKE_SCAN candidates brings the methods of the same
+# name in other classes of its file (at most NAMESAKES, each of at most NAMESAKE_MAX_TOKENS),
+# right after it and at its score: sibling classes that each override ``_latex`` or
+# ``handle_signature`` share the fault a report shows in one of them, and a fix changes them
+# alike. Measured with bench/ablate.py (0 -> 4; 2 and 8 measured the same): SWE-bench dev2
+# one-file hunks shown 58.2 -> 59.5% (and one more strict hunk); plain-English questions
+# definitions shown 0.852 -> 0.868; SWE-bench dev unchanged. 0: off.
+NAMESAKES = 4
+NAMESAKE_SCAN = 40
+NAMESAKE_MAX_TOKENS = 400
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
 # bench/ablate.py: SWE-bench dev hunks shown 75.5 -> 76.5%, dev2 gold file in context
 # 80.0 -> 82.5% (one-file), plain-English questions symbols shown 0.555 -> 0.562;
 # rankings unchanged.
-# A method that ranks among the first NAMESAKE_SCAN candidates brings the methods of the same
-# name in other classes of its file (at most NAMESAKES, each of at most NAMESAKE_MAX_TOKENS),
-# right after it and at its score: sibling classes that each override ``_latex`` or
-# ``handle_signature`` share the fault a report shows in one of them, and a fix changes them
-# alike. 0: off.
-NAMESAKES = 0
-NAMESAKE_SCAN = 40
-NAMESAKE_MAX_TOKENS = 400
-# A class in one of the HEAD_FILES best files that is too large to show whole shows its head
-# (docstring and class attributes, the lines above its first member) when that costs at most
-# CLASS_HEAD_MAX_TOKENS, instead of its signature line alone: the tables a class declares
-# (roles, settings, messages) are what many fixes change. 0: off.
-CLASS_HEAD_MAX_TOKENS = 0
 REFILL = True
 REFILL_SLACK = 0.04
 REFILL_SPENT = 0.9
@@ -388,7 +385,6 @@ class SmartContextExtractor:
         parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
         heads = self._file_heads(files, cat, pinned)
-        class_heads = _class_heads(pool, cat, files[:HEAD_FILES])
         reserve = sum(tokens for _, _, tokens in heads)
         # A file's imports line is part of what showing anything from it costs.
         deps = self._imports({cat.entries[s.rowid].path for s in pool}, cat)
@@ -400,7 +396,7 @@ class SmartContextExtractor:
             # A refill plans as if the budget were larger: the estimates, not the text, fit it.
             planned = cfg if budget is None else replace(cfg, max_tokens=min(MAX_BUDGET, budget + reserve))
             plan = plan_budget(pool, stored, parents, planned, reserve=reserve, pinned_full=pinned,
-                               file_costs=file_costs, class_heads=class_heads)
+                               file_costs=file_costs)
             self._add_heads(plan.selected, heads, pool)
             # File lines and module names for every file the plan touches; trimming only
             # removes items, so this superset stays valid.
@@ -725,29 +721,6 @@ def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id
     # must not jump ahead, or its container would show only its header.
     first = 1 if rest and rest[0].score > lead[0].score else 0
     pool[:] = rest[:first] + lead + rest[first:]
-
-
-def _class_heads(pool: list[ScoredItem], cat: Catalogue, paths: list[str]) -> dict[int, tuple[int, int]]:
-    """Row id -> (last line, estimated tokens) of the heads of the classes of ``pool`` in
-    ``paths`` too large to show whole (see CLASS_HEAD_MAX_TOKENS)."""
-    out: dict[int, tuple[int, int]] = {}
-    if not CLASS_HEAD_MAX_TOKENS or not paths:
-        return out
-    for s in pool:
-        e = cat.entries.get(s.rowid)
-        if e is None or e.kind != ItemKind.CLASS or e.path not in paths:
-            continue
-        limit = kind_traits(e.kind).max_full_tokens
-        if limit is None or e.tokens <= limit:
-            continue
-        starts = [cat.entries[r].start_line for r in cat.children.get(e.id, []) if r in cat.entries]
-        last = min(starts, default=e.end_line + 1) - 1
-        if last <= e.start_line or last >= e.end_line:
-            continue
-        tokens = int(e.tokens * (last - e.start_line + 1) / max(1, e.end_line - e.start_line + 1)) + 10
-        if tokens <= CLASS_HEAD_MAX_TOKENS:
-            out[s.rowid] = (last, tokens)
-    return out
 
 
 def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
