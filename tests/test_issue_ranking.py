@@ -874,3 +874,62 @@ def test_a_sibling_override_the_report_shares_no_word_with_is_shown(tmp_path, mo
     assert "Plot._latex" not in with_namesakes
     monkeypatch.setattr(pipeline, "NAMESAKES", 0)
     assert "Tensor._latex" not in shown()
+
+
+# -- the second file's best match --------------------------------------------------------
+
+
+def _merge_method(name: str) -> str:
+    steps = "\n".join(f"        rows = self.join(rows, other, how={name!r}, step={i})  # merge step {i}"
+                      for i in range(14))
+    return (f"    def {name}(self, other):\n        \"\"\"Merge with other: the {name.split('_')[1]} merge.\"\"\"\n"
+            f"        rows = []\n{steps}\n        return rows\n")
+
+
+def _frames_tree(root: Path) -> None:
+    """A top file of six matching methods, too large to show whole, and a runner-up whose one
+    match scores below all of them."""
+    names = ("merge_left", "merge_right", "merge_outer", "merge_inner", "merge_cross", "merge_index")
+    keep = "\n".join(f"    ranked = ranked + [original[{j}]]  # keep column {j}" for j in range(30))
+    widen = "\n".join(f"    width = width + {j}  # widen the cell by {j}" for j in range(30))
+    pads = "\n\n".join(f'def pad_{i}(width):\n    """Pad a cell to a width."""\n{widen}\n    return width\n'
+                       for i in range(3))
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/frame.py": 'class Frame:\n    """A frame of columns."""\n\n' + "\n".join(_merge_method(n) for n in names),
+        "pkg/layout.py": ('def restore_order(columns, original):\n    """Put columns back in their original order."""\n'
+                          f"    ranked = sorted(columns)\n{keep}\n    return ranked\n\n\n{pads}"),
+    }
+    for rel, body in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(body, encoding="utf-8")
+
+
+_MERGE_REPORT = (
+    "Merge loses the column order\n\nMerging two frames with `Frame.merge_left` puts the columns in sorted "
+    "order instead of their original order. The same with merge_right, merge_outer, merge_inner, "
+    "merge_cross and merge_index.\n"
+)
+
+
+def test_the_second_files_best_match_gets_its_body_before_the_top_files_tail(tmp_path, monkeypatch):
+    from smartcontext.context import pipeline
+
+    _frames_tree(tmp_path)
+
+    def shown() -> tuple[list[str], dict[str, str]]:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            res = ws.context(_MERGE_REPORT, max_tokens=2500)
+        return list(res.files), {s.item.qualname: s.mode for s in res.items}
+
+    files, modes = shown()
+    assert files[:2] == ["pkg/frame.py", "pkg/layout.py"]
+    assert modes["restore_order"] == "full"
+    # The top file still leads: its best matches keep their bodies.
+    assert modes["Frame.merge_left"] == "full"
+    monkeypatch.setattr(pipeline, "SECOND_LEAD_ITEMS", 0)
+    _, modes = shown()
+    assert modes["restore_order"] == "signature"
+    assert sum(mode == "full" for name, mode in modes.items() if name.startswith("Frame.merge_")) == 6
