@@ -750,3 +750,186 @@ def test_the_file_a_report_title_names_gains_on_one_its_body_words_favour(tmp_pa
     named = share()
     monkeypatch.setattr(scoring, "FILE_TITLE_WEIGHT", 0)
     assert share() < named
+
+
+# -- methods of one name in sibling classes ---------------------------------------------
+
+# Lines of a method body inside _operators_tree's template (indented for its dedent).
+_STEPS = "\n".join(f"{' ' * 20}total = total + step * {i}  # the weight of step {i}" for i in range(40))
+
+
+def _operators_tree(root: Path) -> None:
+    """Operator classes that each print themselves with ``_latex``: the report shows the
+    fault in a boson's; the tensor's ``_latex`` shares it without sharing a word with it."""
+    _write(root, {
+        "pkg/__init__.py": "",
+        "pkg/operators.py": f'''
+            class Operator:
+                """Base of the second-quantisation operators."""
+
+                def _latex(self, printer):
+                    return "op"
+
+                def __repr__(self):
+                    return "Operator()"
+
+
+            class CreateBoson(Operator):
+                """Creates a boson in a state."""
+
+                def apply(self, state, step):
+                    total = 0
+{_STEPS}
+                    return total
+
+                def _latex(self, printer):
+                    return "b^\\\\dagger_{{%s}}" % self.state.name
+
+                def __repr__(self):
+                    return "CreateBoson()"
+
+
+            class CreateFermion(Operator):
+                """Creates a fermion in a state."""
+
+                def apply(self, state, step):
+                    total = 0
+{_STEPS}
+                    return total
+
+                def _latex(self, printer):
+                    return "a^\\\\dagger_{{%s}}" % self.state.name
+
+
+            class Tensor:
+                """An antisymmetric tensor."""
+
+                def weights(self, step):
+                    total = 0
+{_STEPS}
+                    return total
+
+                def _latex(self, printer):
+                    return "%s^{{%s}}_{{%s}}" % (self.symbol, self.upper, self.lower)
+
+                def __repr__(self):
+                    return "Tensor()"
+
+
+            class Matrix:
+                def _latex(self, printer):
+                    total = 0
+{_STEPS}
+                    return str(total)
+            ''',
+        "pkg/plot.py": '''
+            class Plot:
+                def _latex(self, printer):
+                    return "plot"
+            ''',
+    })
+
+
+_BOSON_REPORT = (
+    "Double superscript in the LaTeX of a squared boson\n\n"
+    "`Bd(a)**2` prints `b^\\dagger_{0}^{2}` for a CreateBoson, which does not render. "
+    "It should wrap the operator in braces.\n"
+)
+
+
+def test_a_method_brings_the_small_methods_of_its_name_in_sibling_classes(tmp_path):
+    from smartcontext.context import pipeline
+
+    _operators_tree(tmp_path)
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = ws.catalogue()
+    row = {cat.entries[r].qualname: r for r in cat.entries}
+
+    def brought(name: str) -> set[str]:
+        pool = [scoring.ScoredItem(row[name], cat.entries[row[name]].id, score=0.9, direct=True)]
+        pipeline._add_namesakes(pool, cat)
+        assert all(s.score == 0.9 for s in pool)
+        return {cat.entries[s.rowid].qualname for s in pool[1:]}
+
+    # Same file only; a large namesake (Matrix._latex) would crowd out more than it shows.
+    assert brought("CreateBoson._latex") == {"Operator._latex", "CreateFermion._latex", "Tensor._latex"}
+    # Every class has its __repr__: no shared fault in that.
+    assert brought("CreateBoson.__repr__") == set()
+
+
+def test_a_sibling_override_the_report_shares_no_word_with_is_shown(tmp_path, monkeypatch):
+    from smartcontext.context import pipeline
+
+    _operators_tree(tmp_path)
+
+    def shown() -> dict[str, str]:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            res = ws.context(_BOSON_REPORT, max_tokens=2000)
+        return {s.item.qualname: s.mode for s in res.items}
+
+    with_namesakes = shown()
+    assert with_namesakes.get("Tensor._latex") == "full"
+    assert "Plot._latex" not in with_namesakes
+    monkeypatch.setattr(pipeline, "NAMESAKES", 0)
+    assert "Tensor._latex" not in shown()
+
+
+# -- the second file's best match --------------------------------------------------------
+
+
+def _merge_method(name: str) -> str:
+    steps = "\n".join(f"        rows = self.join(rows, other, how={name!r}, step={i})  # merge step {i}"
+                      for i in range(14))
+    return (f"    def {name}(self, other):\n        \"\"\"Merge with other: the {name.split('_')[1]} merge.\"\"\"\n"
+            f"        rows = []\n{steps}\n        return rows\n")
+
+
+def _frames_tree(root: Path) -> None:
+    """A top file of six matching methods, too large to show whole, and a runner-up whose one
+    match scores below all of them."""
+    names = ("merge_left", "merge_right", "merge_outer", "merge_inner", "merge_cross", "merge_index")
+    keep = "\n".join(f"    ranked = ranked + [original[{j}]]  # keep column {j}" for j in range(30))
+    widen = "\n".join(f"    width = width + {j}  # widen the cell by {j}" for j in range(30))
+    pads = "\n\n".join(f'def pad_{i}(width):\n    """Pad a cell to a width."""\n{widen}\n    return width\n'
+                       for i in range(3))
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/frame.py": 'class Frame:\n    """A frame of columns."""\n\n' + "\n".join(_merge_method(n) for n in names),
+        "pkg/layout.py": ('def restore_order(columns, original):\n    """Put columns back in their original order."""\n'
+                          f"    ranked = sorted(columns)\n{keep}\n    return ranked\n\n\n{pads}"),
+    }
+    for rel, body in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(body, encoding="utf-8")
+
+
+_MERGE_REPORT = (
+    "Merge loses the column order\n\nMerging two frames with `Frame.merge_left` puts the columns in sorted "
+    "order instead of their original order. The same with merge_right, merge_outer, merge_inner, "
+    "merge_cross and merge_index.\n"
+)
+
+
+def test_the_second_files_best_match_gets_its_body_before_the_top_files_tail(tmp_path, monkeypatch):
+    from smartcontext.context import pipeline
+
+    _frames_tree(tmp_path)
+
+    def shown() -> tuple[list[str], dict[str, str]]:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            res = ws.context(_MERGE_REPORT, max_tokens=2500)
+        return list(res.files), {s.item.qualname: s.mode for s in res.items}
+
+    files, modes = shown()
+    assert files[:2] == ["pkg/frame.py", "pkg/layout.py"]
+    assert modes["restore_order"] == "full"
+    # The top file still leads: its best matches keep their bodies.
+    assert modes["Frame.merge_left"] == "full"
+    monkeypatch.setattr(pipeline, "SECOND_LEAD_ITEMS", 0)
+    _, modes = shown()
+    assert modes["restore_order"] == "signature"
+    assert sum(mode == "full" for name, mode in modes.items() if name.startswith("Frame.merge_")) == 6

@@ -47,9 +47,28 @@ MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 # out other files' matches). 5 measured neutral on SWE-bench dev and dev2 and, beside the
 # short-question share (budgeter.SHORT_QUESTION_FULL_SHARE), on the plain-English questions.
 LEAD_ITEMS = 3
+# The second file's best match (SECOND_LEAD_ITEMS of them, within SECOND_LEAD_SHARE of the
+# budget, however it scores against the top file's) follows the top file's lead: a top file
+# holding many matches otherwise spends the share for whole bodies on its own long tail,
+# and the runner-up, as often the file to fix, shows signatures only. Measured with
+# bench/ablate.py (0 -> 1): SWE-bench dev2 one-file hunks shown 59.5 -> 60.8%; plain-English
+# questions whole bodies 0.631 -> 0.640 (definitions unchanged); SWE-bench dev unchanged.
+# 2 cost dev2 a multi-file gold file in context. 0: off.
+SECOND_LEAD_ITEMS = 1
+SECOND_LEAD_SHARE = 0.2
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
 OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
 POOL = 250  # the best-ranked candidates the budgeter considers
+# A method that ranks among the first NAMESAKE_SCAN candidates brings the methods of the same
+# name in other classes of its file (at most NAMESAKES, each of at most NAMESAKE_MAX_TOKENS),
+# right after it and at its score: sibling classes that each override ``_latex`` or
+# ``handle_signature`` share the fault a report shows in one of them, and a fix changes them
+# alike. Measured with bench/ablate.py (0 -> 4; 2 and 8 measured the same): SWE-bench dev2
+# one-file hunks shown 58.2 -> 59.5% (and one more strict hunk); plain-English questions
+# definitions shown 0.852 -> 0.868; SWE-bench dev unchanged. 0: off.
+NAMESAKES = 4
+NAMESAKE_SCAN = 40
+NAMESAKE_MAX_TOKENS = 400
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -368,6 +387,7 @@ class SmartContextExtractor:
             cfg = replace(cfg, full_code_share=share)
         pool = ranked[:POOL]
         pinned = self._pin_top_file(pool, cat, files)
+        _add_namesakes(pool, cat)
         read = read or {}
         stored = {s.rowid: read[s.rowid] for s in pool if s.rowid in read}
         stored.update(self.store.items_by_rowids([s.rowid for s in pool if s.rowid not in read]))
@@ -511,7 +531,8 @@ class SmartContextExtractor:
         if not any(s.rowid in cat.entries and cat.entries[s.rowid].path == top for s in pool[:GRAPH_SEEDS]):
             return set()  # the file ranks first only by aggregate: not sure enough
         if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
-            _lead_with_file(pool, cat, top, entry.id, TOP_FILE_SHARE * cfg.max_tokens)
+            front = _lead_with_file(pool, cat, top, entry.id, TOP_FILE_SHARE * cfg.max_tokens)
+            self._lead_second(pool, cat, files, front)
             return set()
         children = sorted(cat.children.get(entry.id, []), key=lambda r: cat.entries[r].start_line)
         if not children:
@@ -527,7 +548,24 @@ class SmartContextExtractor:
         # The file's own best matches first, then the rest of the file, then other files.
         pinned.sort(key=lambda s: -s.score)
         pool[:] = rest[:1] + pinned + rest[1:]
+        self._lead_second(pool, cat, files, 1 + len(pinned))
         return pinned_ids
+
+    def _lead_second(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], front: int) -> None:
+        """The second file's best SECOND_LEAD_ITEMS matches follow the top file's lead."""
+        if not SECOND_LEAD_ITEMS or len(files) < 2:
+            return
+        mod = cat.module_of_path.get(files[1])
+        entry = cat.entries.get(mod) if mod is not None else None
+        if entry is None or not kind_traits(entry.kind).whole_file:
+            return
+        limit = kind_traits(entry.kind).max_full_tokens
+        if limit is None or entry.tokens <= limit:
+            return  # small enough to come whole: one function of it would say less
+        head, tail = pool[:front], pool[front:]
+        _lead_with_file(tail, cat, files[1], entry.id, SECOND_LEAD_SHARE * self.config.max_tokens,
+                        items=SECOND_LEAD_ITEMS, keep_first=False, own_best=True)
+        pool[:] = head + tail
 
     def _file_heads(
         self, files: list[str], cat: Catalogue, pinned: set[int]
@@ -676,7 +714,8 @@ def _nearest_names(question: str, cat: Catalogue, limit: int = 5) -> list[dict[s
     return out[:limit]
 
 
-def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id: str, share: float) -> None:
+def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id: str, share: float,
+                    items: int | None = None, keep_first: bool = True, own_best: bool = False) -> int:
     """The best file, too large to show whole, still comes first: its matching symbols
     move ahead of other files' items (best first, within ``share`` tokens), so they get
     their bodies before weaker matches elsewhere do. A symbol's score is noisy (one common
@@ -685,12 +724,14 @@ def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id
     spans: list[tuple[int, int]] = []
     used = 0
     # The file's module row stands for the whole file, not for one symbol in it.
-    best = max((s.score for s in pool if s.item_id != module_id), default=0.0)
+    best = max((s.score for s in pool if s.item_id != module_id
+                and (not own_best or (s.rowid in cat.entries and cat.entries[s.rowid].path == path))),
+               default=0.0)
     for s in pool:
         e = cat.entries.get(s.rowid)
         if e is None or e.path != path or not s.direct or e.id == module_id:
             continue
-        if len(lead) >= LEAD_ITEMS or s.score < LEAD_MIN_SHARE * best:
+        if len(lead) >= (items or LEAD_ITEMS) or s.score < LEAD_MIN_SHARE * best:
             break
         if any(a <= e.start_line and e.end_line <= b for a, b in spans):
             continue  # inside a symbol already leading: shown with it
@@ -703,13 +744,42 @@ def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id
         lead.append(s)
         spans.append((e.start_line, e.end_line))
     if not lead:
-        return
+        return 0
     ids = {s.rowid for s in lead}
     rest = [s for s in pool if s.rowid not in ids]
     # The best item overall stays first; a weaker one (say, a function nested in the lead)
     # must not jump ahead, or its container would show only its header.
-    first = 1 if rest and rest[0].score > lead[0].score else 0
+    first = 1 if keep_first and rest and rest[0].score > lead[0].score else 0
     pool[:] = rest[:first] + lead + rest[first:]
+    return first + len(lead)
+
+
+def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
+    """Put after each of the first NAMESAKE_SCAN candidates that is a method the small
+    methods of the same name in other classes of its file (see NAMESAKES)."""
+    if not NAMESAKES:
+        return
+    present = {s.rowid for s in pool}
+    out: list[ScoredItem] = []
+    for pos, s in enumerate(pool):
+        out.append(s)
+        e = cat.entries.get(s.rowid)
+        if pos >= NAMESAKE_SCAN or e is None or e.kind != "method" or not s.direct:
+            continue
+        if e.name.startswith("__") and e.name.endswith("__"):
+            continue  # every class has its __init__: no shared fault in that
+        added = 0
+        for r in cat.by_name.get(e.name.lower(), ()):
+            o = cat.entries[r]
+            if (r in present or o.path != e.path or o.kind != "method" or o.name != e.name
+                    or o.tokens > NAMESAKE_MAX_TOKENS):
+                continue
+            out.append(ScoredItem(r, o.id, score=s.score, direct=False))
+            present.add(r)
+            added += 1
+            if added >= NAMESAKES:
+                break
+    pool[:] = out
 
 
 def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
