@@ -50,6 +50,22 @@ def pg(pg_url, pg_workspace):
         drop_workspace(pg_url, s.workspace, clear_cache=True)
 
 
+
+def statements_sent(monkeypatch) -> list[str]:
+    """The text of every statement the store sends from now on, in order (each still runs)."""
+    import psycopg
+
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self, query, params=None, **kw):
+        sent.append(query if isinstance(query, str) else query.as_string(self.connection))
+        return execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return sent
+
+
 def test_schema_names_never_collide_and_url_carries_the_workspace():
     assert schema_name("shop") == "sc_shop"
     assert schema_name("Shop") != schema_name("shop") and schema_name("a-b") != schema_name("a_b")
@@ -235,8 +251,6 @@ def test_a_question_unlike_every_vector_is_searched_exactly(pg, tmp_path, monkey
     """The graph loses most true neighbours of a question no closer to the stored vectors
     than a random direction: such a question reads every vector (the same answer as the
     exact search of SQLite), a question near the clusters stays on the graph."""
-    import psycopg
-
     s = pg("far")
     sq = open_store(tmp_path / "i.db")
     rng = np.random.default_rng(3)
@@ -248,14 +262,7 @@ def test_a_question_unlike_every_vector_is_searched_exactly(pg, tmp_path, monkey
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     for store in (s, sq):
         store.put_vectors("m", [r.rowid for r in store.item_light_rows()], vecs)
-    sent: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def counted(self, query, params=None, **kw):
-        sent.append(query if isinstance(query, str) else query.as_string(self.connection))
-        return execute(self, query, params, **kw)
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    sent = statements_sent(monkeypatch)
     s.nearest("m", centres[0], 10)  # the line is measured once, with the first question
     names = {r.rowid: r.id for r in s.item_light_rows()}
     lite_names = {r.rowid: r.id for r in sq.item_light_rows()}
@@ -515,8 +522,6 @@ def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample
     and word forms come from the vocabulary held for the generation (they were two more
     statements, and the item rows one or two). Counted where psycopg sends each
     statement, so one added to the path fails here; the answers are SQLite's."""
-    import psycopg
-
     def open_ws(url):
         cfg = Config.load(sample_repo)
         cfg.embeddings.model = "none"
@@ -530,14 +535,7 @@ def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample
     try:
         for q in ("apply a discount", "session token"):  # a generation's first questions
             pg.search(q, mode="keyword")
-        sent: list[str] = []
-        execute = psycopg.Cursor.execute
-
-        def counted(self, query, params=None, **kw):
-            sent.append(query if isinstance(query, str) else query.as_string(self.connection))
-            return execute(self, query, params, **kw)
-
-        monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+        sent = statements_sent(monkeypatch)
         for q in ("How does AuthService handle login?", "price with discount", "hash the password",
                   "user accounts"):
             for mode in ("keyword", "hybrid"):
