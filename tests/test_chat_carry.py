@@ -65,19 +65,26 @@ def test_nothing_changed_is_no_change():
     assert carried.active == ["Naxos Ferry"] and not carried.changed
 
 
-def test_a_selection_follows_its_topic_when_the_topics_are_extracted_again(tmp_path):
-    mem = tmp_path / ".memory"
+def write_trip(root, messages) -> None:
+    """A chat whose topics ("Island Boats", "Kitchen Chemistry") are named unlike anything the
+    local method would call them, embeddings off."""
+    mem = root / ".memory"
     mem.mkdir()
-    messages = [("m0", "user", "be concise"),
-                ("m1", "user", "Which ferry goes from Piraeus to Naxos?"),
-                ("m2", "assistant", "Blue Star ferries sail from Piraeus to Naxos every morning."),
-                ("m3", "user", "How do I feed my sourdough starter?"),
-                ("m4", "assistant", "Feed the sourdough starter flour and water once a day.")]
     (mem / "trip.json").write_text(json.dumps({
         "messages": [{"id": i, "role": r, "content": c} for i, r, c in messages],
         "topics": [{"label": "Island Boats", "count": 2, "message_ids": ["m1", "m2"]},
                    {"label": "Kitchen Chemistry", "count": 2, "message_ids": ["m3", "m4"]}]}))
-    (tmp_path / "smartcontext.toml").write_text('[embeddings]\nmodel = "none"\n')
+    (root / "smartcontext.toml").write_text('[embeddings]\nmodel = "none"\n')
+
+
+TRIP = [("m1", "user", "Which ferry goes from Piraeus to Naxos?"),
+        ("m2", "assistant", "Blue Star ferries sail from Piraeus to Naxos every morning."),
+        ("m3", "user", "How do I feed my sourdough starter?"),
+        ("m4", "assistant", "Feed the sourdough starter flour and water once a day.")]
+
+
+def test_a_selection_follows_its_topic_when_the_topics_are_extracted_again(tmp_path):
+    write_trip(tmp_path, [("m0", "user", "be concise"), *TRIP])
     with Workspace.open(tmp_path) as ws:
         sc = ws.chats()
         seen = []
@@ -107,17 +114,7 @@ def test_a_bubble_clicked_while_the_topics_were_extracted_again_selects_its_succ
     """The click's set_filter reaches the server after the extraction replaced the topics it
     was made on: the old label is carried as if it had arrived a moment earlier; a label the
     chat never had is still refused."""
-    mem = tmp_path / ".memory"
-    mem.mkdir()
-    messages = [("m1", "user", "Which ferry goes from Piraeus to Naxos?"),
-                ("m2", "assistant", "Blue Star ferries sail from Piraeus to Naxos every morning."),
-                ("m3", "user", "How do I feed my sourdough starter?"),
-                ("m4", "assistant", "Feed the sourdough starter flour and water once a day.")]
-    (mem / "trip.json").write_text(json.dumps({
-        "messages": [{"id": i, "role": r, "content": c} for i, r, c in messages],
-        "topics": [{"label": "Island Boats", "count": 2, "message_ids": ["m1", "m2"]},
-                   {"label": "Kitchen Chemistry", "count": 2, "message_ids": ["m3", "m4"]}]}))
-    (tmp_path / "smartcontext.toml").write_text('[embeddings]\nmodel = "none"\n')
+    write_trip(tmp_path, TRIP)
     with Workspace.open(tmp_path) as ws:
         sc = ws.chats()
         sc.set_filter([], chat_id="trip")  # nothing selected while the topics are replaced
