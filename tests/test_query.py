@@ -60,6 +60,8 @@ def test_a_query_resolves_given_then_configured_then_declared_defaults():
         ({"encoding": "p50k"}, "unknown token encoding"),
         ({"paths": "src/"}, "list of strings"),
         ({"paths": ["x"] * 101}, "at most 100"),
+        ({"kinds": [""]}, "kinds holds an empty value: leave kinds out"),
+        ({"exclude": ["tests/", "  "]}, "exclude holds an empty value"),
         ({"dpeth": 1}, "did you mean 'depth'"),
     ],
 )
@@ -213,3 +215,22 @@ def test_the_cli_and_the_tools_accept_and_refuse_the_same_inputs(repo):
             assert tool["success"] is accepted, (args.get("max_tokens"), tool.get("error"))
     finally:
         registry.close()
+
+
+def test_an_empty_filter_value_is_refused_everywhere_instead_of_matching_nothing(vault):
+    """A model's ``tags: [""]`` (or a CLI ``--tag ""``) named no note and answered nothing;
+    now every front end refuses it and the tools' schema says so up front."""
+    registry = ToolRegistry.open(vault)
+    try:
+        schema = registry.input_schema("search")
+        assert schema["properties"]["tags"]["items"]["minLength"] == 1
+        refused = registry.call("search", {"query": "ferry", "tags": [""]})
+        assert refused["success"] is False and "tags" in refused["error"] and "empty" in refused["error"]
+        assert registry.call("search", {"query": "ferry", "tags": []})["success"] is True
+    finally:
+        registry.close()
+    cli = subprocess.run([sys.executable, "-m", "smartcontext", "search", "ferry", "--tag", "", str(vault)],
+                         capture_output=True, text=True, cwd=vault, env=ENV, timeout=180)
+    assert cli.returncode == 1 and "tags holds an empty value" in cli.stderr
+    with pytest.raises(InvalidArgument, match="kinds holds an empty value"):
+        Query.build("code-context", "q", kinds=[" "])

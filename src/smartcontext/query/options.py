@@ -107,6 +107,11 @@ class Option:
                     raise InvalidArgument(f"{self.name} must be a list of strings, got {v!r} in it")
                 if self.max_length is not None and len(v) > self.max_length:
                     raise InvalidArgument(f"a value of {self.name} is longer than {self.max_length:,} characters")
+                if not v.strip():
+                    # An empty tag or glob matches nothing: a filter that silently empties the
+                    # answer (a model's ``tags: [""]``) is refused, and says how to mean "all".
+                    raise InvalidArgument(f"{self.name} holds an empty value: leave {self.name} out "
+                                          "(or send an empty list) to apply no such filter")
             return list(value)
         if not isinstance(value, str):
             raise InvalidArgument(f"{self.name} must be a string, got {value!r}")
@@ -124,7 +129,7 @@ class Option:
     def schema(self) -> dict[str, Any]:
         """This option as a JSON-schema property (for MCP and HTTP clients)."""
         if self.kind == "list":
-            s: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+            s: dict[str, Any] = {"type": "array", "items": {"type": "string", "minLength": 1}}
             if self.max_length is not None:
                 s["items"]["maxLength"] = self.max_length
             if self.max_items is not None:
