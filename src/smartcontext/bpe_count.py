@@ -92,9 +92,12 @@ class _Table:
     def __init__(self, data: mmap.mmap, head: dict[str, Any], offsets: memoryview, blobs_at: int):
         self._data, self._offsets, self._blobs_at = data, offsets, blobs_at
         self._n = head["n"]
-        # Every key looked up so far -> its rank (None: not a token). Half of a count's
-        # lookups repeat a key (common pairs), which then cost one dict lookup.
-        self._ranks: dict[bytes, int | None] = {}
+        # The ranks of the buckets read so far, merged: half of a count's lookups repeat a
+        # key (common pairs), which then cost one dict lookup. A key that is no token is not
+        # kept (a server counting for days would keep every byte pair it ever tried): its
+        # bucket, once read, answers None without being read again.
+        self._ranks: dict[bytes, int] = {}
+        self._read: set[int] = set()
         self._pat_str = head["pat_str"]
         self.pattern = re.compile(_ascii_pattern(self._pat_str))
         self._unicode: re.Pattern[str] | None = None
@@ -110,10 +113,12 @@ class _Table:
         if key in ranks:
             return ranks[key]
         i = zlib.crc32(key) % self._n
+        if i in self._read:
+            return None
         start = self._blobs_at + self._offsets[i]
-        bucket = marshal.loads(self._data[start:self._blobs_at + self._offsets[i + 1]])
-        ranks.update(bucket)
-        return ranks.setdefault(key, None)
+        ranks.update(marshal.loads(self._data[start:self._blobs_at + self._offsets[i + 1]]))
+        self._read.add(i)
+        return ranks.get(key)
 
 
 def _ascii_pattern(pat_str: str) -> str:
