@@ -36,6 +36,7 @@ import numpy as np
 
 from ..cachedir import cache_dir
 from ..errors import EmbeddingError
+from ..hashes import sha256
 from ..lazy import Logger
 from ..sealed import map_read_only
 from .base import EmbedderBase, l2_normalise
@@ -465,21 +466,7 @@ def _source_digest(model_path: str, tokenizer_path: str) -> str:
     for path in (model_path, tokenizer_path):
         if not Path(path).is_file():
             raise EmbeddingError(f"the static embedding model is distilled from {path}, which does not exist")
-    return _sha256((_file_digest(Path(model_path)) + _file_digest(Path(tokenizer_path))).encode())
-
-
-def _sha256(data: bytes) -> str:
-    """``hashlib.sha256(data).hexdigest()`` from CPython's own module where there is one:
-    hashlib loads OpenSSL's bindings first, 3 ms of a question process that hashes
-    nothing but this (the model's name; its files' digests are remembered)."""
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
-        except ImportError:
-            from hashlib import sha256
-    return sha256(data).hexdigest()
+    return sha256((_file_digest(Path(model_path)) + _file_digest(Path(tokenizer_path))).encode()).hexdigest()
 
 
 @functools.lru_cache(maxsize=8)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
+from ..hashes import blake2b
 from ..lazy import Logger
 from ..space import disk_full, is_disk_full, is_disk_full_at, size_of
 from ..model import Edge
@@ -39,13 +40,6 @@ if TYPE_CHECKING:  # imported where vectors are handled: a keyword-only question
     import numpy as np
 
 log = Logger("smartcontext.store")
-
-try:
-    # hashlib's own blake2b, without hashlib loading OpenSSL's bindings (3 ms of a
-    # question process, which hashes nothing else).
-    from _blake2 import blake2b
-except ImportError:  # another Python implementation
-    from hashlib import blake2b
 
 
 def _id_sql(item: str, file: str) -> str:
