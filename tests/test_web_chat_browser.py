@@ -127,6 +127,8 @@ def test_a_typed_message_gets_a_streamed_answer_from_the_filtered_history(browse
         assert re.match(rf"Sent: {len(kept)} of {len(MESSAGES)} earlier messages, \d+ sections? of \d+ files?, "
                         r"[\d,]+ tokens$", summary), summary
         last.locator(".sc-sent summary").click()
+        # The marks are set on the details' toggle event, which fires after the click returns.
+        expect(page.locator(".sc-was-sent")).to_have_count(len(kept), timeout=10_000)
         marked = page.eval_on_selector_all(".sc-was-sent", "els => els.map(e => e.dataset.messageId)")
         assert marked == kept
         shot = tmp_path / "web-chat.png"
