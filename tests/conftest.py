@@ -305,3 +305,15 @@ def embedding_model_cache(tmp_path_factory):
         os.environ.pop("SMARTCONTEXT_CACHE_DIR", None)
     else:
         os.environ["SMARTCONTEXT_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def static_model(embedding_model_cache):
+    """The default static model, built once at normal priority for tests that wait for a
+    background embedder: built first by that embedder, at the lowest priority, its 30 CPU
+    seconds can take minutes on a busy machine and the wait times out."""
+    from smartcontext.embeddings import get_embedder
+
+    model = get_embedder("local:static")
+    model.prepare()
+    return model

@@ -137,7 +137,7 @@ def test_a_one_shot_query_leaves_a_whole_vault_to_index_and_says_so(tmp_path, mo
     assert res.mode == "shipped-model" and res.results[0].path == "notes/Watering.md"
 
 
-def test_a_server_answers_at_once_and_uses_the_shipped_model_once_it_has_embedded(tmp_path):
+def test_a_server_answers_at_once_and_uses_the_shipped_model_once_it_has_embedded(tmp_path, static_model):
     vault = make_vault(tmp_path)
     reg = ToolRegistry.open(vault, refresh_interval=-1)
     try:

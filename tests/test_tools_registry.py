@@ -187,7 +187,7 @@ def test_vault_errors_pass_through_unchanged(folder):
 # -- the shared result shapes -------------------------------------------------------------------
 
 
-def test_search_and_context_tools_answer_the_result_to_dicts(tmp_path):
+def test_search_and_context_tools_answer_the_result_to_dicts(tmp_path, static_model):
     write_tree(tmp_path, SAMPLE_REPO)
     write_tree(tmp_path, NOTES)
     reg = ToolRegistry.open(tmp_path)

@@ -44,7 +44,7 @@ def make_folder(root: Path) -> Path:
 
 
 @pytest.fixture
-def app_client(tmp_path):
+def app_client(tmp_path, static_model):
     registry = ToolRegistry.open(make_folder(tmp_path / "ws"))
     app = build_app(registry)
     with TestClient(app, base_url=BASE) as client:

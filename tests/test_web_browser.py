@@ -42,7 +42,7 @@ CHAT = [
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, static_model):
     if chromium_missing():
         pytest.fail(MISSING_CHROMIUM)
     folder = write_tree(tmp_path_factory.mktemp("web") / "ws", SAMPLE_REPO)
