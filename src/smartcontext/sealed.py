@@ -54,11 +54,19 @@ def save_sealed(path: Path, magic: bytes, value: Any) -> None:
 def map_read_only(path: Path, min_size: int) -> mmap.mmap | None:
     """``path`` mapped read-only, or None when it cannot be opened or is shorter than
     ``min_size`` bytes (its header)."""
+    mapped = map_with_stat(path, min_size)
+    return None if mapped is None else mapped[0]
+
+
+def map_with_stat(path: Path, min_size: int) -> tuple[mmap.mmap, os.stat_result] | None:
+    """``map_read_only`` with the ``stat`` of the very file mapped (not of one renamed
+    over it since)."""
     try:
         with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size < min_size:
+            st = os.fstat(fh.fileno())
+            if st.st_size < min_size:
                 return None
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), st
     except (OSError, ValueError):
         return None
 
