@@ -4,6 +4,8 @@ and always equal to what SQLite itself holds."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -104,32 +106,66 @@ def test_vectors_added_later_are_seen(index):
     assert store.vector_models() == {"m": 52}
 
 
+def _put(saved, data: bytes) -> None:
+    """``data`` at ``saved`` as another file (a new inode, as a torn copy or a foreign
+    file would come): the stamp its writer kept is not that file's."""
+    other = saved.with_name("other.tmp")
+    other.write_bytes(data)
+    os.replace(other, saved)
+
+
 def test_a_damaged_or_foreign_file_is_read_again_from_sqlite(index):
     path, store, _ = index
     store.load_vectors("m")
     saved = vector_file.vectors_path(path)
     data = bytearray(saved.read_bytes())
     data[-5] ^= 0x40  # one bit of one vector
-    saved.write_bytes(bytes(data))
+    _put(saved, bytes(data))
     assert vector_file.read(saved, "m") is None
     _same(store.load_vectors("m"), _from_sqlite(store))
     assert vector_file.read(saved, "m") is not None  # written again
     data = bytearray(saved.read_bytes())
     n = len(store.load_vectors("m")[0])
     data[len(data) - n * (16 + 4 * 8) + 3] ^= 0x01  # one bit of one row id
-    saved.write_bytes(bytes(data))
+    _put(saved, bytes(data))
     assert vector_file.read(saved, "m") is None
     _same(store.load_vectors("m"), _from_sqlite(store))
     data = bytearray(saved.read_bytes())
     data[-64:] = bytes(64)  # a zeroed stretch of the matrix
-    saved.write_bytes(bytes(data))
+    _put(saved, bytes(data))
     assert vector_file.read(saved, "m") is None
     _same(store.load_vectors("m"), _from_sqlite(store))
-    saved.write_bytes(saved.read_bytes()[:-100])  # torn
+    _put(saved, saved.read_bytes()[:-100])  # torn
     _same(store.load_vectors("m"), _from_sqlite(store))
-    saved.write_bytes(b"not a vector file")
+    _put(saved, b"not a vector file")
     _same(store.load_vectors("m"), _from_sqlite(store))
     assert vector_file.read(saved, "other model") is None
+
+
+def test_the_whole_matrix_is_checked_once_per_file(index, monkeypatch):
+    """The writer keeps the stamp of the file it synced, which a reader trusts (no pass
+    over the matrix: test_startup's vault question loads no numpy); a file changed in
+    place (a new change time) is checked whole again, its damage found."""
+    path, store, _ = index
+    store.load_vectors("m")
+    saved = vector_file.vectors_path(path)
+    checked = vector_file.checked_path(saved)
+    assert checked.read_text() == vector_file._stamp(os.stat(saved))
+    assert vector_file.read(saved, "m") is not None
+    data = bytearray(saved.read_bytes())
+    data[-5] ^= 0x40
+    saved.write_bytes(bytes(data))  # in place: same inode and size
+    st = os.stat(saved)
+    os.utime(saved, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # the clock moved on
+    assert vector_file.read(saved, "m") is None
+    # A reader whose check passed keeps the stamp only once the file's times are past
+    # the racy window.
+    _same(store.load_vectors("m"), _from_sqlite(store))
+    checked.unlink()
+    assert vector_file.read(saved, "m") is not None and not checked.exists()
+    monkeypatch.setattr(vector_file, "RACY_NS", 0)
+    assert vector_file.read(saved, "m") is not None
+    assert checked.read_text() == vector_file._stamp(os.stat(saved))
 
 
 def test_clearing_the_embedding_cache_is_never_patched_over(index):

@@ -97,9 +97,13 @@ def write_sealed(path: Path, magic: bytes, payload: bytes | Sequence[bytes]) -> 
     write_parts(path, magic + crc.to_bytes(4, "big"), parts)
 
 
-def write_parts(path: Path, head: bytes, parts: Sequence[bytes | bytearray | memoryview]) -> None:
+def write_parts(path: Path, head: bytes, parts: Sequence[bytes | bytearray | memoryview], durable: bool = False
+                ) -> os.stat_result | None:
     """``head`` then ``parts`` at ``path`` atomically (a temporary file named so that
-    ``remove_stale_temps`` knows its writer, then a rename); raises OSError, leaving nothing."""
+    ``remove_stale_temps`` knows its writer, then a rename); raises OSError, leaving nothing.
+    ``durable``: the contents reach the disk before the rename (a crash then leaves the old
+    file or the whole new one, never a new name over unwritten pages), and the new file's
+    ``stat`` after the rename is returned (None when another file is there already)."""
     import tempfile  # with shutil, random, bz2 and lzma: only a process that writes loads it
 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}{_PID_END}", suffix=".tmp")
@@ -108,7 +112,14 @@ def write_parts(path: Path, head: bytes, parts: Sequence[bytes | bytearray | mem
             f.write(head)
             for part in parts:
                 f.write(part)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+                inode = os.fstat(f.fileno()).st_ino
         os.replace(tmp, path)
+        if durable:
+            st = os.stat(path)  # a rename moves the change time: taken after it
+            return st if st.st_ino == inode else None
     except BaseException:
         try:
             os.unlink(tmp)

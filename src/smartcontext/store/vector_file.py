@@ -18,12 +18,13 @@ the length of the JSON description), the JSON, padding to 64 bytes, then ``n`` r
 ``n x dim`` float32 matrix. A torn, damaged or foreign file reads as missing: the JSON
 holds the XOR of the matrix's 64-bit words (32-bit when their count is odd), which any
 flipped bit or zeroed page changes. Checking it reads the whole matrix (38 MB on a vault
-of 37,000 vectors), so a file that passed is not checked again while it stays the same
-file: its stamp (device, inode, size, modification and change times) is kept beside it
-(``.checked``) once those times are older than ``RACY_NS``. A write in place, or a file
-renamed over it, changes the change time (which no program can set back) or the inode; a
-stamp still within ``RACY_NS`` of its last change is not kept, as a second write within
-the file system's clock tick could leave all of it as it was.
+of 37,000 vectors, with numpy), so a file is checked once: its stamp (device, inode, size,
+modification and change times) is kept beside it (``.checked``) by the process that wrote
+it, after its pages reached the disk (fsync before the rename: a crash cannot leave the
+stamp over unwritten pages), or by the first reader whose check passed, once the file's
+times are older than ``RACY_NS`` (a second write within the file system's clock tick
+could leave all of them as they were). A write in place, or a file renamed over it,
+changes the change time (which no program can set back) or the inode.
 
 The vector counts by model (asked before every question on an index with vectors, a
 join over every item) are saved the same way, in their own small sealed file.
@@ -141,7 +142,7 @@ def read(path: Path, model: str) -> Mapped | None:
     finally:
         view.release()
     saved = Mapped(state, model, mapping, body, n, dim)
-    stamp = f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+    stamp = _stamp(st)
     if not _checked_before(path, stamp):
         if _fold(saved.matrix) != fold:
             return None
@@ -164,7 +165,9 @@ def write(path: Path, state: State, model: str, rowids: np.ndarray, keys: np.nda
     pad = b"\0" * (_aligned(start + len(meta)) - start - len(meta))
     ids = np.ascontiguousarray(rowids, dtype="<i8").tobytes() + np.ascontiguousarray(keys, dtype="<i8").tobytes()
     crc = zlib.crc32(ids, zlib.crc32(meta))
-    write_parts(path, _MAGIC + _HEAD.pack(crc, len(meta)), [meta, pad, ids, matrix.tobytes()])
+    st = write_parts(path, _MAGIC + _HEAD.pack(crc, len(meta)), [meta, pad, ids, matrix.tobytes()], durable=True)
+    if st is not None:  # on disk as computed here: the next reader need not check it whole
+        _remember_checked(path, _stamp(st), st, fresh=True)
 
 
 def _fold(matrix: np.ndarray) -> int:
@@ -177,6 +180,10 @@ def _fold(matrix: np.ndarray) -> int:
     return int(np.bitwise_xor.reduce(words)) if words.size else 0
 
 
+def _stamp(st: os.stat_result) -> str:
+    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
 def _checked_before(path: Path, stamp: str) -> bool:
     try:
         return checked_path(path).read_text(encoding="ascii") == stamp
@@ -184,8 +191,10 @@ def _checked_before(path: Path, stamp: str) -> bool:
         return False
 
 
-def _remember_checked(path: Path, stamp: str, st: os.stat_result) -> None:
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+def _remember_checked(path: Path, stamp: str, st: os.stat_result, fresh: bool = False) -> None:
+    """Keep ``stamp`` as the one that passed; ``fresh``: written (and synced) by this
+    process just now, so not racy."""
+    if not fresh and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
         return
     try:
         write_parts(checked_path(path), stamp.encode("ascii"), [])
