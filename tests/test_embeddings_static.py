@@ -246,11 +246,15 @@ def test_questions_are_split_as_the_tokenizers_library_splits_them(static):
     import random
     from pathlib import Path
 
-    from smartcontext.embeddings.wordpiece import WordPiece
+    from smartcontext.embeddings.wordpiece import Buckets, WordPiece
 
     library = static._library_tokenizer()
     wordpiece = WordPiece.from_config(json.loads(library.to_str()))
     assert wordpiece is not None and static._table.wordpiece is not None
+    # The mapped table's copy reads its vocabulary a bucket at a time: the same entries.
+    saved = static._table.wordpiece
+    assert isinstance(saved.vocab, Buckets) and dict(saved.vocab.items()) == wordpiece.vocab
+    wordpiece = saved
     rng = random.Random(4)
     alphabet = "abcXYZ019 \t\n\r\x00\x01\x0b\x0c\x1c\x7f'-_.,;:!?()[]{}<>@#$%^&*+=/\\|~`\"" + " " * 8
     words = ["unbelievable", "tokenization", "xqzvk", "GraphQL", "re-index", "[MASK]", "[mask]", "##ing",

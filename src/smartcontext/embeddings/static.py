@@ -210,7 +210,7 @@ def _write_cached(path: Path, table: np.ndarray, meta: dict[str, Any]) -> None:
 # checked when the row is first read: a damaged row is found when it would be used, and
 # the copy is made again from the .npz (itself checked whole, rebuilt when damaged).
 
-_TABLE_MAGIC = b"smartcontext static table 2\n"
+_TABLE_MAGIC = b"smartcontext static table 3\n"  # 3: the vocabulary in buckets
 # CRC-32 of the JSON, the tokenizer and the row CRCs; the JSON's length; the tokenizer's
 # (the marshalled ``WordPiece`` state, or nothing when the tokenizer is not BERT's).
 _TABLE_HEAD = struct.Struct("<III")
