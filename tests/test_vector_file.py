@@ -205,3 +205,32 @@ def test_counts_are_saved_by_state(index):
         assert again.vector_models() == {"m": 52}  # a new state: counted again
     finally:
         again.close()
+
+
+def test_the_mapped_file_ranked_in_python_equals_numpys_ranking(index):
+    """A process without numpy ranks the mapped rows in Python (``_search_view``); one with
+    numpy (a server) ranks them with it: the same hits, scores and order, ties by row."""
+    from smartcontext.retrieval.vector import _float32
+
+    path, store, rng = index
+    _add(store, "c.py", 6, "same", rng)
+    rows = [r.rowid for r in store.item_light_rows(["c.py"])]
+    store.put_vectors("m", rows, np.tile(np.eye(8, dtype=np.float32)[:1], (len(rows), 1)))  # equal scores
+    store.load_vectors("m")
+    again = open_store(path)
+    try:
+        python, numpy_ranked = VectorIndex(again, "m"), VectorIndex(again, "m")
+        assert python._view is not None
+        numpy_ranked._in_numpy()
+        ids = python.rowids.tolist()
+        queries = [rng.standard_normal(8).astype(np.float32) for _ in range(5)]
+        queries += [np.eye(8, dtype=np.float32)[0], np.zeros(8, dtype=np.float32)]
+        for query in queries:
+            for k in (0, 1, 3, 7, 20, 100):
+                for allowed in (None, set(ids[::3]), set(rows[1:4]), set()):
+                    want = numpy_ranked.search(query, k, allowed)
+                    assert python._search_view(_float32(query), k, allowed) == want, (k, allowed)
+        assert python.search(queries[-2], 4) == numpy_ranked.search(queries[-2], 4)
+        assert [r for r, _ in numpy_ranked.search(queries[-2], 6)] == rows  # ties in row order
+    finally:
+        again.close()

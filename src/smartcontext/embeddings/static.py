@@ -26,6 +26,7 @@ import json
 import marshal
 import os
 import struct
+import sys
 import threading
 import zlib
 from array import array
@@ -481,7 +482,8 @@ class StaticEmbedder(EmbedderBase):
         assert self._table is not None
         ids = [i for i in self._token_ids([text if isinstance(text, str) else str(text)])[0][: self.max_tokens]
                if i != self._unk]
-        if not self._table.mapped or len(ids) > _SUM_HERE_TOKENS:
+        if not self._table.mapped or len(ids) > _SUM_HERE_TOKENS or "numpy" in sys.modules:
+            # numpy's sums are faster once it is loaded (a server), and give the same bits.
             return array("f", self.embed([text])[0].tobytes())
         try:
             rows = [self._table.row(i) for i in ids]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 import threading
 from array import array
 from typing import TYPE_CHECKING, Any
@@ -178,7 +179,11 @@ class VectorIndex(_Similar):
                 # Never compare vectors of two different models.
                 return []
             if self._view is not None:
-                return self._search_view(q, k, allowed)
+                if "numpy" not in sys.modules:
+                    return self._search_view(q, k, allowed)
+                # A process that has numpy (a server) ranks with it, several times faster
+                # than in Python: the same scores, the same order (tests hold them equal).
+                self._in_numpy()
             matrix = self._matrix
             assert matrix is not None
             from .matrix import top_k
