@@ -389,8 +389,10 @@ class StaticEmbedder(EmbedderBase):
 
     @property
     def mapped_path(self) -> Path:
-        """The mapped copy of the table that processes read (made from ``cache_path``)."""
-        return self.cache_path.with_suffix(".table")
+        """The mapped copy of the table that processes read (made from ``cache_path``),
+        named by its format: two versions sharing a cache folder would otherwise remake it
+        for each other."""
+        return self.cache_path.with_suffix(".table3")
 
     def prepare(self, progress: BuildProgress | None = None) -> None:
         """Load the table, distilling it first when no valid cached copy exists.
