@@ -120,6 +120,7 @@ def write_parts(path: Path, head: bytes, parts: Sequence[bytes | bytearray | mem
         if durable:
             st = os.stat(path)  # a rename moves the change time: taken after it
             return st if st.st_ino == inode else None
+        return None
     except BaseException:
         try:
             os.unlink(tmp)

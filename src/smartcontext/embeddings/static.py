@@ -227,10 +227,10 @@ class Table:
     ``row`` (one row's values, no numpy); a mapped file's rows are each checked against
     their CRC once, when first read."""
 
-    def __init__(self, rows: np.ndarray | None, crcs: np.ndarray | None = None, wordpiece: WordPiece | None = None,
-                 *, mapping: Any = None, shape: tuple[int, int] | None = None, rows_at: int = 0, crc_at: int = 0):
+    def __init__(self, rows: np.ndarray | None, wordpiece: WordPiece | None = None, *, mapping: Any = None,
+                 shape: tuple[int, int] = (0, 0), rows_at: int = 0, crc_at: int = 0):
         self._rows = rows
-        self.shape = tuple(rows.shape) if rows is not None else shape
+        self.shape: tuple[int, int] = (int(rows.shape[0]), int(rows.shape[1])) if rows is not None else shape
         self.wordpiece = wordpiece  # the tokenizer's split of ASCII text, saved with the table
         # A mapped file: rows and CRCs are read from ``mapping`` at these offsets.
         self._mapping, self._rows_at, self._crc_at = mapping, rows_at, crc_at

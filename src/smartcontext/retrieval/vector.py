@@ -96,7 +96,7 @@ class VectorIndex(_Similar):
         views = mapped(model) if mapped is not None else None
         # ``_view``: the mapped file's rows (a read-only memoryview, n x dim), searched in
         # place until a change needs ``_matrix`` (then numpy's, copied when first written).
-        self._view: memoryview | None = None
+        self._view: memoryview[Any] | None = None
         self._matrix: VectorMatrix | None = None
         if views is not None:
             self.rowids, self._view = views
@@ -126,7 +126,11 @@ class VectorIndex(_Similar):
 
     @property
     def _dim(self) -> int | None:
-        return self._view.shape[1] if self._view is not None else self._matrix.dim  # type: ignore[union-attr]
+        if self._view is not None:
+            shape = self._view.shape
+            assert shape is not None
+            return shape[1]
+        return self._matrix.dim if self._matrix is not None else None
 
     def __len__(self) -> int:
         return len(self.rowids)
@@ -196,7 +200,7 @@ class VectorIndex(_Similar):
             rows, best = top_k(scores, k, mask)
             return [(int(self.rowids[i]), float(s)) for i, s in zip(rows.tolist(), best.tolist())]
 
-    def _search_view(self, q: array, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+    def _search_view(self, q: memoryview[Any], k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
         """``search`` over the mapped rows, ranked as ``matrix.top_k`` ranks (the
         ``k`` highest finite scores, best first, ties by row) without numpy."""
         assert self._view is not None
@@ -226,7 +230,7 @@ class VectorIndex(_Similar):
         return {int(r): v for r in rowids if (v := self.vector_of(r)) is not None}
 
 
-def _float32(query: Any) -> memoryview:
+def _float32(query: Any) -> memoryview[Any]:
     """``query`` as a flat float32 buffer (converted, as ``astype(float32)`` rounds, when
     it is not one already)."""
     try:
@@ -239,10 +243,11 @@ def _float32(query: Any) -> memoryview:
     return view.cast("B").cast("f")
 
 
-def dot_scores(matrix: Any, q: memoryview) -> memoryview:
+def dot_scores(matrix: Any, q: memoryview[Any]) -> memoryview[Any]:
     """``matrix @ q`` as float32 (cosines for unit rows): ``matrix`` any C-contiguous
     float32 buffer of n rows (a mapping's memoryview or a numpy array), one thread."""
     import simsimd
 
-    return memoryview(simsimd.cdist(q.cast("B").cast("f", [1, len(q)]), matrix, metric="dot",
-                                    out_dtype="float32")).cast("B").cast("f")
+    cdist: Any = simsimd.cdist  # its stubs name numpy arrays; it reads any buffer
+    return memoryview(cdist(q.cast("B").cast("f", [1, len(q)]), matrix, metric="dot",
+                            out_dtype="float32")).cast("B").cast("f")

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
 from ..hashes import blake2b
@@ -964,7 +964,7 @@ class SQLiteStore(StoreBase):
                 pass
         return rowids, matrix
 
-    def mapped_vectors(self, model: str) -> tuple[memoryview, memoryview] | None:
+    def mapped_vectors(self, model: str) -> tuple[memoryview[Any], memoryview[Any]] | None:
         """(row ids, n x dim rows) as memoryviews of the saved vector file when it reflects
         this state of the index (no numpy: a one-question process searches them in
         place); None when it does not (``load_vectors`` reads, patches and saves it)."""

@@ -105,7 +105,7 @@ class Mapped:
         return np.frombuffer(self._mapping, dtype="<f4", count=self.n * self.dim,
                              offset=self._body + 16 * self.n).reshape(self.n, self.dim)
 
-    def views(self) -> tuple[memoryview, memoryview] | None:
+    def views(self) -> tuple[memoryview[Any], memoryview[Any]] | None:
         """(row ids, n x dim rows) as memoryviews of the mapping (native order: None on a
         big-endian machine, which reads the numpy views)."""
         if sys.byteorder != "little":
