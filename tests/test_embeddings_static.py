@@ -229,6 +229,11 @@ def test_the_mapped_table_is_read_in_place_and_a_damaged_row_is_made_again(stati
     copy.mapped_path.write_bytes(bytes(data))
     assert np.array_equal(copy.embed(texts[1:]), want[1:])  # a row not damaged: no rebuild needed
     assert np.array_equal(copy.embed(texts), want)  # the damaged row: made again, same vectors
+    # A query vector (summed in Python) reads its rows through the same checks.
+    copy.mapped_path.write_bytes(bytes(data))
+    query = StaticEmbedder(*default_model_files(), cache=cache)
+    assert np.array_equal(np.frombuffer(query.query_vector(texts[1]), dtype=np.float32), want[1])
+    assert np.array_equal(np.frombuffer(query.query_vector(texts[0]), dtype=np.float32), want[0])
     again, good = read_mapped(copy.mapped_path, copy._meta()), read_mapped(static.mapped_path, static._meta())
     assert again is not None and good is not None and np.array_equal(again.rows, good.rows)
     assert again.wordpiece is not None and good.wordpiece is not None
@@ -241,11 +246,15 @@ def test_questions_are_split_as_the_tokenizers_library_splits_them(static):
     import random
     from pathlib import Path
 
-    from smartcontext.embeddings.wordpiece import WordPiece
+    from smartcontext.embeddings.wordpiece import Buckets, WordPiece
 
     library = static._library_tokenizer()
     wordpiece = WordPiece.from_config(json.loads(library.to_str()))
     assert wordpiece is not None and static._table.wordpiece is not None
+    # The mapped table's copy reads its vocabulary a bucket at a time: the same entries.
+    saved = static._table.wordpiece
+    assert isinstance(saved.vocab, Buckets) and dict(saved.vocab.items()) == wordpiece.vocab
+    wordpiece = saved
     rng = random.Random(4)
     alphabet = "abcXYZ019 \t\n\r\x00\x01\x0b\x0c\x1c\x7f'-_.,;:!?()[]{}<>@#$%^&*+=/\\|~`\"" + " " * 8
     words = ["unbelievable", "tokenization", "xqzvk", "GraphQL", "re-index", "[MASK]", "[mask]", "##ing",
@@ -268,3 +277,23 @@ def test_questions_are_split_as_the_tokenizers_library_splits_them(static):
     # The embedder gives the same vectors either way (a long batch goes to the library).
     for text in ("How do I sync my vault across devices?", "naïve café", "a [MASK] here"):
         assert np.array_equal(static.embed_query(text), static.embed([text, "long " * 5_000])[0])
+
+
+def test_a_query_vector_made_without_numpy_equals_the_batch_one(static):
+    """``query_vector`` sums a short text's rows in Python (embeddings/f32.py) and a long
+    one's with numpy: either way the bits of ``embed``'s vector for the same text."""
+    import random
+
+    from smartcontext.embeddings.static import _SUM_HERE_TOKENS
+
+    static.prepare()
+    assert static._table.mapped
+    rnd = random.Random(5)
+    words = "the vault sync obsidian plugin theme note graph link markdown css folder daily x".split()
+    texts = ["", "zzzzqqq", "How do I sync my vault across devices?", "naïve café"]
+    texts += [" ".join(rnd.choice(words) for _ in range(rnd.randint(1, 2 * _SUM_HERE_TOKENS))) for _ in range(150)]
+    batch = static.embed(texts)
+    for text, want in zip(texts, batch):
+        got = static.query_vector(text)
+        assert np.array_equal(np.frombuffer(got, dtype=np.float32), want), text
+        assert np.array_equal(static.embed_query(text), want)

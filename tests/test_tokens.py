@@ -273,6 +273,34 @@ def test_characters_the_pattern_may_read_otherwise_or_a_damaged_table_are_left_t
     assert bpe_count.count("hello world", rank_table) == 2
 
 
+def test_pieces_counted_by_an_earlier_process_are_read_back_and_count_alike(rank_table, reference):
+    """The pieces a process counted are kept beside the table at exit; the next process
+    reads them instead of merging again, and counts the same; a damaged memo is ignored."""
+    from smartcontext import bpe_count
+
+    ref = reference["cl100k_base"]
+    memo = bpe_count.pieces_path(rank_table)
+    memo.unlink(missing_ok=True)
+    bpe_count.forget()
+    texts = [t for t in _plain_texts()[:60] + [SAMPLES["accents"], SAMPLES["prose"]]
+             if bpe_count.count(t, rank_table) is not None]  # not the few left to the encoder
+    want = [len(ref.encode_ordinary(t)) for t in texts]
+    assert len(texts) > 50 and [bpe_count.count(t, rank_table) for t in texts] == want
+    counted = dict(bpe_count._pieces)
+    bpe_count.save_memo()
+    assert memo.is_file()
+    bpe_count.forget()  # as a new process
+    assert bpe_count.count("x", rank_table) == 1
+    assert bpe_count._pieces.items() >= counted.items()  # read back, not merged again
+    assert [bpe_count.count(t, rank_table) for t in texts] == want
+    data = bytearray(memo.read_bytes())
+    data[-3] ^= 0x20
+    memo.write_bytes(bytes(data))
+    bpe_count.forget()
+    assert bpe_count.count("x", rank_table) == 1 and len(bpe_count._pieces) == 1
+    bpe_count.forget()
+
+
 def test_count_tokens_uses_the_table_until_the_encoder_is_built(rank_table, reference, monkeypatch):
     ref = reference["cl100k_base"]
     built = []

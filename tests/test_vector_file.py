@@ -4,6 +4,8 @@ and always equal to what SQLite itself holds."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -104,32 +106,66 @@ def test_vectors_added_later_are_seen(index):
     assert store.vector_models() == {"m": 52}
 
 
+def _put(saved, data: bytes) -> None:
+    """``data`` at ``saved`` as another file (a new inode, as a torn copy or a foreign
+    file would come): the stamp its writer kept is not that file's."""
+    other = saved.with_name("other.tmp")
+    other.write_bytes(data)
+    os.replace(other, saved)
+
+
 def test_a_damaged_or_foreign_file_is_read_again_from_sqlite(index):
     path, store, _ = index
     store.load_vectors("m")
     saved = vector_file.vectors_path(path)
     data = bytearray(saved.read_bytes())
     data[-5] ^= 0x40  # one bit of one vector
-    saved.write_bytes(bytes(data))
+    _put(saved, bytes(data))
     assert vector_file.read(saved, "m") is None
     _same(store.load_vectors("m"), _from_sqlite(store))
     assert vector_file.read(saved, "m") is not None  # written again
     data = bytearray(saved.read_bytes())
     n = len(store.load_vectors("m")[0])
     data[len(data) - n * (16 + 4 * 8) + 3] ^= 0x01  # one bit of one row id
-    saved.write_bytes(bytes(data))
+    _put(saved, bytes(data))
     assert vector_file.read(saved, "m") is None
     _same(store.load_vectors("m"), _from_sqlite(store))
     data = bytearray(saved.read_bytes())
     data[-64:] = bytes(64)  # a zeroed stretch of the matrix
-    saved.write_bytes(bytes(data))
+    _put(saved, bytes(data))
     assert vector_file.read(saved, "m") is None
     _same(store.load_vectors("m"), _from_sqlite(store))
-    saved.write_bytes(saved.read_bytes()[:-100])  # torn
+    _put(saved, saved.read_bytes()[:-100])  # torn
     _same(store.load_vectors("m"), _from_sqlite(store))
-    saved.write_bytes(b"not a vector file")
+    _put(saved, b"not a vector file")
     _same(store.load_vectors("m"), _from_sqlite(store))
     assert vector_file.read(saved, "other model") is None
+
+
+def test_the_whole_matrix_is_checked_once_per_file(index, monkeypatch):
+    """The writer keeps the stamp of the file it synced, which a reader trusts (no pass
+    over the matrix: test_startup's vault question loads no numpy); a file changed in
+    place (a new change time) is checked whole again, its damage found."""
+    path, store, _ = index
+    store.load_vectors("m")
+    saved = vector_file.vectors_path(path)
+    checked = vector_file.checked_path(saved)
+    assert checked.read_text() == vector_file._stamp(os.stat(saved))
+    assert vector_file.read(saved, "m") is not None
+    data = bytearray(saved.read_bytes())
+    data[-5] ^= 0x40
+    saved.write_bytes(bytes(data))  # in place: same inode and size
+    st = os.stat(saved)
+    os.utime(saved, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # the clock moved on
+    assert vector_file.read(saved, "m") is None
+    # A reader whose check passed keeps the stamp only once the file's times are past
+    # the racy window.
+    _same(store.load_vectors("m"), _from_sqlite(store))
+    checked.unlink()
+    assert vector_file.read(saved, "m") is not None and not checked.exists()
+    monkeypatch.setattr(vector_file, "RACY_NS", 0)
+    assert vector_file.read(saved, "m") is not None
+    assert checked.read_text() == vector_file._stamp(os.stat(saved))
 
 
 def test_clearing_the_embedding_cache_is_never_patched_over(index):
@@ -167,5 +203,34 @@ def test_counts_are_saved_by_state(index):
         assert again.vector_models() == {"m": 50}
         _add(store, "f.py", 2, "six", rng)
         assert again.vector_models() == {"m": 52}  # a new state: counted again
+    finally:
+        again.close()
+
+
+def test_the_mapped_file_ranked_in_python_equals_numpys_ranking(index):
+    """A process without numpy ranks the mapped rows in Python (``_search_view``); one with
+    numpy (a server) ranks them with it: the same hits, scores and order, ties by row."""
+    from smartcontext.retrieval.vector import _float32
+
+    path, store, rng = index
+    _add(store, "c.py", 6, "same", rng)
+    rows = [r.rowid for r in store.item_light_rows(["c.py"])]
+    store.put_vectors("m", rows, np.tile(np.eye(8, dtype=np.float32)[:1], (len(rows), 1)))  # equal scores
+    store.load_vectors("m")
+    again = open_store(path)
+    try:
+        python, numpy_ranked = VectorIndex(again, "m"), VectorIndex(again, "m")
+        assert python._view is not None
+        numpy_ranked._in_numpy()
+        ids = python.rowids.tolist()
+        queries = [rng.standard_normal(8).astype(np.float32) for _ in range(5)]
+        queries += [np.eye(8, dtype=np.float32)[0], np.zeros(8, dtype=np.float32)]
+        for query in queries:
+            for k in (0, 1, 3, 7, 20, 100):
+                for allowed in (None, set(ids[::3]), set(rows[1:4]), set()):
+                    want = numpy_ranked.search(query, k, allowed)
+                    assert python._search_view(_float32(query), k, allowed) == want, (k, allowed)
+        assert python.search(queries[-2], 4) == numpy_ranked.search(queries[-2], 4)
+        assert [r for r, _ in numpy_ranked.search(queries[-2], 6)] == rows  # ties in row order
     finally:
         again.close()

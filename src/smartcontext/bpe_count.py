@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .cachedir import cache_dir
-from .sealed import write_sealed
+from .sealed import load_sealed, save_sealed, write_sealed
 
 ENCODING = "cl100k_base"
 _MAGIC = b"smartcontext rank table 1\n"
@@ -171,11 +171,51 @@ def _unicode_safe(text: str) -> bool:
 _tables: dict[Path, _Table | None] = {}
 _pieces: dict[str, int] = {}
 
+# The pieces earlier processes counted, kept beside the table (``<table>.pieces``): the
+# merges of an answer's some 2,000 distinct pieces were most of a one-question process's
+# count, and the next answer repeats most of them. Read on the first count, written at
+# exit when this process counted new ones; the newest ``_PIECES_KEPT`` are kept.
+_PIECES_MAGIC = b"smartcontext piece counts 1\n"
+_PIECES_KEPT = 50_000
+_memo: dict[Path, int] = {}  # table -> how many pieces were known once its memo was read
+
 
 def forget() -> None:
     """Drop the pieces counted so far and the tables' decoded buckets."""
     _pieces.clear()
     _tables.clear()
+    _memo.clear()
+
+
+def pieces_path(table_path: Path) -> Path:
+    return table_path.with_name(table_path.name + ".pieces")
+
+
+def _read_memo(table_path: Path) -> None:
+    saved = load_sealed(pieces_path(table_path), _PIECES_MAGIC)
+    if isinstance(saved, dict):
+        for piece, n in saved.items():
+            _pieces.setdefault(piece, n)
+    if not _memo:
+        import atexit
+
+        atexit.register(save_memo)
+    _memo[table_path] = len(_pieces)
+
+
+def save_memo() -> None:
+    """Keep the pieces counted (the newest ``_PIECES_KEPT``) beside each table whose memo
+    this process read, when it counted new ones; a folder that cannot be written is no
+    error."""
+    for table_path, known in list(_memo.items()):
+        if len(_pieces) <= known:
+            continue
+        kept = _pieces if len(_pieces) <= _PIECES_KEPT else dict(list(_pieces.items())[-_PIECES_KEPT:])
+        try:
+            save_sealed(pieces_path(table_path), _PIECES_MAGIC, kept)
+        except OSError:
+            pass
+        _memo[table_path] = len(_pieces)
 
 
 def _open(path: Path) -> _Table | None:
@@ -215,6 +255,8 @@ def count(text: str, table_path: Path | None) -> int | None:
         pattern = table.pattern if plain else table.unicode_pattern
     except (ValueError, re.error):
         return None
+    if table_path not in _memo:
+        _read_memo(table_path)
     known = _pieces
     total = 0
     for piece in pattern.findall(text):

@@ -41,3 +41,21 @@ class Logger:
         import logging
 
         return getattr(logging.getLogger(self._name), attr)
+
+
+class LazyModule:
+    """A module imported when one of its names is first read: ``np = LazyModule("numpy")``
+    in a module whose one-question path needs no numpy (its import is a quarter of such
+    a process) while its other functions use ``np.`` as usual."""
+
+    __slots__ = ("_name", "_module")
+
+    def __init__(self, name: str):
+        self._name = name
+        self._module: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        module = self._module
+        if module is None:
+            module = self._module = import_module(self._name)
+        return getattr(module, attr)

@@ -143,7 +143,9 @@ class SmartContextExtractor:
         if vectors is not None:
             index, embedder = vectors
             if len(index):
-                qv = embedder.embed_query(question)
+                from ..embeddings.base import query_vector
+
+                qv = query_vector(embedder, question)
                 # Vectors rank prose (note sections, messages, text) only: for code symbols
                 # they measured worse than names + keywords + graph alone
                 # (bench/code_context.py with the static model: hunks shown 66.3% -> 60.2%,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import EmbeddingError
+
+if TYPE_CHECKING:  # loaded by what embeds or searches with numpy arrays, not by a registry lookup
+    import numpy as np
 
 
 @runtime_checkable
@@ -55,6 +56,8 @@ class EmbedderBase:
         if isinstance(texts, str):
             raise EmbeddingError("embed() takes a list of texts; use embed_query() for one text")
         if not texts:
+            import numpy as np
+
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._embed(list(texts))
 
@@ -67,6 +70,8 @@ class EmbedderBase:
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length, as float32 (an all-zero row stays zero)."""
+    import numpy as np
+
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.maximum(norms, 1e-12)
@@ -78,3 +83,11 @@ def prepare_embedder(embedder: Embedder, progress: Callable[[str, int, int], Non
     prepare = getattr(embedder, "prepare", None)
     if callable(prepare):
         prepare((lambda done, total: progress("model", done, total)) if progress else None)
+
+
+def query_vector(embedder: Embedder, text: str):
+    """``text``'s query vector for a vector index's ``search``: the embedder's
+    ``query_vector`` when it has one (a float32 buffer made without numpy: the static
+    model), else its ``embed_query``."""
+    own = getattr(embedder, "query_vector", None)
+    return own(text) if callable(own) else embedder.embed_query(text)

@@ -14,12 +14,16 @@ import threading
 import time
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EmbeddingError
+from ..lazy import LazyModule
 from .base import EmbedderBase, l2_normalise
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # a question's query embedding needs none of it
+    np = LazyModule("numpy")
 
 DEFAULT_MODEL_NAME = "local:all-MiniLM-L6-v2-int8"
 DEFAULT_DIM = 384

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EmbeddingError
+from ..lazy import LazyModule
 from .base import EmbedderBase, l2_normalise
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # registered with the built-ins, which a question's lookup of its model loads
+    np = LazyModule("numpy")
 
 DEFAULT_BATCH_SIZE = 64
 # OpenAI's embedding models reject inputs over 8191 tokens instead of cutting them.

@@ -26,21 +26,27 @@ import json
 import marshal
 import os
 import struct
+import sys
 import threading
 import zlib
+from array import array
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..cachedir import cache_dir
 from ..errors import EmbeddingError
 from ..hashes import sha256
-from ..lazy import Logger
+from ..lazy import LazyModule, Logger
 from ..sealed import map_read_only
+from . import f32
 from .base import EmbedderBase, l2_normalise
 from .wordpiece import WordPiece
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # a question's query embedding needs none of it
+    np = LazyModule("numpy")
 
 log = Logger(__name__)
 
@@ -59,6 +65,9 @@ _DISTIL_BATCH = 256
 # Texts split in Python rather than by the tokenizers library, in characters per call: a
 # question's worth, where loading the library would cost more than splitting.
 _SPLIT_HERE_CHARS = 20_000
+# Tokens of one text summed in Python (embeddings/f32.py, the same bits as numpy) rather
+# than by numpy: a question's worth, where importing numpy would cost more.
+_SUM_HERE_TOKENS = 64
 # -- distillation -----------------------------------------------------------------------
 
 
@@ -202,7 +211,7 @@ def _write_cached(path: Path, table: np.ndarray, meta: dict[str, Any]) -> None:
 # checked when the row is first read: a damaged row is found when it would be used, and
 # the copy is made again from the .npz (itself checked whole, rebuilt when damaged).
 
-_TABLE_MAGIC = b"smartcontext static table 2\n"
+_TABLE_MAGIC = b"smartcontext static table 3\n"  # 3: the vocabulary in buckets
 # CRC-32 of the JSON, the tokenizer and the row CRCs; the JSON's length; the tokenizer's
 # (the marshalled ``WordPiece`` state, or nothing when the tokenizer is not BERT's).
 _TABLE_HEAD = struct.Struct("<III")
@@ -214,25 +223,56 @@ class DamagedTable(Exception):
 
 
 class Table:
-    """The static model's rows, read through ``gather`` (which checks each row once when
-    the table carries row CRCs: a mapped file)."""
+    """The static model's rows, read through ``gather`` (a batch, as a numpy array) or
+    ``row`` (one row's values, no numpy); a mapped file's rows are each checked against
+    their CRC once, when first read."""
 
-    def __init__(self, rows: np.ndarray, crcs: np.ndarray | None = None, wordpiece: WordPiece | None = None):
-        self.rows = rows
-        self.shape = rows.shape
+    def __init__(self, rows: np.ndarray | None, wordpiece: WordPiece | None = None, *, mapping: Any = None,
+                 shape: tuple[int, int] = (0, 0), rows_at: int = 0, crc_at: int = 0):
+        self._rows = rows
+        self.shape: tuple[int, int] = (int(rows.shape[0]), int(rows.shape[1])) if rows is not None else shape
         self.wordpiece = wordpiece  # the tokenizer's split of ASCII text, saved with the table
-        self._crcs = crcs
-        self._checked = np.zeros(rows.shape[0], dtype=bool) if crcs is not None else None
+        # A mapped file: rows and CRCs are read from ``mapping`` at these offsets.
+        self._mapping, self._rows_at, self._crc_at = mapping, rows_at, crc_at
+        self._row = struct.Struct(f"<{self.shape[1]}f")
+        self._checked = bytearray(self.shape[0]) if mapping is not None else None
+
+    @property
+    def mapped(self) -> bool:
+        return self._mapping is not None
+
+    @property
+    def rows(self) -> np.ndarray:
+        """All rows as one (read-only, for a mapped file) float32 array."""
+        if self._rows is None:
+            n, dim = self.shape
+            self._rows = np.frombuffer(self._mapping, dtype="<f4", count=n * dim, offset=self._rows_at).reshape(n, dim)
+        return self._rows
+
+    def _check(self, ids) -> None:
+        checked = self._checked
+        if checked is None:
+            return
+        size = self._row.size
+        for i in sorted({i for i in ids if not checked[i]}):
+            at = self._rows_at + i * size
+            if zlib.crc32(self._mapping[at : at + size]) != _CRC.unpack_from(self._mapping, self._crc_at + 4 * i)[0]:
+                raise DamagedTable(f"row {i}")
+            checked[i] = 1
 
     def gather(self, ids: np.ndarray) -> np.ndarray:
-        if self._checked is not None and self._crcs is not None:
-            # A set, not np.unique: that one imports numpy.ma (a tenth of a second).
-            todo = sorted(set(ids[~self._checked[ids]].tolist()))
-            for i in todo:
-                if zlib.crc32(self.rows[i]) != int(self._crcs[i]):
-                    raise DamagedTable(f"row {i}")
-            self._checked[todo] = True
+        self._check(ids.tolist())
         return self.rows[ids]
+
+    def row(self, i: int) -> tuple[float, ...]:
+        """Row ``i``'s values (checked, as ``gather`` checks them)."""
+        self._check((i,))
+        if self._mapping is None:
+            return tuple(self.rows[i].tolist())
+        return self._row.unpack_from(self._mapping, self._rows_at + i * self._row.size)
+
+
+_CRC = struct.Struct("<I")
 
 
 def _aligned(offset: int) -> int:
@@ -286,14 +326,13 @@ def read_mapped(path: Path, meta: dict[str, Any]) -> Table | None:
         rows_at = _aligned(crc_at + 4 * rows)
         if head["meta"] != meta or len(mapping) != rows_at + 4 * rows * dim:
             return None
-        crcs = np.frombuffer(mapping, dtype="<u4", count=rows, offset=crc_at)
-        if zlib.crc32(crcs.tobytes(), zlib.crc32(words, zlib.crc32(head_bytes))) != checked:
+        crcs = mapping[crc_at : crc_at + 4 * rows]
+        if zlib.crc32(crcs, zlib.crc32(words, zlib.crc32(head_bytes))) != checked:
             return None
         wordpiece = WordPiece.from_state(marshal.loads(words)) if words else None
     except (ValueError, KeyError, TypeError, EOFError, struct.error):
         return None
-    rows_view = np.frombuffer(mapping, dtype="<f4", count=rows * dim, offset=rows_at).reshape(rows, dim)
-    return Table(rows_view, crcs, wordpiece)
+    return Table(None, wordpiece=wordpiece, mapping=mapping, shape=(rows, dim), rows_at=rows_at, crc_at=crc_at)
 
 
 # -- the embedder -----------------------------------------------------------------------
@@ -350,8 +389,10 @@ class StaticEmbedder(EmbedderBase):
 
     @property
     def mapped_path(self) -> Path:
-        """The mapped copy of the table that processes read (made from ``cache_path``)."""
-        return self.cache_path.with_suffix(".table")
+        """The mapped copy of the table that processes read (made from ``cache_path``),
+        named by its format: two versions sharing a cache folder would otherwise remake it
+        for each other."""
+        return self.cache_path.with_suffix(".table3")
 
     def prepare(self, progress: BuildProgress | None = None) -> None:
         """Load the table, distilling it first when no valid cached copy exists.
@@ -425,13 +466,37 @@ class StaticEmbedder(EmbedderBase):
         try:
             return self._table.gather(ids)
         except DamagedTable as exc:
-            log.warning("the mapped static embedding model %s is damaged (%s); making it again", self.mapped_path, exc)
-            with self._lock:
-                self._table = None
-                self.mapped_path.unlink(missing_ok=True)
-            self.prepare()
+            self._remake(exc)
             assert self._table is not None
             return self._table.gather(ids)
+
+    def _remake(self, exc: DamagedTable) -> None:
+        log.warning("the mapped static embedding model %s is damaged (%s); making it again", self.mapped_path, exc)
+        with self._lock:
+            self._table = None
+            self.mapped_path.unlink(missing_ok=True)
+        self.prepare()
+
+    def query_vector(self, text: str) -> array:
+        """One text's vector as ``embed`` gives it, bit for bit, without numpy when the
+        table is mapped (embeddings/f32.py): a question's vector search then loads none."""
+        self.prepare()
+        assert self._table is not None
+        ids = [i for i in self._token_ids([text if isinstance(text, str) else str(text)])[0][: self.max_tokens]
+               if i != self._unk]
+        if not self._table.mapped or len(ids) > _SUM_HERE_TOKENS or "numpy" in sys.modules:
+            # numpy's sums are faster once it is loaded (a server), and give the same bits.
+            return array("f", self.embed([text])[0].tobytes())
+        try:
+            rows = [self._table.row(i) for i in ids]
+        except DamagedTable as exc:
+            self._remake(exc)
+            assert self._table is not None
+            rows = [self._table.row(i) for i in ids]  # a table made just now
+        return f32.unit(f32.add_rows(rows, self._dim))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.frombuffer(self.query_vector(text), dtype=np.float32).copy()
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         self.prepare()

@@ -20,17 +20,57 @@ hold the ids equal to the library's.
 
 from __future__ import annotations
 
+import marshal
 import re
+import zlib
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _WORD = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
 
 
+# Tokens per bucket of a saved vocabulary (``Buckets``), on average.
+_PER_BUCKET = 8
+
+
+class Buckets:
+    """A vocabulary saved as marshalled buckets, by the CRC-32 of each token: a question
+    looks up some twenty strings of 30,000, and decoding all of them (a dict of 30,000
+    strings) was most of the time its query vector took."""
+
+    __slots__ = ("blobs", "_read")
+
+    def __init__(self, blobs: list[bytes]):
+        self.blobs = blobs
+        self._read: dict[int, dict[str, int]] = {}
+
+    @staticmethod
+    def pack(vocab: dict[str, int]) -> list[bytes]:
+        buckets: list[dict[str, int]] = [{} for _ in range(max(1, len(vocab) // _PER_BUCKET))]
+        for token, index in vocab.items():
+            buckets[_bucket(token, len(buckets))][token] = index
+        return [marshal.dumps(b) for b in buckets]
+
+    def get(self, token: str, default: int | None = None) -> int | None:
+        i = _bucket(token, len(self.blobs))
+        bucket = self._read.get(i)
+        if bucket is None:
+            bucket = self._read[i] = marshal.loads(self.blobs[i])
+        return bucket.get(token, default)
+
+    def items(self):
+        for blob in self.blobs:
+            yield from marshal.loads(blob).items()
+
+
+def _bucket(token: str, n: int) -> int:
+    return zlib.crc32(token.encode("utf-8", "surrogatepass")) % n
+
+
 class WordPiece:
     """The vocabulary and settings of a BERT tokenizer, for ``ids``."""
 
-    def __init__(self, vocab: dict[str, int], unk: int, prefix: str, max_chars: int, added: list[str]):
+    def __init__(self, vocab: dict[str, int] | Buckets, unk: int, prefix: str, max_chars: int, added: list[str]):
         self.vocab, self.unk, self.prefix, self.max_chars, self.added = vocab, unk, prefix, max_chars, added
 
     @classmethod
@@ -52,14 +92,18 @@ class WordPiece:
                    int(model.get("max_input_chars_per_word") or 100), added)
 
     def state(self) -> dict[str, Any]:
-        """What ``from_state`` takes (plain values, for marshal)."""
-        return {"vocab": self.vocab, "unk": self.unk, "prefix": self.prefix, "max_chars": self.max_chars,
+        """What ``from_state`` takes (plain values, for marshal; the vocabulary in buckets)."""
+        buckets = self.vocab.blobs if isinstance(self.vocab, Buckets) else Buckets.pack(self.vocab)
+        return {"buckets": buckets, "unk": self.unk, "prefix": self.prefix, "max_chars": self.max_chars,
                 "added": self.added}
 
     @classmethod
     def from_state(cls, state: Any) -> "WordPiece | None":
         try:
-            return cls(state["vocab"], int(state["unk"]), str(state["prefix"]), int(state["max_chars"]),
+            blobs = state["buckets"]
+            if not isinstance(blobs, list) or not blobs or not all(isinstance(b, bytes) for b in blobs):
+                return None
+            return cls(Buckets(blobs), int(state["unk"]), str(state["prefix"]), int(state["max_chars"]),
                        list(state["added"]))
         except (TypeError, KeyError, ValueError):
             return None

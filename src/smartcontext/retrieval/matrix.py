@@ -188,15 +188,20 @@ def blocked_dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 def top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(indexes, scores)`` of the ``k`` highest finite ``scores`` where ``allowed``, best
-    first (ties keep index order)."""
+    first; of equal scores the lower indexes come first and are the ones kept (as a
+    stable sort would keep them: the Python ranking of a mapped file, retrieval/vector.py,
+    gives the same)."""
     scores = np.asarray(scores, dtype=np.float32)
     masked = scores if allowed is None else np.where(allowed, scores, -np.inf)
     eligible = np.flatnonzero(np.isfinite(masked))
     if k <= 0 or eligible.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     if eligible.size > k:
-        part = np.argpartition(-masked[eligible], k - 1)[:k]
-        eligible = eligible[part]
+        values = masked[eligible]
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]
+        # The partition keeps any of the scores equal to the k-th: take the lowest indexes.
+        above = eligible[values > kth]
+        eligible = np.concatenate([above, eligible[values == kth][: k - above.size]])
     order = np.lexsort((eligible, -masked[eligible]))
     rows = eligible[order]
     return rows, masked[rows]

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..embeddings.base import query_vector
 from ..errors import InvalidArgument, did_you_mean
 from ..model import KIND_TRAITS, ItemKind
 from ..notes.match import PathFilter
@@ -175,7 +176,7 @@ def search(
             info["note"] = "no embeddings yet: hybrid search answered with keywords only"
         else:
             index, embedder = vectors
-            hits = index.search(embedder.embed_query(query), pool, allowed=allowed)
+            hits = index.search(query_vector(embedder, query), pool, allowed=allowed)
             # Keyword evidence first: a real question has it, and never pays for the floor.
             if not _keyword_evidence(store, query, raw, allowed) and not semantic_evidence(hits, index, embedder):
                 # Nearest neighbours exist for any text, nonsense too: without a keyword

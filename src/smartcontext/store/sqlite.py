@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DiskFull, IndexDamaged, IndexUnwritable, SmartContextError
 from ..hashes import blake2b
@@ -964,6 +964,17 @@ class SQLiteStore(StoreBase):
                 pass
         return rowids, matrix
 
+    def mapped_vectors(self, model: str) -> tuple[memoryview[Any], memoryview[Any]] | None:
+        """(row ids, n x dim rows) as memoryviews of the saved vector file when it reflects
+        this state of the index (no numpy: a one-question process searches them in
+        place); None when it does not (``load_vectors`` reads, patches and saves it)."""
+        with self._one_snapshot():
+            state = self._vector_state()
+            saved = vector_file.read(vector_file.vectors_path(self.path), model)
+        if saved is None or saved.state != state:
+            return None
+        return saved.views()
+
     def _vector_counts(self) -> dict[str, int]:
         with self._one_snapshot():
             state = self._vector_state()
@@ -1272,7 +1283,7 @@ _READS = {
     "generation", "get_meta", "file_states", "changed_paths", "items_by_rowids", "items_by_ids",
     "items_in_paths", "item_light_rows", "item_count", "counts", "kind_counts", "file_warnings",
     "tag_rows", "keyword_search", "keyword_search_with_files", "doc_freqs", "terms_with_prefix", "edges_from", "edges_to",
-    "item_sizes", "item_size_columns", "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "vector_models", "nearest", "cached_vectors",
+    "item_sizes", "item_size_columns", "all_edges", "links_ending", "items_missing_vectors", "load_vectors", "mapped_vectors", "vector_models", "nearest", "cached_vectors",
 }
 # The shared methods (store/shared.py) are wrapped too: they run the primitives here.
 for _name in dir(SQLiteStore):
