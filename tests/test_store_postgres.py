@@ -227,6 +227,59 @@ def test_two_workspace_indexers_at_once_build_one_index(sample_repo, pg_url, pg_
         drop_workspace(pg_url, f"{pg_workspace}_ix")
 
 
+def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg_url, pg_workspace, monkeypatch):
+    """An index run into an empty workspace writes the postings without their B-trees and
+    builds them at its end, with the answers of an index that grew them row by row; a
+    run that died with them missing leaves them to the next run, which builds them."""
+    import smartcontext.store.postgres as pgstore
+
+    def open_ws(name):
+        c = Config.load(sample_repo)
+        c.store.url, c.store.workspace, c.embeddings.model = pg_url, name, "none"
+        return Workspace.open(sample_repo, c)
+
+    posting_indexes = (
+        "SELECT relname::text FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+        "AND relname LIKE 'fts_postings%%' AND relkind = 'i' ORDER BY 1"
+    )
+
+    def indexes(conn):
+        return [r for (r,) in conn.execute(posting_indexes)]
+
+    full = ["fts_postings_item", "fts_postings_pkey"]
+    grown = open_ws(f"{pg_workspace}_grown")
+    seen = []
+    store_files = pgstore.PostgresStore._store_files
+
+    def spy(self, conn, records):
+        seen.append(indexes(conn))
+        return store_files(self, conn, records)
+
+    loaded = open_ws(pg_workspace)
+    try:
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 10_000)  # the B-trees grown row by row
+        grown.index()
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 1)
+        monkeypatch.setattr(pgstore.PostgresStore, "_store_files", spy)
+        loaded.index()
+        assert seen and all(s == [] for s in seen), seen
+        with loaded.store._conn() as conn:
+            assert indexes(conn) == full
+        for q in ("apply a discount", "session token", "hash the password", "user accounts"):
+            assert ([(h.id, h.score) for h in loaded.search(q, mode="keyword")]
+                    == [(h.id, h.score) for h in grown.search(q, mode="keyword")])
+        # A run killed while they were dropped: the next one builds them before writing.
+        with loaded.store._conn() as conn:
+            conn.execute("DROP INDEX fts_postings_item")
+        loaded.index()
+        with loaded.store._conn() as conn:
+            assert indexes(conn) == full
+    finally:
+        grown.close()
+        loaded.close()
+        drop_workspace(pg_url, f"{pg_workspace}_grown")
+
+
 def test_nearest_uses_the_hnsw_index_and_matches_exact_search(pg, tmp_path):
     s = pg("v")
     sq = open_store(tmp_path / "i.db")
@@ -518,10 +571,11 @@ def test_psycopg_imported_without_metadata_reports_its_installed_versions():
 
 def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample_repo, pg_url, pg_workspace, monkeypatch):
     """A server's keyword search on PostgreSQL is four statements: BEGIN with the state
-    (one round trip), the ranking with its best items' rows, and COMMIT; the term counts
-    and word forms come from the vocabulary held for the generation (they were two more
-    statements, and the item rows one or two). Counted where psycopg sends each
-    statement, so one added to the path fails here; the answers are SQLite's."""
+    (one round trip), the ranking with its best items' rows, and COMMIT, which another
+    thread sends after the question has returned; the term counts and word forms come
+    from the vocabulary held for the generation (they were two more statements, and the
+    item rows one or two). Counted where psycopg sends each statement, so one added to
+    the path fails here; the answers are SQLite's."""
     def open_ws(url):
         cfg = Config.load(sample_repo)
         cfg.embeddings.model = "none"
@@ -536,12 +590,27 @@ def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample
         for q in ("apply a discount", "session token"):  # a generation's first questions
             pg.search(q, mode="keyword")
         sent = statements_sent(monkeypatch)
+        import psycopg
+
+        threads: list[str] = []  # the thread that sent each
+        counted = psycopg.Cursor.execute
+
+        def on_thread(self, query, params=None, **kw):
+            threads.append(threading.current_thread().name)
+            return counted(self, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", on_thread)
         for q in ("How does AuthService handle login?", "price with discount", "hash the password",
                   "user accounts"):
             for mode in ("keyword", "hybrid"):
+                pg.store._finisher.wait()  # the COMMIT of the question before
                 sent.clear()
+                threads.clear()
                 hits = pg.search(q, mode=mode)
+                pg.store._finisher.wait()
                 what = [s[:60] for s in sent]
+                assert [t for s, t in zip(sent, threads) if s == "COMMIT"] == ["smartcontext-pg-commit"], what
+                assert all(t == threading.current_thread().name for s, t in zip(sent, threads) if s != "COMMIT")
                 # hybrid asks the keyword question again: its ranking is remembered
                 ranked = sum("fts_postings" in s for s in sent)
                 assert ranked == (mode == "keyword"), (q, mode, what)

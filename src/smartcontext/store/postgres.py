@@ -24,6 +24,7 @@ import bisect
 import importlib.util
 import json
 import logging
+import queue
 import re
 import threading
 import weakref
@@ -227,6 +228,10 @@ _ITEM_COLUMNS = (
     "i.parent_id, i.language, i.tokens, i.sig_tokens, i.content_hash, i.file_id, f.hash, "
     "i.details_at, i.details_len, i.text_at, i.text_len"
 )
+# The same columns of a lateral subquery ``x`` that selects them: its file's stored form is
+# sent only where the CASE of ``_rank_with_items`` asks for it (``x.*`` sent it with every
+# row, 10 KB a vault search).
+_LATERAL_ITEM_COLUMNS = ", ".join("x." + c.split(".")[1] for c in _ITEM_COLUMNS.split(", "))
 # A keyword search in a snapshot returns the rows of its best this many items with the
 # ranking: the hits' rows and a note's aliases are read from them, not in statements of
 # their own.
@@ -298,6 +303,15 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
         else:
             counts.add(term_id, -n, -nt)
 
+
+# An index run writing at least this many files into an empty workspace builds the
+# postings' indexes once at its end (``PostgresStore.first_load``).
+FIRST_LOAD_FILES = 100
+# The postings' indexes, as ``m004_bm25`` creates them: (name, statement).
+_POSTING_INDEXES = (
+    ("fts_postings_pkey", "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY (term_id, item)"),
+    ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)"),
+)
 
 # Posting lines up to this many go to the server as one parameter, more through COPY.
 _INLINE_POSTINGS = 5000
@@ -404,28 +418,80 @@ class _OnDemand:
         self._all = [first]
         self._lock = threading.Lock()
 
-    @contextmanager
-    def connection(self) -> Iterator["psycopg.Connection"]:
+    def getconn(self) -> "psycopg.Connection":
         with self._lock:
             conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = self._connect()
             with self._lock:
                 self._all.append(conn)
+        return conn
+
+    def putconn(self, conn: "psycopg.Connection") -> None:
+        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.rollback()  # as a pool gives back a connection: outside a transaction
+        with self._lock:
+            if not conn.closed:
+                self._idle.append(conn)
+
+    @contextmanager
+    def connection(self) -> Iterator["psycopg.Connection"]:
+        conn = self.getconn()
         try:
             yield conn
         finally:
-            if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.rollback()  # as a pool gives back a connection: outside a transaction
-            with self._lock:
-                if not conn.closed:
-                    self._idle.append(conn)
+            self.putconn(conn)
 
     def close(self) -> None:
         with self._lock:
             conns, self._all, self._idle = self._all, [], []
         for conn in conns:
             conn.close()
+
+
+class _Finisher:
+    """Ends read-only snapshots off the question's thread: their COMMIT (which keeps or
+    loses nothing) goes from a thread of its own, which then gives the connection back to
+    the pool, so a question returns as soon as its last read is in. That round trip was
+    one of a warm keyword search's three, each waiting for the server process to get a
+    core on a busy machine."""
+
+    def __init__(self, pool: "ConnectionPool | _OnDemand"):
+        self._pool = pool
+        self._queue: "queue.SimpleQueue[psycopg.Connection]" = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pending = 0
+        self._done = threading.Condition()
+
+    def finish(self, conn: "psycopg.Connection") -> None:
+        with self._done:
+            self._pending += 1
+            if self._thread is None or not self._thread.is_alive():  # none yet, or forked
+                self._thread = threading.Thread(target=self._run, name="smartcontext-pg-commit", daemon=True)
+                self._thread.start()
+        self._queue.put(conn)
+
+    def _run(self) -> None:
+        while True:
+            conn = self._queue.get()
+            try:
+                if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+                    conn.execute("COMMIT")
+            except psycopg.Error as exc:  # a lost connection: the pool replaces it
+                log.debug("ending a snapshot: %s", exc)
+            finally:
+                try:
+                    self._pool.putconn(conn)
+                except Exception as exc:  # a pool closed meanwhile
+                    log.debug("giving back a connection: %s", exc)
+                with self._done:
+                    self._pending -= 1
+                    self._done.notify_all()
+
+    def wait(self, timeout: float = 30.0) -> None:
+        """Until every snapshot handed over is ended and its connection back."""
+        with self._done:
+            self._done.wait_for(lambda: self._pending == 0, timeout)
 
 
 class _Answers:
@@ -596,6 +662,7 @@ class PostgresStore(StoreBase):
             if not self._path_set:
                 configure(first)
             self.pool = _OnDemand(connect, first)
+            self._finisher = _Finisher(self.pool)
             return
         first.close()
         from psycopg_pool import ConnectionPool
@@ -608,6 +675,7 @@ class PostgresStore(StoreBase):
             self.pool.wait(timeout=15)
         except Exception as exc:  # PoolTimeout, OperationalError
             raise _connect_error(conninfo, exc) from exc
+        self._finisher = _Finisher(self.pool)
 
     # -- opening -----------------------------------------------------------------------
 
@@ -688,6 +756,7 @@ class PostgresStore(StoreBase):
             ) from exc
 
     def close(self) -> None:
+        self._finisher.wait()
         self.pool.close()
 
     def release_memory(self) -> None:
@@ -755,7 +824,11 @@ class PostgresStore(StoreBase):
         if getattr(self._local, "conn", None) is not None or getattr(self._local, "snap", None) is not None:
             yield
             return
-        with self._conn() as conn:
+        try:
+            conn = self.pool.getconn()
+        except psycopg.OperationalError as exc:
+            raise _connect_error(self.url, exc) from exc
+        try:
             with conn.pipeline():  # BEGIN and the meta rows in one round trip
                 conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 rows = conn.execute("SELECT key, value FROM meta")
@@ -763,12 +836,15 @@ class PostgresStore(StoreBase):
             self._local.snap = conn
             self._local.items = {}
             self._answers.begun((held.get("index_id") or "", int(held.get("generation") or 0)))
-            try:
-                yield
-            finally:
-                self._local.snap = self._local.held = self._local.items = None
-                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
-                    conn.execute("COMMIT")  # read only: nothing to keep or lose
+            yield
+        except psycopg.OperationalError as exc:
+            raise _connect_error(self.url, exc) from exc
+        finally:
+            self._local.snap = self._local.held = self._local.items = None
+            if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+                self._finisher.finish(conn)  # read only: its COMMIT keeps nothing, so no one waits for it
+            else:
+                self.pool.putconn(conn)
 
     @contextmanager
     def _write(self) -> Iterator["psycopg.Connection"]:
@@ -1234,7 +1310,7 @@ class PostgresStore(StoreBase):
         rows = conn.execute(
             f"WITH ranked AS MATERIALIZED (SELECT item, score, row_number() OVER (ORDER BY score DESC, item) AS n "
             f"FROM ({ranking}) g) "
-            "SELECT r.item, r.score, x.*, CASE WHEN x.rowid IS NOT NULL AND %s "
+            f"SELECT r.item, r.score, {_LATERAL_ITEM_COLUMNS}, CASE WHEN x.rowid IS NOT NULL AND %s "
             "AND row_number() OVER (PARTITION BY x.file_id) = 1 AND NOT x.file_id = ANY(%s::bigint[]) "
             "THEN x.data END FROM ranked r LEFT JOIN LATERAL ("
             f"SELECT {_ITEM_COLUMNS}, f.data FROM items i JOIN files f ON f.id = i.file_id "
@@ -1242,7 +1318,7 @@ class PostgresStore(StoreBase):
             "ORDER BY r.score DESC, r.item",
             (*params, cached is not None, cached or "{}", PREFETCH_ITEMS, list(known)),
         ).fetchall()
-        items = [r[2:22] + r[23:24] for r in rows if r[2] is not None]
+        items = [r[2:] for r in rows if r[2] is not None]
         known.update((s.rowid, s) for s in self._stored_items(conn, items))
         return rows
 
@@ -1657,6 +1733,49 @@ class PostgresStore(StoreBase):
                 # Statistics of the loaded rows now: until autovacuum came by, the planner
                 # took the cache for nearly empty and scanned every vector (330 ms at 20k).
                 conn.execute("ANALYZE embedding_cache")
+
+    @contextmanager
+    def first_load(self, files: int) -> Iterator[None]:
+        """Around an index run about to write ``files`` files: into an empty workspace and
+        at least ``FIRST_LOAD_FILES`` of them, the postings' two B-trees are dropped and
+        built once at the end over all rows, cheaper than growing them row by row (the
+        statement that writes the postings took 5.7 s of this repository's cold index
+        with them, 2.0 s without, and building them afterwards 0.5 s). Meanwhile a search
+        reads every posting instead of a term's: slower, the same answers. A run that dies
+        before its end leaves them missing; the next run builds them first."""
+        names = [name for name, _ in _POSTING_INDEXES]
+        check = (
+            "SELECT NOT EXISTS (SELECT 1 FROM files), ARRAY(SELECT relname::text FROM pg_class "
+            "WHERE relnamespace = current_schema()::regnamespace AND relname = ANY(%s))"
+        )
+        with self._conn() as conn:  # one read, without the write lock, nearly always all there is
+            empty, present = _one(conn.execute(check, (names,)))
+        defer = bool(empty) and files >= FIRST_LOAD_FILES
+        if defer or len(present) < len(names):
+            with self._write() as conn:
+                empty, present = _one(conn.execute(check, (names,)))  # again, under the lock
+                defer = bool(empty) and files >= FIRST_LOAD_FILES
+                if defer:
+                    for name in present:
+                        conn.execute(sql.SQL(
+                            "ALTER TABLE fts_postings DROP CONSTRAINT {}" if name.endswith("_pkey")
+                            else "DROP INDEX {}"
+                        ).format(sql.Identifier(name)))
+                else:
+                    self._build_posting_indexes(conn, present)
+        try:
+            yield
+        finally:
+            if defer:
+                with self._write() as conn:
+                    present = _one(conn.execute(check, (names,)))[1]
+                    self._build_posting_indexes(conn, present)
+
+    @staticmethod
+    def _build_posting_indexes(conn: "psycopg.Connection", present: Collection[str]) -> None:
+        for name, statement in _POSTING_INDEXES:
+            if name not in present:
+                conn.execute(statement)
 
     def _hnsw_exists(self, conn: "psycopg.Connection", dim: int) -> bool:
         return conn.execute(
