@@ -592,6 +592,23 @@ def _one(cursor: "psycopg.Cursor") -> tuple:
     return row
 
 
+def _ranked_rows(conn: "psycopg.Connection", query: str, params: Sequence) -> list[tuple]:
+    """The rows of a ranking statement, run by a plan made once per connection and kept
+    (a prepared statement with a generic plan) when ``conn`` is in a transaction. Its
+    plan is the same whatever the words (each term's postings through the primary key,
+    which the statement's shape imposes), and making it took 0.6 ms of a 0.9 ms vault
+    search in the server: PostgreSQL makes a prepared statement's first five plans for
+    their parameters, and psycopg prepares a statement only from its sixth run. The
+    setting lasts for this statement only, in the same round trip."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+        return conn.execute(query, params).fetchall()
+    with conn.pipeline():
+        conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cur = conn.execute(query, params, prepare=True)
+        conn.execute("SET LOCAL plan_cache_mode TO DEFAULT")
+    return cur.fetchall()
+
+
 def _connect_error(url: str, exc: Exception) -> StoreUnavailable:
     return StoreUnavailable(
         f"cannot connect to PostgreSQL at {redact(url)}: {' '.join(str(exc).split())}; check that the "
@@ -1292,7 +1309,7 @@ class PostgresStore(StoreBase):
         with self._conn() as conn:
             self._settled(conn)
             if known is None:
-                rows = conn.execute(ranking, (*params, limit)).fetchall()
+                rows = _ranked_rows(conn, ranking, (*params, limit))
             else:
                 rows = self._rank_with_items(conn, ranking, (*params, limit), known)
         found = [(r[0], r[1]) for r in rows]
@@ -1307,7 +1324,8 @@ class PostgresStore(StoreBase):
         item's row when the snapshot has not read it yet, in one statement; those items
         join ``known``."""
         cached = self._cached_ids()
-        rows = conn.execute(
+        rows = _ranked_rows(
+            conn,
             f"WITH ranked AS MATERIALIZED (SELECT item, score, row_number() OVER (ORDER BY score DESC, item) AS n "
             f"FROM ({ranking}) g) "
             f"SELECT r.item, r.score, {_LATERAL_ITEM_COLUMNS}, CASE WHEN x.rowid IS NOT NULL AND %s "
@@ -1317,7 +1335,7 @@ class PostgresStore(StoreBase):
             "WHERE i.rowid = r.item AND r.n <= %s AND NOT i.rowid = ANY(%s::bigint[]) OFFSET 0) x ON true "
             "ORDER BY r.score DESC, r.item",
             (*params, cached is not None, cached or "{}", PREFETCH_ITEMS, list(known)),
-        ).fetchall()
+        )
         items = [r[2:] for r in rows if r[2] is not None]
         known.update((s.rowid, s) for s in self._stored_items(conn, items))
         return rows
@@ -1339,13 +1357,14 @@ class PostgresStore(StoreBase):
         hits, params = _hits_sql(query)
         with self._conn() as conn:
             self._settled(conn)
-            rows = conn.execute(
+            rows = _ranked_rows(
+                conn,
                 f"{hits}, ranked AS MATERIALIZED (SELECT item, bool_or(file_row) AS file_row, "
                 "sum(s) AS score FROM hits GROUP BY item) "
                 "(SELECT false, item, score FROM ranked ORDER BY score DESC, item LIMIT %s) UNION ALL "
                 "(SELECT true, item, score FROM ranked WHERE file_row ORDER BY score DESC, item LIMIT %s)",
                 (*params, limit, limit),
-            ).fetchall()
+            )
         items = [(r, s) for files, r, s in rows if not files]
         files = [(r, s) for is_file, r, s in rows if is_file]
         if generation is not None:
