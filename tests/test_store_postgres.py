@@ -239,7 +239,8 @@ def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg
         return Workspace.open(sample_repo, c)
 
     posting_indexes = (
-        "SELECT relname::text FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+        "SELECT relname::text FROM pg_class "
+        "WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
         "AND relname LIKE 'fts_postings%%' AND relkind = 'i' ORDER BY 1"
     )
 

@@ -1880,7 +1880,8 @@ class PostgresStore(StoreBase):
         names = [name for name, _ in _POSTING_INDEXES]
         check = (
             "SELECT NOT EXISTS (SELECT 1 FROM files), ARRAY(SELECT relname::text FROM pg_class "
-            "WHERE relnamespace = current_schema()::regnamespace AND relname = ANY(%s))"
+            "WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+            "AND relname = ANY(%s))"
         )
         with self._conn() as conn:  # one read, without the write lock, nearly always all there is
             empty, present = _one(conn.execute(check, (names,)))
