@@ -24,7 +24,6 @@ import bisect
 import importlib.util
 import json
 import logging
-import queue
 import re
 import threading
 import weakref
