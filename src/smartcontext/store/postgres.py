@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import StoreUnavailable
 from ..model import Edge
@@ -98,7 +98,7 @@ if psycopg is not None:
                 assert checked is not None
                 checked()
 
-        def execute(self, query, params=None, *, prepare=None, binary=False):  # type: ignore[override]
+        def execute(self, query, params=None, *, prepare=None, binary=False):
             if self.assumed is None:
                 return super().execute(query, params, prepare=prepare, binary=binary)
             with self.pipeline():
@@ -108,15 +108,15 @@ if psycopg is not None:
             checked()
             return cur
 
-        def cursor(self, *args, **kwargs):  # type: ignore[override]
+        def cursor(self, *args, **kwargs):
             self.begin_now()
             return super().cursor(*args, **kwargs)
 
-        def transaction(self, *args, **kwargs):  # type: ignore[override]
+        def transaction(self, *args, **kwargs):
             self.begin_now()
             return super().transaction(*args, **kwargs)
 else:  # pragma: no cover - without the extra
-    _Connection = None  # type: ignore[assignment,misc]
+    _Connection = None  # type: ignore[misc]
 
 
 # Connections whose pgvector types are registered.
@@ -677,11 +677,12 @@ def _ranked_rows(conn: "psycopg.Connection", query: str, params: Sequence) -> li
     search in the server: PostgreSQL makes a prepared statement's first five plans for
     their parameters, and psycopg prepares a statement only from its sixth run. The
     setting lasts for this statement only, in the same round trip."""
-    pending = getattr(conn, "assumed", None) is not None
-    if not pending and conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+    starting = conn if isinstance(conn, _Connection) and conn.assumed is not None else None
+    if starting is None and conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
         return conn.execute(query, params).fetchall()
     with conn.pipeline():
-        checked = conn.queue_begin() if pending else None  # a snapshot begun with its first statement
+        # a snapshot begun with its first statement
+        checked = starting.queue_begin() if starting is not None else None
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cur = conn.execute(query, params, prepare=True)
         conn.execute("SET LOCAL plan_cache_mode TO DEFAULT")
@@ -933,7 +934,7 @@ class PostgresStore(StoreBase):
             yield
             return
         try:
-            conn = self._finisher.take() or self.pool.getconn()
+            conn = cast("_Connection", self._finisher.take() or self.pool.getconn())
         except psycopg.OperationalError as exc:
             raise _connect_error(self.url, exc) from exc
         assumed = self._last_state if assume_state else None
