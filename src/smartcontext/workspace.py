@@ -14,7 +14,7 @@ import time
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import Config
 from .context.models import ContextResult, ExtractionConfig
@@ -38,7 +38,7 @@ from .sources.discover import DiscoveryOptions
 from .store import Store, open_store
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from .chat import SmartContext
     from .embeddings.base import Embedder
@@ -93,6 +93,9 @@ def _make_index_dir(index_dir: Path) -> None:
     ignore = index_dir / ".gitignore"
     if not ignore.exists():
         ignore.write_text(INDEX_GITIGNORE, encoding="utf-8")
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -630,9 +633,13 @@ class Workspace:
         config = ExtractionConfig.from_query(query)
         extractor = SmartContextExtractor(self.store, self.catalogue, self.vectors, config,
                                           skipped=self._skipped_by_name if config.explain else None)
-        with self._question(progress) as built:
+
+        def answer(built: IndexStats | None) -> tuple[ContextResult, IndexStats | None]:
             result = extractor.extract(query.text, format=query.format)
             result.embedding = self.embedding_status()
+            return result, built
+
+        result, built = self._asked(answer, progress)
         if built is not None:
             result.stats["built_index"] = built.to_dict()
         return result
@@ -680,35 +687,55 @@ class Workspace:
 
     def answer_search(self, query: Query) -> tuple[list[SearchHit], dict[str, Any]]:
         """Answer a checked search Query."""
+        return self._asked(lambda _built: self._search_answer(query))
+
+    def _search_answer(self, query: Query) -> tuple[list[SearchHit], dict[str, Any]]:
         from .retrieval.search import search  # a context question does not load it
 
         mode = query.options["mode"]
-        with self._question():
-            vectors = self.vectors() if mode != "keyword" else None
-            if mode == "semantic" and vectors is None and self._background is not None and self._background.running:
-                from .errors import InvalidArgument
+        vectors = self.vectors() if mode != "keyword" else None
+        if mode == "semantic" and vectors is None and self._background is not None and self._background.running:
+            from .errors import InvalidArgument
 
-                raise InvalidArgument(
-                    f"semantic search needs vectors, and none are stored yet: they are being computed "
-                    f"in the background ({self.embedding_status().vectors}); use mode hybrid or keyword meanwhile"
-                )
-            scope = query.scope
-            hits, info = search(
-                self.store, self.catalogue(), query.text, limit=query.options["limit"], mode=mode, vectors=vectors,
-                paths=list(scope.paths) or None, tags=list(scope.tags) or None, kinds=list(scope.kinds) or None,
-                min_score=query.options["min_score"], exclude=list(scope.exclude) or None,
+            raise InvalidArgument(
+                f"semantic search needs vectors, and none are stored yet: they are being computed "
+                f"in the background ({self.embedding_status().vectors}); use mode hybrid or keyword meanwhile"
             )
-            info["embedding"] = self.embedding_status().to_dict()
+        scope = query.scope
+        hits, info = search(
+            self.store, self.catalogue(), query.text, limit=query.options["limit"], mode=mode, vectors=vectors,
+            paths=list(scope.paths) or None, tags=list(scope.tags) or None, kinds=list(scope.kinds) or None,
+            min_score=query.options["min_score"], exclude=list(scope.exclude) or None,
+        )
+        info["embedding"] = self.embedding_status().to_dict()
         return hits, info
 
+    def _asked(self, answer: Callable[[IndexStats | None], T], progress: Progress | None = None) -> T:
+        """``answer(built)`` inside ``_question``. On a database server the snapshot first
+        assumes the index's last known state, which saves a round trip; when the state had
+        moved (``SnapshotMoved``), the question is asked again on a snapshot begun as usual.
+        Answers only read, so asking again changes nothing."""
+        if not self.store_url:
+            with self._question(progress) as built:
+                return answer(built)
+        from .store.base import SnapshotMoved
+
+        try:
+            with self._question(progress, assume_state=True) as built:
+                return answer(built)
+        except SnapshotMoved:
+            with self._question(progress) as built:
+                return answer(built)
+
     @contextlib.contextmanager
-    def _question(self, progress: Progress | None = None) -> Iterator[IndexStats | None]:
+    def _question(self, progress: Progress | None = None, assume_state: bool = False) -> Iterator[IndexStats | None]:
         """``ensure_index``, then the question's reads; yields what was built, if anything.
         On a database server the reads are one snapshot, whose first round trip reads the
         state (the generations) that a question otherwise asked for 5-11 times; SQLite's
-        reads are in process and cost nothing to repeat."""
+        reads are in process and cost nothing to repeat. ``assume_state``: see
+        ``PostgresStore.snapshot``."""
         if self.store_url:
-            with self.store.snapshot():  # type: ignore[attr-defined]
+            with self.store.snapshot(assume_state=assume_state):  # type: ignore[attr-defined]
                 if self.has_index:  # nearly always: no build, so the snapshot sees it all
                     yield None
                     return

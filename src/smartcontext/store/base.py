@@ -29,6 +29,12 @@ CHANGES_KEPT = 4096
 CHANGES_PRUNE_EVERY = 256
 
 
+class SnapshotMoved(Exception):
+    """A question read on a database server's snapshot begun on the index's last known
+    state (``snapshot(assume_state=True)``), and the state had moved: its answer may be
+    of the state before, so the question is asked again on a snapshot begun as usual."""
+
+
 @dataclass
 class FileState:
     """What the index knows about one file, to decide whether it changed."""

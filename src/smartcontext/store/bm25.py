@@ -137,28 +137,45 @@ _ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+")
 
 def _analyse_ascii(row: Sequence[str]) -> RowTerms:
     """``analyse`` of one row whose values are all ASCII, in Python: reading FTS5's
-    vocabulary back cost 4 us a token (4 s of pytest's 491 files), this a tenth."""
+    vocabulary back cost 4 us a token (4 s of pytest's 491 files), this a tenth. A
+    column's text is folded to lower case at once and the loop per token does no more
+    than it must (positions counted from the column's packed base): a parse worker's
+    tokenizing is a PostgreSQL cold index's longest step."""
     out = RowTerms()
     found: dict[str, list] = {}
+    get = found.get
+    kind = len(COLUMNS) - 1
     for col, text in enumerate(row):
-        tokens = _ASCII_TOKEN.findall(text)
+        tokens = _ASCII_TOKEN.findall(text.lower())
         if not tokens:
             continue
         out.length += len(tokens)
+        if len(text) > MAX_TERM_BYTES and len(max(tokens, key=len)) > MAX_TERM_BYTES:
+            tokens = [t[:MAX_TERM_BYTES] for t in tokens]
+        if col == kind:  # weight 0 and no positions: the term is there, for files-only search
+            out.file_row = out.file_row or "file" in tokens
+            for token in tokens:
+                if token not in found:
+                    found[token] = [0.0, []]
+            continue
         weight = WEIGHTS[col]
-        packed = col < len(COLUMNS) - 1
-        base = col << OFFSET_BITS
-        for offset, token in enumerate(tokens):
-            token = token.lower()[:MAX_TERM_BYTES]
-            entry = found.get(token)
-            if entry is None:
-                entry = found[token] = [0.0, []]
-            entry[0] += weight
-            if packed:
+        if len(tokens) > _MAX_OFFSET + 1:  # offsets past the packed range keep no position
+            for offset, token in enumerate(tokens):
+                entry = get(token)
+                if entry is None:
+                    found[token] = entry = [0.0, []]
+                entry[0] += weight
                 if offset <= _MAX_OFFSET:
-                    entry[1].append(base | offset)
-            elif token == "file":
-                out.file_row = True
+                    entry[1].append((col << OFFSET_BITS) | offset)
+            continue
+        # base | offset == base + offset: offsets stay below 1 << OFFSET_BITS
+        for position, token in enumerate(tokens, col << OFFSET_BITS):
+            entry = get(token)
+            if entry is None:
+                found[token] = [weight, [position]]
+            else:
+                entry[0] += weight
+                entry[1].append(position)
     out.terms = {t: (w, ",".join(map(str, p))) for t, (w, p) in found.items()}
     return out
 

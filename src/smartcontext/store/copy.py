@@ -318,16 +318,19 @@ def copy_index(
     if stale:
         dst.delete_files(sorted(stale))
     hashes: set[str] = set()
-    for start in range(0, len(paths), BATCH_FILES):
-        records = list(src.file_records(paths[start : start + BATCH_FILES]))
-        dst.load_files(records)
-        for rec in records:
-            stats.files += 1
-            stats.items += len(rec.items)
-            stats.edges += len(rec.edges)
-            hashes.update(row[3] for row in rec.items)
-        if progress:
-            progress("files", stats.files, len(paths))
+    # Into an empty workspace, a store with keyword indexes builds them once at the end.
+    first_load = getattr(dst, "first_load", None)
+    with first_load(len(paths)) if first_load else contextlib.nullcontext():
+        for start in range(0, len(paths), BATCH_FILES):
+            records = list(src.file_records(paths[start : start + BATCH_FILES]))
+            dst.load_files(records)
+            for rec in records:
+                stats.files += 1
+                stats.items += len(rec.items)
+                stats.edges += len(rec.edges)
+                hashes.update(row[3] for row in rec.items)
+            if progress:
+                progress("files", stats.files, len(paths))
     # A store with a vector index (pgvector HNSW) builds it once after the load when none
     # exists yet, rather than growing it vector by vector.
     deferred = getattr(dst, "deferred_vector_index", None)
