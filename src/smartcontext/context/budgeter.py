@@ -104,6 +104,7 @@ def plan_budget(
     full_ids: set[str] = set()
     files: set[str] = set()
     full_used = 0
+    class_limit = int(CLASS_FULL_SHARE * config.max_tokens)
 
     def offer(cand: ScoredItem, room: int) -> Outcome:
         nonlocal full_used
@@ -131,7 +132,7 @@ def plan_budget(
         # Past its kind's limit, a container's header plus its best members say more per token.
         limit = traits.max_full_tokens
         if limit is not None and item.kind == ItemKind.CLASS:
-            limit = max(limit, int(CLASS_FULL_SHARE * config.max_tokens))
+            limit = max(limit, class_limit)
         full_ok = item.tokens > 0 and (
             limit is None or item.tokens <= limit or cand.rowid in pinned_full
         )
