@@ -180,3 +180,20 @@ def test_never_over_budget():
         assert plan.used <= max_tokens - reserve, (trial, plan.used, max_tokens, reserve)
         ids = [s.item.id for s in plan.selected]
         assert len(ids) == len(set(ids))
+
+
+def test_a_class_past_its_kinds_limit_is_whole_when_it_fits_the_class_share(monkeypatch):
+    from smartcontext.context import budgeter
+
+    ix = Index()
+    cls = ix.add("pkg/m.py::Box", "class", 2500, (1, 300))
+    meth = ix.add("pkg/m.py::Box.check", "method", 100, (10, 20), parent="pkg/m.py::Box")
+    # 2,500 tokens: past the class limit (1,500), within 0.4 of 8,000; its member is shown inside it.
+    plan = plan_budget(ix.ranked(cls, meth), ix.stored, {}, _config(8000))
+    assert ix.modes(plan) == {"pkg/m.py::Box": ("full", False)}
+    # Not within 0.4 of 4,000: its header, and the member on its own.
+    plan = plan_budget(ix.ranked(cls, meth), ix.stored, {}, _config(4000))
+    assert ix.modes(plan) == {"pkg/m.py::Box": ("signature", False), "pkg/m.py::Box.check": ("full", False)}
+    monkeypatch.setattr(budgeter, "CLASS_FULL_SHARE", 0.0)
+    plan = plan_budget(ix.ranked(cls, meth), ix.stored, {}, _config(8000))
+    assert ix.modes(plan) == {"pkg/m.py::Box": ("signature", False), "pkg/m.py::Box.check": ("full", False)}

@@ -933,3 +933,64 @@ def test_the_second_files_best_match_gets_its_body_before_the_top_files_tail(tmp
     _, modes = shown()
     assert modes["restore_order"] == "signature"
     assert sum(mode == "full" for name, mode in modes.items() if name.startswith("Frame.merge_")) == 6
+
+
+# -- a class past its kind's size limit --------------------------------------------------
+
+
+def _intervals_tree(root: Path) -> None:
+    """A class of about 1,800 tokens: past the class limit (1,500), within 0.4 of 8,000; the
+    report names it, not the small helper that holds the fault."""
+    helpers = "\n".join(
+        f"    def axis_{i}(self, lower, upper):\n"
+        f"        \"\"\"Bounds of axis {i}.\"\"\"\n"
+        + "\n".join(f"        lower = min(lower, upper - {j})  # tighten step {j}" for j in range(8))
+        + "\n        return (lower, upper)\n"
+        for i in range(12)
+    )
+    body = (
+        "class BoundingBox:\n    \"\"\"Intervals of a model's inputs.\"\"\"\n\n"
+        "    def validate(self, model, bounding_box):\n"
+        "        \"\"\"Validate a bounding box for the model.\"\"\"\n"
+        "        return bounding_box\n\n"
+        "    def _store_mapping(self, mapping):\n"
+        "        for key, value in mapping.items():\n            self[key] = value\n\n"
+        "    def _store_sequence(self, pairs):\n"
+        "        for index, value in enumerate(pairs):\n            self[index] = value  # stored as passed\n\n"
+        + helpers
+    )
+    # The rest of the file: too large together to be shown whole (0.4 of 8,000 tokens).
+    rest = "\n\n\ndef render(canvas):\n    \"\"\"Draw every axis.\"\"\"\n" + "\n".join(
+        f"    canvas.line({j}, {j + 1}, color='grey')  # grid line {j}" for j in range(120)) + "\n"
+    _write(root, {"pkg/__init__.py": "", "pkg/bbox.py": body + rest,
+                  "pkg/plot.py": "def draw(box):\n    \"\"\"Draw a box.\"\"\"\n    return box\n"})
+
+
+_BBOX_REPORT = (
+    "BoundingBox ignores the model's input order\n\nA `BoundingBox` made from a tuple of intervals "
+    "for a two-input model keeps them in the wrong order: `BoundingBox((1, 2), (3, 4))`.\n"
+)
+
+
+def test_a_large_best_class_within_the_class_share_is_shown_whole(tmp_path, monkeypatch):
+    from smartcontext.context import budgeter
+    from smartcontext.tokens import count_tokens
+
+    _intervals_tree(tmp_path)
+    source = (tmp_path / "pkg" / "bbox.py").read_text(encoding="utf-8")
+    cls = source[: source.index("\n\n\ndef render")]
+    assert 1500 < count_tokens(cls) < 3200 < count_tokens(source)
+
+    def context(max_tokens: int) -> tuple[dict[str, str], str]:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            res = ws.context(_BBOX_REPORT, max_tokens=max_tokens, format="markdown")
+        return {s.item.qualname: s.mode for s in res.items}, res.text
+
+    modes, text = context(8000)
+    assert modes["BoundingBox"] == "full"
+    assert "self[index] = value  # stored as passed" in text
+    monkeypatch.setattr(budgeter, "CLASS_FULL_SHARE", 0.0)
+    modes, text = context(8000)
+    assert modes["BoundingBox"] == "signature"
+    assert "self[index] = value  # stored as passed" not in text

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..model import ItemKind
 from ..query.packers import PASS, Outcome, greedy_fill
 from ..retrieval.keyword import FORM_MAX_TERMS, question_terms
 from ..retrieval.scoring import ScoredItem
@@ -34,6 +35,14 @@ TRUNCATION_WARNING_SCORE = 0.5
 # 0.611 -> 0.631 (0.6: 0.877 but whole 0.589); SWE-bench dev and dev2 unchanged (before the
 # question test, a short report's title cost dev one strict hunk).
 SHORT_QUESTION_FULL_SHARE = 0.7
+# A class past its kind's size limit (model.KIND_TRAITS: header plus best members) is still
+# shown whole when it fits in this share of the budget, the share the best file gets to be
+# shown whole (pipeline.TOP_FILE_SHARE): class attributes and the small methods the report
+# names no word of come with the ones it does. Measured with bench/ablate.py (0 -> 0.4):
+# SWE-bench dev2 one-file hunks shown 60.8 -> 65.8% (0.5 the same, 0.3 nothing); SWE-bench
+# dev, the plain-English questions (4,000 tokens: 1,600, near the limit) and 45 held-out
+# dev2 reports unchanged. 0: the kind's limit alone.
+CLASS_FULL_SHARE = 0.4
 
 
 def full_share_for(question: str, share: float) -> float:
@@ -95,6 +104,7 @@ def plan_budget(
     full_ids: set[str] = set()
     files: set[str] = set()
     full_used = 0
+    class_limit = int(CLASS_FULL_SHARE * config.max_tokens)
 
     def offer(cand: ScoredItem, room: int) -> Outcome:
         nonlocal full_used
@@ -121,6 +131,8 @@ def plan_budget(
                 parent_cost = parent_si.sig_tokens + PER_ITEM_OVERHEAD
         # Past its kind's limit, a container's header plus its best members say more per token.
         limit = traits.max_full_tokens
+        if limit is not None and item.kind == ItemKind.CLASS:
+            limit = max(limit, class_limit)
         full_ok = item.tokens > 0 and (
             limit is None or item.tokens <= limit or cand.rowid in pinned_full
         )
