@@ -994,3 +994,86 @@ def test_a_large_best_class_within_the_class_share_is_shown_whole(tmp_path, monk
     modes, text = context(8000)
     assert modes["BoundingBox"] == "signature"
     assert "self[index] = value  # stored as passed" not in text
+
+# -- words a pasted block repeats ---------------------------------------------------------
+
+_CONF_REPORT = '''Type hints in the description show a return type for classes
+The `autodoc_typehints = "description"` option makes the class description include a return type.
+
+Configuration of my project:
+
+```py
+# Configuration file for the project.
+# -- Path setup: the project path and the extensions path
+project = 'demo project'
+author = 'someone'
+import os, sys
+sys.path.insert(0, os.path.abspath('..'))  # project path
+extensions = ['sphinx.ext.autodoc']  # extensions of the project
+templates_path = ['_templates']  # templates path of the project
+autodoc_typehints = "description"
+```
+'''
+
+
+def test_with_blocks_once_a_word_a_pasted_block_repeats_counts_once_and_the_prose_leads(tmp_path, monkeypatch):
+    from smartcontext.retrieval import keyword
+
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        # The decoy writes the configuration file the report pastes: its words are the block's.
+        "pkg/quickstart.py": '''
+            def write_conf(project, author, path, extensions, templates):
+                """Write the configuration file of a new project: the project name, its author, the
+                path setup, the extensions list and the templates path, each with a comment."""
+                lines = [f"project = {project!r}", f"author = {author!r}", f"sys.path.insert(0, {path!r})"]
+                lines.append(f"extensions = {extensions!r}")
+                lines.append(f"templates_path = {templates!r}")
+                return "\\n".join(lines)
+            ''',
+        "pkg/typehints.py": '''
+            def merge_typehints(app, objtype, contentnode):
+                """Add the recorded type hints of a class to its description."""
+                if app.config.autodoc_typehints not in ("both", "description"):
+                    return
+                contentnode.append(field_list_for(objtype))
+            ''',
+    })
+
+    def first() -> str:
+        with Workspace.open(tmp_path) as ws:
+            ws.index(embeddings=False)
+            return ws.context(_CONF_REPORT, max_tokens=8000).files[0]
+
+    # Off by default (it cost SWE-bench dev Acc@1, docs/benchmarks.md): the block's words lead.
+    assert first() == "pkg/quickstart.py"
+    monkeypatch.setattr(keyword, "REPEAT_IN_BLOCKS_ONCE", True)
+    assert first() == "pkg/typehints.py"
+
+
+def test_block_words_count_once_beside_their_count_in_the_prose():
+    from smartcontext.retrieval.keyword import _term_frequencies
+
+    text = "the project path\n```\nproject = 1\nproject path project\n```\nagain the project\n~~~\nzzz zzz\n"
+    once = _term_frequencies(text, blocks_once=True)
+    # Twice in the prose, and the blocks add one however often they repeat it.
+    assert once["project"] == 3 and once["path"] == 2 and once["zzz"] == 1
+    assert _term_frequencies(text)["project"] == 5
+    # An unclosed fence runs to the end, as on the page.
+    assert _term_frequencies("a word\n```\nword word word", blocks_once=True)["word"] == 2
+    # Notes and chat ask without it: only a report's keyword query reads blocks this way.
+    assert _term_frequencies(text, blocks_once=False)["zzz"] == 2
+
+
+def test_blocks_once_moves_only_a_reports_weights(tmp_path, monkeypatch):
+    from smartcontext.retrieval import keyword
+
+    _write(tmp_path, {"pkg/conf.py": "project = 'demo'\npath = 'x'\n", "pkg/other.py": "def run():\n    pass\n"})
+    text = "Title of the report\nthe project\n```\nproject project project path\n```\n"
+    monkeypatch.setattr(keyword, "REPEAT_IN_BLOCKS_ONCE", True)
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        searcher = KeywordSearcher(ws.store)
+        as_report = {t.text: t.weight for t in searcher.build_match(text, report=True)[0]}
+        as_search = {t.text: t.weight for t in searcher.build_match(text)[0]}
+    assert as_report["project"] == 2 and as_search["project"] == 3
