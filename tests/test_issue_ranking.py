@@ -995,6 +995,7 @@ def test_a_large_best_class_within_the_class_share_is_shown_whole(tmp_path, monk
     assert modes["BoundingBox"] == "signature"
     assert "self[index] = value  # stored as passed" not in text
 
+
 # -- words a pasted block repeats ---------------------------------------------------------
 
 _CONF_REPORT = '''Type hints in the description show a return type for classes
