@@ -7,7 +7,8 @@ with `git archive` when missing), else the largest repository in the main checko
 bench/.work/repos; `--repo` picks another. It is indexed once (keyword index, no
 embeddings). Then each command runs `--runs` times as a fresh process in the repository
 folder (so it finds its workspace as a user's shell would); wall time is measured around
-the process, CPU time (user + system) and peak memory come from the child's rusage.
+the process, CPU time (user + system) from the child's rusage, peak memory from GNU time
+(`/usr/bin/time`; the rusage's peak counts the spawning process's memory too).
 
 Modules are byte-compiled once into bench/.work/pycache first, as an installed package's
 are (the shell here sets PYTHONDONTWRITEBYTECODE, which would compile every module on
@@ -121,19 +122,32 @@ def ensure_index(repo: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+# A child's own rusage counts, as its peak, the memory of the process it was spawned from
+# (Linux records the parent's high-water mark at the child's exec after vfork): the bench's
+# own 80 MB showed as every row's peak. GNU time reports its child's peak alone.
+GNU_TIME = "/usr/bin/time" if Path("/usr/bin/time").is_file() else None
+
+
 def run_once(args: list[str], cwd: Path, env: dict[str, str], python: str | None = None
              ) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MB) of one process (peak: of the largest single process)."""
+    argv = [python or PYTHON, *args]
+    if GNU_TIME:
+        argv = [GNU_TIME, "-f", "peak-kb %M", *argv]
     t0 = time.perf_counter()
-    proc = subprocess.Popen([python or PYTHON, *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    peak = usage.ru_maxrss / 1024
+    if GNU_TIME:
+        head, _, last = err.rstrip("\n").rpartition("\n")
+        if last.startswith("peak-kb "):
+            err, peak = head, int(last.split()[1]) / 1024
     if proc.returncode not in (0, 1) or (proc.returncode == 1 and "Traceback" in err):  # 1: no match
         raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}): {err[-500:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, peak
 
 
 def measure(label: str, args: list[str], cwd: Path, env: dict[str, str], runs: int,
