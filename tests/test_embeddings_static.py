@@ -240,6 +240,22 @@ def test_the_mapped_table_is_read_in_place_and_a_damaged_row_is_made_again(stati
     assert again.wordpiece.state() == good.wordpiece.state()
 
 
+def test_making_the_mapped_table_removes_an_earlier_versions_copy(static, tmp_path):
+    """An upgrade makes the table's mapped copy in its new format; the old format's copy
+    (as large, read by no one now) goes."""
+    import shutil
+
+    cache = tmp_path / "cache"
+    (cache / "static").mkdir(parents=True)
+    shutil.copy(static.cache_path, cache / "static" / static.cache_path.name)
+    fresh = StaticEmbedder(*default_model_files(), cache=cache)
+    old = fresh.cache_path.with_suffix(".table")
+    old.write_bytes(b"smartcontext static table 2\n" + bytes(64))
+    assert not fresh.mapped_path.exists()
+    assert np.array_equal(fresh.embed(["a garden shed"]), static.embed(["a garden shed"]))
+    assert fresh.mapped_path.is_file() and not old.exists()
+
+
 def test_questions_are_split_as_the_tokenizers_library_splits_them(static):
     """The WordPiece split a question takes without loading the library gives the
     library's ids on ASCII text, and leaves other text to the library."""

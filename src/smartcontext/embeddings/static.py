@@ -426,6 +426,9 @@ class StaticEmbedder(EmbedderBase):
                     wordpiece = WordPiece.from_config(json.loads(tokenizer.to_str()))
                     write_mapped(self.mapped_path, built, self._meta(), wordpiece)
                     table = read_mapped(self.mapped_path, self._meta())
+                    # The copy an earlier version mapped (31 MB) is made again from the
+                    # .npz in a moment should that version still run; left, it stays forever.
+                    self.cache_path.with_suffix(".table").unlink(missing_ok=True)
                 except OSError as exc:
                     log.warning("cannot save the mapped static model at %s (%s)", self.mapped_path, exc)
                     table = None
