@@ -111,6 +111,51 @@ def test_code_files_are_not_named_by_their_file_name(tmp_path):
     ws.close()
 
 
+# A hook defined once in the source and once in a test plugin, which the tests and a long
+# guide mention far more often than the definitions say it (pytest's pytest_collect_file).
+HOOK_TREE = {
+    "src/pkg/hooks.py": "def collect_file(path):\n    \"\"\"Return a collector for path, or None.\n\n" + (
+        "    Plugins return the first node that knows the file type; the others are asked in turn.\n" * 8
+    ) + "    \"\"\"\n    return None\n",
+    "src/pkg/config.py": (
+        "class Config:\n    def getini(self, name):\n        return name\n\n"
+        "class Other:\n    def getini(self, name):\n        return None\n"
+    ),
+    "tests/test_plugin.py": "def collect_file(path):\n" + "    path = path.parent  # up one folder, then again\n" * 8 + "    return path\n",
+    **{f"tests/test_mentions_{i}.py": "".join(
+        f"def test_case_{j}(pytester):\n"
+        f"    pytester.makeconftest('def collect_file(path): pass  # collect_file collect_file')\n"
+        f"    assert pytester.inline_run().collect_file == 'collect_file'\n\n" for j in range(4))
+       for i in range(6)},
+}
+
+
+def test_a_name_the_code_defines_ranks_its_definitions_first(tmp_path, store_env):
+    for rel, text in HOOK_TREE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    ws = Workspace.open(tmp_path)
+    try:
+        ws.index(embeddings=False)
+        # Keywords alone put a test that repeats the name first ...
+        from smartcontext.retrieval.keyword import KeywordSearcher
+
+        first = KeywordSearcher(ws.store).search("collect_file", 5)[0][0]
+        assert ws.catalogue().entries[first].path.startswith("tests/test_mentions_")
+        # ... the definitions lead, the source's before the test plugin's.
+        hits = ws.search("collect_file", limit=10)
+        assert [(h.path, h.name) for h in hits[:2]] == [("src/pkg/hooks.py", "collect_file"),
+                                                         ("tests/test_plugin.py", "collect_file")]
+        assert all("name" in h.signals and h.score == 1.0 for h in hits[:2])
+        # A dotted name asks for that method alone; a phrase is a keyword query as before.
+        dotted = ws.search("Config.getini", limit=5, mode="keyword")
+        assert dotted[0].name == "Config.getini" and "name" in dotted[0].signals
+        assert all(h.name != "Other.getini" or "name" not in h.signals for h in dotted)
+        assert all("name" not in h.signals for h in ws.search("collect file", limit=10))
+    finally:
+        ws.close()
+
+
 def test_normalise_name():
     assert normalise_name("🗂️ 02.05 All Community Expansions") == "02 05 all community expansions"
     assert normalise_name("obsidian-bulk_rename.Plugin") == "obsidian bulk rename plugin"

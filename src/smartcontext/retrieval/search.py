@@ -18,7 +18,7 @@ from ..notes.tags import normalise_tag, tag_matches
 from ..store.base import Store, StoredItem
 from ..query.fusion import reciprocal_rank, rrf_ceiling
 from ..query.profiles import SEARCH
-from .catalogue import Catalogue
+from .catalogue import Catalogue, is_test_path
 from .keyword import KeywordSearcher, question_terms
 from .noise import noise_floor, semantic_evidence
 from .titles import name_matches
@@ -107,6 +107,35 @@ def _keyword_evidence(store: Store, query: str, raw: dict[str, dict[int, float]]
     searcher = KeywordSearcher(store)
     found = raw["keyword"] if "keyword" in raw else searcher.search(query, 1, within=allowed)
     return bool(found) and searcher.has_evidence(query)
+
+
+# A query that is one identifier, bare or dotted (``pytest_collect_file``, ``Config.getini``).
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
+_DEFINITION_KINDS = frozenset({ItemKind.CLASS, ItemKind.FUNCTION, ItemKind.METHOD})
+
+
+def definitions(query: str, cat: Catalogue, allowed: set[int] | None = None) -> dict[int, int]:
+    """Code item row -> precedence, for the functions, methods and classes a query that is
+    one identifier names: a name a program defines is asked for its definitions, which
+    lead as a note's title leads. By keywords alone a name that many tests and docs
+    mention is out-ranked by the long items that repeat it (``pytest_collect_file``: the
+    three hook definitions fell behind a test helper and 100 tests). Precedence: the whole
+    qualified name, then a dotted suffix of it (``Class.method``), then the bare name;
+    source before tests within each."""
+    if not _IDENTIFIER.match(query):
+        return {}
+    low = query.lower()
+    dotted = "." in low
+    found: dict[int, int] = {}
+    for r in cat.by_name.get(low.rsplit(".", 1)[-1], ()):
+        e = cat.entries.get(r)
+        if e is None or e.kind not in _DEFINITION_KINDS or (allowed is not None and r not in allowed):
+            continue
+        fq = e.fqname.lower()
+        tier = 3 if fq == low else 2 if dotted and fq.endswith("." + low) else 0 if dotted else 1
+        if tier:
+            found[r] = 2 * tier + (0 if is_test_path(e.path) else 1)
+    return found
 
 
 def search(
@@ -215,6 +244,11 @@ def search(
         if named:
             ranks["title"] = {r: i for i, r in enumerate(sorted(named, key=lambda r: (-named[r], -fused.get(r, 0.0))))}
             info["signals"].append("title")
+        defined = definitions(query, cat, allowed)
+        if defined:
+            ranks["name"] = {r: i for i, r in enumerate(sorted(defined, key=lambda r: (-defined[r], -fused.get(r, 0.0))))}
+            info["signals"].append("name")
+            named = {**defined, **named}
     before = fused
     fused = {**fused, **{r: 1.0 for r in named}}
     ordered = sorted(fused.items(), key=lambda kv: (-kv[1], -named.get(kv[0], 0), -before.get(kv[0], 0.0)))
