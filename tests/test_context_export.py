@@ -18,7 +18,7 @@ from smartcontext.context.export import (
     render_markdown,
     render_mu,
 )
-from smartcontext.context.models import FORMATS, SelectedItem
+from smartcontext.context.models import ECHO_CHARS, FORMATS, SelectedItem
 from smartcontext.model import Item
 from smartcontext.tokens import count_tokens
 
@@ -216,3 +216,16 @@ def test_json_scores_only_when_asked_like_mu_and_markdown():
     with_scores = scored(True)
     assert with_scores[LOGIN.id] is not None and 0 < with_scores[LOGIN.id] <= 1
     assert with_scores[CLASS.id] is None  # context_only: MU and Markdown show no relevance either
+
+
+def test_a_long_question_is_named_not_handed_back(own_source):
+    """A pasted bug report is the question, not part of the answer: the JSON shapes (the
+    context tool's, `--json`, HTTP) and the json format's header name it cut, with its
+    length, so a client's window does not receive it again."""
+    question = "How does the budgeter fit items into max_tokens? " + "The traceback follows. " * 2000
+    res = own_source.context(question, max_tokens=1500, format="json")
+    for shape in (res.to_dict(), json.loads(res.text)):
+        assert shape["question_chars"] == len(question) > 40_000
+        assert shape["question"] == question[:ECHO_CHARS] + "…"
+    short = own_source.context("how is the MU format rendered?", max_tokens=1500, format="json")
+    assert short.to_dict()["question"] == "how is the MU format rendered?" and "question_chars" not in short.to_dict()

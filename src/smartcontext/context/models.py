@@ -21,6 +21,19 @@ _WEIGHTS = CODE_CONTEXT.fusion.weights
 _CONSTANTS = CODE_CONTEXT.constants
 
 
+# An answer names its question for the reader, not to hand it back: a bug report pasted
+# whole (or the 100,000 characters a program may send) would come back in every answer.
+ECHO_CHARS = 500
+
+
+def question_echo(question: str) -> dict[str, Any]:
+    """The ``question`` field of an answer: the question, cut after ``ECHO_CHARS``
+    characters with its whole length beside it (``question_chars``) when longer."""
+    if len(question) <= ECHO_CHARS:
+        return {"question": question}
+    return {"question": question[:ECHO_CHARS] + "…", "question_chars": len(question)}
+
+
 @dataclass
 class ExtractionConfig:
     """What the code-context pipeline runs with: a ``Query``'s options plus the
@@ -226,7 +239,7 @@ class ContextResult:
         """
         shown = self.files if max_files is None else self.files[:max_files]
         d: dict[str, Any] = {
-            "question": self.question,
+            **question_echo(self.question),
             "format": self.format,
             "text": self.text,
             "token_count": self.token_count,

@@ -26,7 +26,7 @@ from .export import EXPORTERS, render_counted
 from .models import (
     FORMATS, MAX_BUDGET, OMIT_BUDGET, OMIT_EXCLUDE, OMIT_GONE, OMIT_KIND, OMIT_PATHS, OMIT_RANK,
     OMIT_SCORE_FLOOR, OMIT_TEST, OMIT_TOO_LARGE,
-    ContextResult, ExtractionConfig, OmittedItem, SelectedItem,
+    ContextResult, ExtractionConfig, OmittedItem, SelectedItem, question_echo,
 )
 
 if TYPE_CHECKING:  # numpy: loaded only when the index has vectors
@@ -506,7 +506,7 @@ class SmartContextExtractor:
             result.stats["explain"] = time.perf_counter() - t
         if exporter.render is not None:
             header = {
-                "question": question, "format": format, "max_tokens": cfg.max_tokens,
+                **question_echo(question), "format": format, "max_tokens": cfg.max_tokens,
                 "token_count": tokens, "json_tokens": 0, "counts": exporter.counts, "encoding": cfg.encoding,
                 "warnings": warnings,
             }
