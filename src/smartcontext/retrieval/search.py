@@ -138,6 +138,12 @@ def definitions(query: str, cat: Catalogue, allowed: set[int] | None = None) -> 
     return found
 
 
+def _leading(precedence: dict[int, int], fused: dict[int, float]) -> dict[int, int]:
+    """Row -> rank of rows that lead by name: higher precedence first, then the order the
+    other signals gave."""
+    return {r: i for i, r in enumerate(sorted(precedence, key=lambda r: (-precedence[r], -fused.get(r, 0.0))))}
+
+
 def search(
     store: Store,
     cat: Catalogue,
@@ -242,11 +248,11 @@ def search(
         # order the other signals gave (titles.py).
         named = name_matches(query, cat, store, raw.get("keyword", {}), allowed)
         if named:
-            ranks["title"] = {r: i for i, r in enumerate(sorted(named, key=lambda r: (-named[r], -fused.get(r, 0.0))))}
+            ranks["title"] = _leading(named, fused)
             info["signals"].append("title")
         defined = definitions(query, cat, allowed)
         if defined:
-            ranks["name"] = {r: i for i, r in enumerate(sorted(defined, key=lambda r: (-defined[r], -fused.get(r, 0.0))))}
+            ranks["name"] = _leading(defined, fused)
             info["signals"].append("name")
             named = {**defined, **named}
     before = fused
