@@ -50,3 +50,21 @@ def test_reference_lists_arguments_options_and_config_defaults():
 def test_unknown_command_is_a_clear_error():
     with pytest.raises(InvalidArgument, match="no command 'nope'; commands: index, status"):
         reference("nope")
+
+
+def _help_texts():
+    from smartcontext.cli.docs import commands
+
+    for path, cmd, _ in commands():
+        yield path, cmd.help or ""
+        for param in cmd.params:
+            yield f"{path} {param.name}", getattr(param, "help", None) or ""
+
+
+def test_every_help_text_prints_as_written_in_the_terminal():
+    # `--help` renders help through rich's markup, where "[llm]" reads as a style and vanishes:
+    # "--api-base ... (default: [llm] api_base)" printed "(default: api_base)".
+    from rich.markup import render
+
+    changed = [where for where, text in _help_texts() if render(text).plain != text]
+    assert not changed, f"help that rich markup would change: {changed}"

@@ -74,8 +74,8 @@ def agent(
     message: str = typer.Option(None, "--message", "-m", help="The question (instead of the positional one)."),
     session: str = typer.Option(None, "--session", "-s", help="Continue this session (an id printed earlier, agent-...)."),
     model: str = typer.Option(None, "--model", help="LiteLLM model name, e.g. openai/gpt-4o-mini, ollama/qwen2.5, "
-                              "or local:qwen2.5-coder-0.5b. Default: [llm] agent, else [llm] fast."),
-    api_base: str = typer.Option(None, "--api-base", help="URL of an OpenAI-compatible server (default: [llm] api_base)."),
+                              "or local:qwen2.5-coder-0.5b. Default: llm.agent, else llm.fast (smartcontext.toml)."),
+    api_base: str = typer.Option(None, "--api-base", help="URL of an OpenAI-compatible server (default: llm.api_base in smartcontext.toml)."),
     max_rounds: int = typer.Option(DEFAULT_MAX_ROUNDS, "--max-rounds", min=1, help="Model calls per message; the last one may not call tools."),
     list_sessions: bool = typer.Option(False, "--list", help="List the sessions and exit."),
     as_json: bool = JsonOpt,

@@ -57,7 +57,7 @@ def topics(
     chat_id: str = ChatIdArg,
     path: Optional[Path] = PathArg,
     extract: bool = typer.Option(False, "--extract", help="Regenerate the topics first."),
-    method: str = typer.Option("auto", "--method", help="With --extract: auto (the [llm] fast model if set, else local), llm or local."),
+    method: str = typer.Option("auto", "--method", help="With --extract: auto (the llm.fast model if set, else local), llm or local."),
     as_json: bool = JsonFlag,
 ) -> None:
     """The chat's topics (smart_context.get_topics); --extract regenerates them."""

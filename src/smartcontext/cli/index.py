@@ -61,7 +61,7 @@ def index(
     embeddings: Optional[bool] = typer.Option(
         None, "--embeddings/--no-embeddings",
         help="Compute vectors (an estimate of the time is printed after the first batches). "
-             "--no-embeddings: keyword + graph only; [embeddings] enabled = false in smartcontext.toml does the same.",
+             "--no-embeddings: keyword + graph only; embeddings.enabled = false in smartcontext.toml does the same.",
         show_default="when a model is configured",
     ),
     rebuild: bool = typer.Option(False, "--rebuild", help="Discard the index and build it anew (for a corrupt index)."),
