@@ -41,11 +41,20 @@ CHAT = [
 ]
 
 
+# Real code has names wider than a phone: a hit's heading must wrap, not widen the page.
+LONG_NAMES = {"shop/clearance.py": '''
+    class SeasonalClearanceMarkdownScheduler:
+        def apply_the_seasonal_clearance_markdown_to_every_remaining_line_item(self, cart):
+            """Seasonal clearance markdown for what is left in the cart."""
+            return [item.price * 0.7 for item in cart.items]
+    '''}
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, static_model):
     if chromium_missing():
         pytest.fail(MISSING_CHROMIUM)
-    folder = write_tree(tmp_path_factory.mktemp("web") / "ws", SAMPLE_REPO)
+    folder = write_tree(tmp_path_factory.mktemp("web") / "ws", {**SAMPLE_REPO, **LONG_NAMES})
     with web_server(folder) as url:
         yield url, folder
 
@@ -444,6 +453,10 @@ def test_phone_and_desktop_in_light_and_dark_with_keyboard_and_screen_reader_use
     assert where and all(re.match(r"\S+:\d+  ", w) for w in where), where  # path:line, never :undefined
     assert page.eval_on_selector("#sc-question", "e => e.getBoundingClientRect().width") >= 330
     assert min(page.eval_on_selector_all("#sc-hits li", "els => els.map(e => e.getBoundingClientRect().width)")) >= 300
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.fill("#sc-question", "seasonal clearance markdown")
+    page.click("#sc-run-search")
+    page.wait_for_selector("#sc-hits li .sc-hit-where:has-text('SeasonalClearanceMarkdownScheduler.')")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.close()
     if os.environ.get("SMARTCONTEXT_UPDATE_DOCS") == "1":  # regenerates the docs' screenshots
