@@ -42,11 +42,19 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "er", "ies"
 MIN_STEM = 3
 
 
+# A noun made of a verb with "-ery"/"-ory" meets the verb: "discovery" -> discover,
+# "recovery" -> recover (pytest's "Python test discovery" for "discover test files").
+# Words of at least this many letters only: "query", "memory" and "factory" keep theirs.
+NOUN_Y_MIN = 8
+
+
 def stem(word: str) -> str:
     """A light stem: "rewriting", "rewrites", "rewriter", "rewritten" -> "rewrit";
     "assertion", "asserts" -> "assert". Not a full Porter stemmer: enough for the word
     forms of one verb or noun to meet, cheap, and never shorter than ``MIN_STEM``."""
     w = word.lower()
+    if NOUN_Y_MIN and len(w) >= NOUN_Y_MIN and w.endswith(("ery", "ory")):
+        w = w[:-1]
     if w.endswith("en") and len(w) - 2 >= MIN_STEM + 1 and w[-3] == w[-4]:
         w = w[:-2]  # "written" forms with a doubled consonant: rewritten -> rewritt
     else:
@@ -55,6 +63,8 @@ def stem(word: str) -> str:
                 if suffix == "s" and w.endswith(("ss", "us", "is")):
                     break  # class, status, analysis are not plurals
                 w = w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+                if suffix == "ies" and NOUN_Y_MIN and len(w) >= NOUN_Y_MIN and w.endswith(("ery", "ory")):
+                    w = w[:-1]  # directories -> directory -> director, as directory
                 break
     if len(w) > MIN_STEM and w[-1] == w[-2] and w[-1] not in "lsz":
         w = w[:-1]  # running -> runn -> run; rewritt -> rewrit
@@ -62,6 +72,14 @@ def stem(word: str) -> str:
         w = w[:-1]  # rewrite -> rewrit, to meet rewriting
     return w
 
+
+# Everyday words for what code names otherwise: a user's "settings" are the code's
+# config (``find_default_config_files``, ``check_confval_types``). Asked like
+# ABBREVIATIONS (keyword.code_spellings), while SETTINGS_ARE_CONFIG is on.
+SETTINGS_ARE_CONFIG = True
+EVERYDAY: dict[str, tuple[str, ...]] = {
+    "setting": ("config", "conf", "cfg"), "settings": ("config", "conf", "cfg"),
+}
 
 # How programmers shorten everyday words in names: a question says "temporary directory",
 # the code says ``tmpdir``. Used at query time (retrieval/keyword.py), for the forms the

@@ -9,6 +9,7 @@ import re
 
 from ..store.base import KeywordTerm, Store
 from ..words import split_identifier
+from . import english
 from .english import ABBREVIATIONS, COMMON_WORDS, MIN_STEM, stem
 
 _WORD_RE = re.compile(r"(?<!\w)[^\W\d]\w*+")
@@ -255,7 +256,8 @@ def code_spellings(text: str) -> list[str]:
     """The usual abbreviations of ``text``'s words (english.ABBREVIATIONS), in question order."""
     out: dict[str, None] = {}
     for m in _WORD_RE.finditer(text[:5000]):
-        for short in ABBREVIATIONS.get(m.group(0).lower(), ()):
+        word = m.group(0).lower()
+        for short in ABBREVIATIONS.get(word, ()) + (english.EVERYDAY.get(word, ()) if english.SETTINGS_ARE_CONFIG else ()):
             out[short] = None
     return list(out)
 
