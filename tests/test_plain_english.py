@@ -142,7 +142,7 @@ def test_settings_in_a_question_reach_config_in_the_code(tmp_path, monkeypatch):
         "    return [p for p in paths]\n"
     )
     (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
-    question = "Where does the linter look for its settings?"
+    question = "Where does the linter get its settings?"
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
         assert "finder.py" in ws.context(question, max_tokens=2000, format="json").files
@@ -151,6 +151,30 @@ def test_settings_in_a_question_reach_config_in_the_code(tmp_path, monkeypatch):
         assert "config" not in {c.text for c in clauses}
         monkeypatch.setattr(english, "SETTINGS_ARE_CONFIG", False)
         assert "finder.py" not in ws.context(question, max_tokens=2000, format="json").files
+
+
+def test_a_phrasal_verb_reaches_the_verb_code_uses(tmp_path, monkeypatch):
+    """"switches off" in the question, ``disable`` in the code (issue 20: pylint's pragma
+    handling for "a comment that switches off a warning"); "set up" asks for nothing."""
+    assert english.phrasal_spellings("a comment that switches off a warning") == ["disable"]
+    assert english.phrasal_spellings("where does it look for one, and are they lined up?") == [
+        "find", "search", "align"]
+    assert english.phrasal_spellings("a fixture only set up once") == []
+    (tmp_path / "pragmas.py").write_text(
+        'def disable(msgid, scope):\n    """Silence msgid from here to the end of scope."""\n'
+        "    scope.silenced.add(msgid)\n"
+    )
+    (tmp_path / "report.py").write_text(
+        'def print_warning(msg):\n    """Print one warning with its line."""\n'
+        "    print(msg)\n"
+    )
+    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    question = "How does a comment switch off a warning?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        assert "pragmas.py" in ws.context(question, max_tokens=2000, format="json").files
+        monkeypatch.setattr(english, "PHRASAL_VERBS_ON", False)
+        assert "pragmas.py" not in ws.context(question, max_tokens=2000, format="json").files
 
 
 def _recipe_tree(root: Path) -> None:

@@ -13,6 +13,8 @@ Two helpers, used at query time only so the index format never changes:
 
 from __future__ import annotations
 
+import re
+
 # Verbs, adjectives and adverbs of everyday English; nouns that are also common code
 # names (session, request, config, cache...) are deliberately not here.
 COMMON_WORDS = frozenset(
@@ -136,3 +138,53 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "variable": ("var",), "variables": ("vars", "var"), "version": ("ver",),
 }
 
+
+# Phrasal verbs of everyday English and the verbs code names use for them: "a comment that
+# switches off a warning" -> disable, "where does it look for one" -> find, "cut short" ->
+# truncate. A verb is matched in any of its forms (_verb_forms), the particle as written.
+# "set up" -> setup is left out: it pulled pytest's setup code into a question about
+# fixture scopes (measured twice, docs/benchmarks.md).
+PHRASAL_VERBS_ON = True
+PHRASAL_VERBS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("switch", "off"): ("disable",), ("turn", "off"): ("disable",),
+    ("switch", "on"): ("enable",), ("turn", "on"): ("enable",),
+    ("line", "up"): ("align",), ("look", "up"): ("lookup",),
+    ("look", "for"): ("find", "search"), ("find", "out"): ("detect",),
+    ("leave", "out"): ("exclude", "ignore", "skip"), ("put", "back"): ("restore",),
+    ("throw", "away"): ("discard",), ("give", "up"): ("abort",),
+    ("break", "up"): ("split",), ("split", "up"): ("split",),
+    ("clean", "up"): ("cleanup",), ("pick", "up"): ("load",),
+    ("shut", "down"): ("shutdown",), ("start", "up"): ("startup",),
+    ("try", "again"): ("retry",), ("cut", "off"): ("truncate",), ("cut", "short"): ("truncate",),
+    ("keep", "track"): ("track",), ("write", "out"): ("dump", "write"),
+    ("put", "together"): ("build", "join"), ("join", "together"): ("concat", "join"),
+}
+# Irregular forms of the verbs above; regular ones come from _verb_forms.
+IRREGULAR = {"leave": ("left",), "give": ("gave", "given"), "break": ("broke", "broken"),
+             "throw": ("threw", "thrown"), "find": ("found",), "keep": ("kept",),
+             "write": ("wrote", "written")}
+
+
+def _verb_forms(verb: str) -> set[str]:
+    """``line`` -> line, lines, lined, lining; ``cut`` -> cut, cuts, cutting; and IRREGULAR's."""
+    if verb.endswith("e"):
+        return {verb, verb + "s", verb + "d", verb[:-1] + "ing", *IRREGULAR.get(verb, ())}
+    return {verb, verb + "s", verb + "es", verb + "ed", verb + "ing",
+            verb + verb[-1] + "ed", verb + verb[-1] + "ing", *IRREGULAR.get(verb, ())}
+
+
+_PHRASAL_INDEX = {(form, particle): out for (verb, particle), out in PHRASAL_VERBS.items()
+                  for form in _verb_forms(verb)}
+_LETTERS = re.compile(r"[a-z]+")
+
+
+def phrasal_spellings(text: str) -> list[str]:
+    """The code's verbs for the phrasal verbs of ``text`` (PHRASAL_VERBS), in order."""
+    if not PHRASAL_VERBS_ON:
+        return []
+    words = _LETTERS.findall(text[:5000].lower())
+    found: dict[str, None] = {}
+    for pair in zip(words, words[1:]):
+        for w in _PHRASAL_INDEX.get(pair, ()):
+            found[w] = None
+    return list(found)

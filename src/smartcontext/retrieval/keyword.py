@@ -259,6 +259,8 @@ def code_spellings(text: str) -> list[str]:
         word = m.group(0).lower()
         for short in ABBREVIATIONS.get(word, ()) + (english.EVERYDAY.get(word, ()) if english.SETTINGS_ARE_CONFIG else ()):
             out[short] = None
+    for w in english.phrasal_spellings(text):
+        out[w] = None
     return list(out)
 
 
