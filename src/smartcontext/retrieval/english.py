@@ -9,6 +9,9 @@ Two helpers, used at query time only so the index format never changes:
 - ``stem``: a light suffix stripper, so that "rewriting", "rewrite", "rewriter" and
   "rewritten" share one stem; the keyword search expands a question's word to the
   indexed words with the same stem.
+- What code calls a question's words: ``ABBREVIATIONS`` ("temporary" -> tmp),
+  ``EVERYDAY`` ("settings" -> config) and ``PHRASAL_VERBS`` ("switch off" -> disable),
+  asked by the code-context pipeline for short questions (keyword.code_spellings).
 """
 
 from __future__ import annotations
