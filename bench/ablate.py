@@ -16,9 +16,10 @@ exactly as they do (their ``score`` functions). A variant names the profile cons
 ``exclude=1`` leaves test files out (``--exclude-tests``); ``tokens=N`` sets the budget; any
 other ``NAME=VALUE`` sets ``scoring.NAME`` for that variant (``pipeline.NAME`` sets a
 constant of ``context/pipeline.py``, e.g. ``pipeline.REFILL=0``; likewise ``budgeter.``,
-``entities.`` and ``keyword.`` for the budgeter, the entity extractor and the keyword search). SWE-bench instances are those
-whose base commit has a tree with an index under ``WORK/repos``; multi-file instances are
-reported apart.
+``entities.``, ``keyword.`` and ``english.`` for the budgeter, the entity extractor, the
+keyword search and its word tables). SWE-bench instances are those whose base commit has a
+tree with an index under ``WORK/repos``; multi-file instances are reported apart. Questions
+are reported whole and by kind.
 """
 
 from __future__ import annotations
