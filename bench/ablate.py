@@ -11,13 +11,15 @@ exactly as they do (their ``score`` functions). A variant names the profile cons
     python bench/ablate.py dev tests-out:exclude=1 kept:TEST_PRIOR=1.0 demoted:TEST_PRIOR=0.3
     python bench/ablate.py questions default: tests-out:exclude=1
     python bench/ablate.py dev2 --work bench/.work/dev2 default:
+    python bench/ablate.py questions --dataset bench/data/code-questions-2.json --work bench/.work/code-questions-2 default:
 
 ``exclude=1`` leaves test files out (``--exclude-tests``); ``tokens=N`` sets the budget; any
 other ``NAME=VALUE`` sets ``scoring.NAME`` for that variant (``pipeline.NAME`` sets a
 constant of ``context/pipeline.py``, e.g. ``pipeline.REFILL=0``; likewise ``budgeter.``,
-``entities.`` and ``keyword.`` for the budgeter, the entity extractor and the keyword search). SWE-bench instances are those
-whose base commit has a tree with an index under ``WORK/repos``; multi-file instances are
-reported apart.
+``entities.``, ``keyword.`` and ``english.`` for the budgeter, the entity extractor, the
+keyword search and its word tables). SWE-bench instances are those whose base commit has a
+tree with an index under ``WORK/repos``; multi-file instances are reported apart. Questions
+are reported whole and by kind.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ OPTIONS = ("exclude", "tokens")
 # Modules whose constants a variant may set as ``MODULE.NAME``.
 MODULES = {"pipeline": "smartcontext.context.pipeline", "budgeter": "smartcontext.context.budgeter",
            "entities": "smartcontext.retrieval.entities", "keyword": "smartcontext.retrieval.keyword",
-           "reports": "smartcontext.retrieval.reports"}
+           "reports": "smartcontext.retrieval.reports", "english": "smartcontext.retrieval.english"}
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
@@ -111,8 +113,8 @@ def run_swebench(name: str, work: Path, variants, Workspace, scoring) -> dict[st
     return results
 
 
-def run_questions(work: Path, variants, Workspace, scoring) -> dict[str, list[dict]]:
-    data = json.loads(cq.DEFAULT_DATASET.read_text(encoding="utf-8"))
+def run_questions(work: Path, variants, Workspace, scoring, dataset: Path = cq.DEFAULT_DATASET) -> dict[str, list[dict]]:
+    data = json.loads(dataset.read_text(encoding="utf-8"))
     results: dict[str, list[dict]] = {v: [] for v, _ in variants}
     for repo, commit in data["repos"].items():
         tree = work / "repos" / f"{repo.replace('/', '+')}-{commit[:12]}"
@@ -132,6 +134,9 @@ def run_questions(work: Path, variants, Workspace, scoring) -> dict[str, list[di
         print(f"questions {vname:12s} n={s['questions']}  Acc@1 any {s['any@1']:.2f}  Acc@5 any {s['any@5']:.2f}"
               f"  Acc@1 first {s['first@1']:.2f}  Acc@5 first {s['first@5']:.2f}"
               f"  symbols shown {s['symbols']:.3f}  whole {s['whole']:.3f}")
+        kinds = {k: cq.summarise([r for r in rows if r["kind"] == k]) for k in sorted({r["kind"] for r in rows})}
+        print(f"questions {vname:12s} by kind (n Acc@1/Acc@5/symbols): " + "; ".join(
+            f"{k} {g['questions']} {g['any@1']:.2f}/{g['any@5']:.2f}/{g['symbols']:.2f}" for k, g in kinds.items()))
     return results
 
 
@@ -142,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=None,
                    help="the bench's --work folder (default: bench/.work, or bench/.work/code-questions)")
     p.add_argument("--out", type=Path, default=None, help="write the per-question rows as JSON here")
+    p.add_argument("--dataset", type=Path, default=cq.DEFAULT_DATASET,
+                   help="questions: another question set of the same format "
+                        "(bench/data/code-questions-2.json, with the --work its run used)")
     args = p.parse_args(argv)
     variants = [parse_variant(v) for v in args.variants]
     work = args.work or (sw.WORK_DIR / "code-questions" if args.set == "questions" else sw.WORK_DIR)
@@ -153,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     if args.set == "questions":
-        results = run_questions(work, variants, Workspace, scoring)
+        results = run_questions(work, variants, Workspace, scoring, args.dataset)
     else:
         results = run_swebench(args.set, work, variants, Workspace, scoring)
     if args.out:

@@ -4,8 +4,14 @@ counts at rank k."""
 
 from __future__ import annotations
 
+import ast
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -73,3 +79,74 @@ def test_a_signature_listed_on_one_line_counts_and_a_longer_name_does_not(tmp_pa
     r = cq.score(_question(), {"ranked": ["pkg/loader.py"], "context_text": other,
                                "context_files": ["pkg/loader.py"]}, gold)
     assert r["symbols"] == 0.0
+
+
+SECOND_SET = Path(__file__).resolve().parents[1] / "bench" / "data" / "code-questions-2.json"
+MIRRORS = Path(os.environ.get("SWEBENCH_MIRRORS", "/work/.mirror"))
+
+
+def test_the_second_question_set_keeps_the_dev_sets_rules():
+    """bench/data/code-questions-2.json follows code-questions/README.md: 1-3 library files
+    per question (no tests, no docs), 1-3 qualified symbols each, the four kinds, few
+    identifiers; and every symbol's line is its ``def``/``class`` at the pinned commit
+    (checked from the git mirror when one is there)."""
+    data = json.loads(SECOND_SET.read_text(encoding="utf-8"))
+    questions = data["questions"]
+    assert len(questions) == 30 and len({q["id"] for q in questions}) == 30
+    assert {q["repo"] for q in questions} == set(data["repos"])
+    assert {q["kind"] for q in questions} == {"how", "where", "what-happens", "configure"}
+    assert sum(q["has_identifier"] for q in questions) <= 6
+    for q in questions:
+        assert 1 <= len(q["gold"]) <= 3, q["id"]
+        for g in q["gold"]:
+            parts = g["path"].split("/")
+            assert not {"tests", "testing", "doc", "docs"} & set(parts), g["path"]
+            assert 1 <= len(g["symbols"]) <= 3, q["id"]
+    checked = 0
+    for repo, commit in data["repos"].items():
+        git_dir = MIRRORS / repo.replace("/", "+") / "repo"
+        if not git_dir.is_dir():
+            continue
+        for q in (q for q in questions if q["repo"] == repo):
+            for g in q["gold"]:
+                source = subprocess.run(["git", "-C", str(git_dir), "show", f"{commit}:{g['path']}"],
+                                        capture_output=True, text=True, check=True).stdout
+                found: dict[str, int] = {}
+
+                def walk(node, prefix=""):
+                    for child in ast.iter_child_nodes(node):
+                        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                            found[prefix + child.name] = child.lineno  # the last one: after @overload stubs
+                            walk(child, prefix + child.name + ".")
+
+                walk(ast.parse(source))
+                for s in g["symbols"]:
+                    assert found.get(s["name"]) == s["line"], (q["id"], s)
+                    checked += 1
+    if not checked:
+        pytest.skip(f"no git mirror under {MIRRORS}: lines not checked")
+
+
+def test_ablate_asks_another_question_set(tmp_path, capsys):
+    """``bench/ablate.py questions --dataset``: the questions of the file given, over the
+    indexes its trees hold under ``--work``, scored as the benchmark scores them."""
+    import ablate
+    from smartcontext import Workspace
+
+    tree = tmp_path / "work" / "repos" / "acme+tool-0123456789ab"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "loader.py").write_text(SOURCE)
+    (tree / "pkg" / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(6)))
+    with Workspace.open(tree) as ws:
+        ws.index(embeddings=False)
+    dataset = tmp_path / "questions.json"
+    dataset.write_text(json.dumps({
+        "repos": {"acme/tool": "0123456789abcdef"},
+        "questions": [{"id": "tool-01", "repo": "acme/tool", "kind": "how", "has_identifier": False,
+                       "question": "How does the loader read a path?",
+                       "gold": [{"path": "pkg/loader.py", "symbols": [{"name": "Loader.load", "line": 10}]}]}],
+    }))
+    assert ablate.main(["questions", "--dataset", str(dataset), "--work", str(tmp_path / "work"), "default:"]) == 0
+    out = capsys.readouterr().out
+    assert "n=1  Acc@1 any 1.00" in out and "symbols shown 1.000" in out
+    assert "by kind (n Acc@1/Acc@5/symbols): how 1 1.00/1.00/1.00" in out

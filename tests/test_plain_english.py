@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from smartcontext import Workspace
+from smartcontext.retrieval import english
 from smartcontext.retrieval.english import COMMON_WORDS, stem
 from smartcontext.retrieval.entities import EntityExtractor
 from smartcontext.context import budgeter
@@ -37,6 +38,9 @@ PYTEST_COMMIT = "e6e300e729dd33956e5448d8be9a0b1540b4e53a"  # pytest-dev__pytest
         (["parametrize", "parametrized", "parametrization"], True),
         (["fixture", "fixtures"], True),
         (["running", "run"], True),
+        (["discovery", "discover"], True),
+        (["directory", "directories"], True),
+        (["query", "queries"], True),
         (["class", "clash"], False),
         (["status", "stat"], False),
     ],
@@ -103,6 +107,74 @@ def test_a_question_in_words_reaches_code_that_abbreviates_them(tmp_path, monkey
         monkeypatch.setattr(keyword, "CODE_SPELLINGS", True)
         clauses, _ = KeywordSearcher(ws.store).build_match(question)
         assert not {"tmp", "dir"} & {c.text for c in clauses}
+
+
+def test_a_verb_in_the_question_meets_its_noun_in_the_code(tmp_path, monkeypatch):
+    """"discover" in the question, "discovery" in the only docstring that says it (issue 20:
+    pytest's "Python test discovery" for "How does pytest discover test files?")."""
+    (tmp_path / "loader.py").write_text(
+        'def scan_entry_points(group):\n    """Entry point discovery for the application."""\n'
+        "    return sorted(group)\n"
+    )
+    (tmp_path / "registry.py").write_text(
+        'def register(plugin, table):\n    """Add one plugin to the table of plugins."""\n'
+        "    table[plugin.name] = plugin\n"
+    )
+    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    question = "How does the tool discover its plugins?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        assert "loader.py" in ws.context(question, max_tokens=2000, format="json").files
+        monkeypatch.setattr(english, "NOUN_Y_MIN", 0)
+        assert "loader.py" not in ws.context(question, max_tokens=2000, format="json").files
+
+
+def test_settings_in_a_question_reach_config_in_the_code(tmp_path, monkeypatch):
+    """A user's "settings file" is the code's config file: the function that finds it is
+    in the answer, and only through that rule (issue 20: pylint's
+    ``find_default_config_files`` for "where does it look for a settings file")."""
+    (tmp_path / "finder.py").write_text(
+        'def find_config_file(start):\n    """Walk up from start to the first rc file."""\n'
+        "    return start / '.toolrc'\n"
+    )
+    (tmp_path / "lint.py").write_text(
+        'def run_linter(paths):\n    """Lint every path and print what the linter found."""\n'
+        "    return [p for p in paths]\n"
+    )
+    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    question = "Where does the linter get its settings?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        assert "finder.py" in ws.context(question, max_tokens=2000, format="json").files
+        # Note and chat search ask without ``report``: their queries are as they were.
+        clauses, _ = KeywordSearcher(ws.store).build_match(question)
+        assert "config" not in {c.text for c in clauses}
+        monkeypatch.setattr(english, "SETTINGS_ARE_CONFIG", False)
+        assert "finder.py" not in ws.context(question, max_tokens=2000, format="json").files
+
+
+def test_a_phrasal_verb_reaches_the_verb_code_uses(tmp_path, monkeypatch):
+    """"switches off" in the question, ``disable`` in the code (issue 20: pylint's pragma
+    handling for "a comment that switches off a warning"); "set up" asks for nothing."""
+    assert english.phrasal_spellings("a comment that switches off a warning") == ["disable"]
+    assert english.phrasal_spellings("where does it look for one, and are they lined up?") == [
+        "find", "search", "align"]
+    assert english.phrasal_spellings("a fixture only set up once") == []
+    (tmp_path / "pragmas.py").write_text(
+        'def disable(msgid, scope):\n    """Silence msgid from here to the end of scope."""\n'
+        "    scope.silenced.add(msgid)\n"
+    )
+    (tmp_path / "report.py").write_text(
+        'def print_warning(msg):\n    """Print one warning with its line."""\n'
+        "    print(msg)\n"
+    )
+    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    question = "How does a comment switch off a warning?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        assert "pragmas.py" in ws.context(question, max_tokens=2000, format="json").files
+        monkeypatch.setattr(english, "PHRASAL_VERBS_ON", False)
+        assert "pragmas.py" not in ws.context(question, max_tokens=2000, format="json").files
 
 
 def _recipe_tree(root: Path) -> None:

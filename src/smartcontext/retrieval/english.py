@@ -9,9 +9,14 @@ Two helpers, used at query time only so the index format never changes:
 - ``stem``: a light suffix stripper, so that "rewriting", "rewrite", "rewriter" and
   "rewritten" share one stem; the keyword search expands a question's word to the
   indexed words with the same stem.
+- What code calls a question's words: ``ABBREVIATIONS`` ("temporary" -> tmp),
+  ``EVERYDAY`` ("settings" -> config) and ``PHRASAL_VERBS`` ("switch off" -> disable),
+  asked by the code-context pipeline for short questions (keyword.code_spellings).
 """
 
 from __future__ import annotations
+
+import re
 
 # Verbs, adjectives and adverbs of everyday English; nouns that are also common code
 # names (session, request, config, cache...) are deliberately not here.
@@ -42,11 +47,19 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "er", "ies"
 MIN_STEM = 3
 
 
+# A noun made of a verb with "-ery"/"-ory" meets the verb: "discovery" -> discover,
+# "recovery" -> recover (pytest's "Python test discovery" for "discover test files").
+# Words of at least this many letters only: "query", "memory" and "factory" keep theirs.
+NOUN_Y_MIN = 8
+
+
 def stem(word: str) -> str:
     """A light stem: "rewriting", "rewrites", "rewriter", "rewritten" -> "rewrit";
     "assertion", "asserts" -> "assert". Not a full Porter stemmer: enough for the word
     forms of one verb or noun to meet, cheap, and never shorter than ``MIN_STEM``."""
     w = word.lower()
+    if NOUN_Y_MIN and len(w) >= NOUN_Y_MIN and w.endswith(("ery", "ory")):
+        w = w[:-1]
     if w.endswith("en") and len(w) - 2 >= MIN_STEM + 1 and w[-3] == w[-4]:
         w = w[:-2]  # "written" forms with a doubled consonant: rewritten -> rewritt
     else:
@@ -55,6 +68,8 @@ def stem(word: str) -> str:
                 if suffix == "s" and w.endswith(("ss", "us", "is")):
                     break  # class, status, analysis are not plurals
                 w = w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+                if suffix == "ies" and NOUN_Y_MIN and len(w) >= NOUN_Y_MIN and w.endswith(("ery", "ory")):
+                    w = w[:-1]  # directories -> directory -> director, as directory
                 break
     if len(w) > MIN_STEM and w[-1] == w[-2] and w[-1] not in "lsz":
         w = w[:-1]  # running -> runn -> run; rewritt -> rewrit
@@ -62,6 +77,14 @@ def stem(word: str) -> str:
         w = w[:-1]  # rewrite -> rewrit, to meet rewriting
     return w
 
+
+# Everyday words for what code names otherwise: a user's "settings" are the code's
+# config (``find_default_config_files``, ``check_confval_types``). Asked like
+# ABBREVIATIONS (keyword.code_spellings), while SETTINGS_ARE_CONFIG is on.
+SETTINGS_ARE_CONFIG = True
+EVERYDAY: dict[str, tuple[str, ...]] = {
+    "setting": ("config", "conf", "cfg"), "settings": ("config", "conf", "cfg"),
+}
 
 # How programmers shorten everyday words in names: a question says "temporary directory",
 # the code says ``tmpdir``. Used at query time (retrieval/keyword.py), for the forms the
@@ -118,3 +141,53 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "variable": ("var",), "variables": ("vars", "var"), "version": ("ver",),
 }
 
+
+# Phrasal verbs of everyday English and the verbs code names use for them: "a comment that
+# switches off a warning" -> disable, "where does it look for one" -> find, "cut short" ->
+# truncate. A verb is matched in any of its forms (_verb_forms), the particle as written.
+# "set up" -> setup is left out: it pulled pytest's setup code into a question about
+# fixture scopes (measured twice, docs/benchmarks.md).
+PHRASAL_VERBS_ON = True
+PHRASAL_VERBS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("switch", "off"): ("disable",), ("turn", "off"): ("disable",),
+    ("switch", "on"): ("enable",), ("turn", "on"): ("enable",),
+    ("line", "up"): ("align",), ("look", "up"): ("lookup",),
+    ("look", "for"): ("find", "search"), ("find", "out"): ("detect",),
+    ("leave", "out"): ("exclude", "ignore", "skip"), ("put", "back"): ("restore",),
+    ("throw", "away"): ("discard",), ("give", "up"): ("abort",),
+    ("break", "up"): ("split",), ("split", "up"): ("split",),
+    ("clean", "up"): ("cleanup",), ("pick", "up"): ("load",),
+    ("shut", "down"): ("shutdown",), ("start", "up"): ("startup",),
+    ("try", "again"): ("retry",), ("cut", "off"): ("truncate",), ("cut", "short"): ("truncate",),
+    ("keep", "track"): ("track",), ("write", "out"): ("dump", "write"),
+    ("put", "together"): ("build", "join"), ("join", "together"): ("concat", "join"),
+}
+# Irregular forms of the verbs above; regular ones come from _verb_forms.
+IRREGULAR = {"leave": ("left",), "give": ("gave", "given"), "break": ("broke", "broken"),
+             "throw": ("threw", "thrown"), "find": ("found",), "keep": ("kept",),
+             "write": ("wrote", "written")}
+
+
+def _verb_forms(verb: str) -> set[str]:
+    """``line`` -> line, lines, lined, lining; ``cut`` -> cut, cuts, cutting; and IRREGULAR's."""
+    if verb.endswith("e"):
+        return {verb, verb + "s", verb + "d", verb[:-1] + "ing", *IRREGULAR.get(verb, ())}
+    return {verb, verb + "s", verb + "es", verb + "ed", verb + "ing",
+            verb + verb[-1] + "ed", verb + verb[-1] + "ing", *IRREGULAR.get(verb, ())}
+
+
+_PHRASAL_INDEX = {(form, particle): out for (verb, particle), out in PHRASAL_VERBS.items()
+                  for form in _verb_forms(verb)}
+_LETTERS = re.compile(r"[a-z]+")
+
+
+def phrasal_spellings(text: str) -> list[str]:
+    """The code's verbs for the phrasal verbs of ``text`` (PHRASAL_VERBS), in order."""
+    if not PHRASAL_VERBS_ON:
+        return []
+    words = _LETTERS.findall(text[:5000].lower())
+    found: dict[str, None] = {}
+    for pair in zip(words, words[1:]):
+        for w in _PHRASAL_INDEX.get(pair, ()):
+            found[w] = None
+    return list(found)

@@ -9,6 +9,7 @@ import re
 
 from ..store.base import KeywordTerm, Store
 from ..words import split_identifier
+from . import english
 from .english import ABBREVIATIONS, COMMON_WORDS, MIN_STEM, stem
 
 _WORD_RE = re.compile(r"(?<!\w)[^\W\d]\w*+")
@@ -252,11 +253,16 @@ class KeywordSearcher:
 
 
 def code_spellings(text: str) -> list[str]:
-    """The usual abbreviations of ``text``'s words (english.ABBREVIATIONS), in question order."""
+    """What code calls ``text``'s words, in question order: their usual abbreviations
+    (english.ABBREVIATIONS), everyday words' names (EVERYDAY) and phrasal verbs' verbs."""
     out: dict[str, None] = {}
+    everyday = english.EVERYDAY if english.SETTINGS_ARE_CONFIG else {}
     for m in _WORD_RE.finditer(text[:5000]):
-        for short in ABBREVIATIONS.get(m.group(0).lower(), ()):
+        word = m.group(0).lower()
+        for short in ABBREVIATIONS.get(word, ()) + everyday.get(word, ()):
             out[short] = None
+    for w in english.phrasal_spellings(text):
+        out[w] = None
     return list(out)
 
 
