@@ -23,6 +23,7 @@ _DOTTED_RE = re.compile(r"(?<![\w.])[^\W\d]\w*+(?:\.[^\W\d]\w*+)++")
 # A maximal run of path characters; whether it is a path is decided in Python.
 _PATHLIKE_RE = re.compile(r"(?<![\w/.-])[\w./-]++")
 _MAX_WORD = 200
+_PROSE_TOKEN_RE = re.compile(r"[\w./-]+")
 # Traceback frames: Python's ``File "pkg/mod.py", line 12, in func``, pytest's
 # ``pkg/mod.py:12: in func`` and IPython's ``File ~/pkg/mod.py:12, in Cls.func(args)`` and
 # ``~/pkg/mod.py in func(args)``. Anchored at "File " or a line start, with bounded
@@ -35,6 +36,12 @@ _FRAME_RE = re.compile(
     re.MULTILINE,
 )
 MAX_FRAMES = 60
+# pytest's long traceback names a frame's place on a line of its own under the frame's
+# source (``astropy/table/column.py:329: FutureWarning``, or nothing after the colon when an
+# inner frame follows); the function is the last ``def`` shown above it in that frame.
+PYTEST_LONG_FRAMES = True
+_PYTEST_PLACE_RE = re.compile(r"^[ \t]*([\w./\\-]{1,400}\.py):\d{1,9}:(?:[ \t]+[\w.]{1,100})?[ \t\r]*$", re.MULTILINE)
+_DEF_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([^\W\d]\w{0,100})[ \t]*\(", re.MULTILINE)
 # The exception line under a traceback ("TypeError: RST.__init__() got an unexpected keyword
 # argument 'header_rows'"): a name written as a call in its message is the callee that
 # refused the call, one step deeper than the deepest frame shown.
@@ -75,6 +82,8 @@ PLAIN_NAME_IN_LONG_TEXT = 0.35
 # SWE-bench dev unchanged; dev2 one-file hunks 50.6 -> 51.9%, multi-file Acc@10
 # 44.4 -> 38.9 (one instance, gold rank 10 -> 11).
 PLAIN_NAME_IN_SHORT_TEXT = 0.5
+CODE_ONLY_NAME = 1.0
+_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*$.*?(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
 
 
 @dataclass
@@ -222,6 +231,17 @@ class EntityExtractor:
                 add(word, "known")
             if len(found) >= MAX_ENTITIES * 2:
                 break
+        if CODE_ONLY_NAME != 1.0 and ("```" in text or "~~~" in text):
+            prose = set()
+            for w in _PROSE_TOKEN_RE.findall(_FENCED.sub(" ", text)):
+                w = w.strip("./-").lower()
+                prose.add(w)
+                prose.update(w.split("."))
+            for e in found.values():
+                if e.kind in ("frame", "callee"):
+                    continue
+                if e.text.lower() not in prose:
+                    e.confidence = round(e.confidence * CODE_ONLY_NAME, 3)
         ranked = sorted(found.values(), key=lambda e: (-e.confidence, e.text))
         return ranked[:MAX_ENTITIES]
 
@@ -229,9 +249,7 @@ class EntityExtractor:
         """Add the frames of the question's tracebacks as ``frame`` entities (the deepest
         MAX_FRAMES when there are more); returns how many."""
         frames: dict[tuple[str, str], int] = {}
-        for m in _FRAME_RE.finditer(text):
-            n = next(i for i in (1, 3, 5, 7) if m.group(i) is not None)
-            raw, func = m.group(n), m.group(n + 1)
+        for raw, func in _frame_places(text):
             path = _as_path(raw.replace("\\", "/"))
             if path is None:
                 continue
@@ -249,3 +267,22 @@ class EntityExtractor:
                         name, "callee", CONFIDENCE["callee"], False, symbol=name, frame=len(kept)
                     )
         return len(kept)
+
+
+def _frame_places(text: str) -> Iterable[tuple[str, str]]:
+    """(file, function) of each traceback frame in ``text``, outermost first."""
+    found: list[tuple[int, str, str]] = []
+    for m in _FRAME_RE.finditer(text):
+        n = next(i for i in (1, 3, 5, 7) if m.group(i) is not None)
+        found.append((m.start(), m.group(n), m.group(n + 1)))
+    if PYTEST_LONG_FRAMES and ".py:" in text:
+        start = 0
+        for m in _PYTEST_PLACE_RE.finditer(text):
+            defs = _DEF_RE.findall(text, start, m.start())
+            start = m.end()
+            # A bare file name (``test_foo.py:7: AssertionError``) is the reporter's own
+            # module, run from their folder; the project's files show their folders.
+            if "/" in m.group(1) or "\\" in m.group(1):
+                found.append((m.start(), m.group(1), defs[-1] if defs else "<module>"))
+    found.sort()
+    return [(raw, func) for _, raw, func in found]

@@ -165,6 +165,10 @@ FRAME_STEP = 0.8
 FRAME_FLOOR = 0.3
 UNPLACED_FRAME = 0.5
 FILE_FRAME_STEP = 0.5
+# A failing test's own frame is where the failure was checked, not where it was made: the
+# frames in source files count as deeper than any frame in a test file (a test the report
+# names still keeps its score; tests_named reads frames for that).
+TEST_FRAMES_LAST = True
 
 
 def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> Placed:
@@ -181,7 +185,10 @@ def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> Placed:
             paths = sorted({cat.entries[r].path for r in _callee_items(cat, ent.text.lower())})
             if 0 < len(paths) <= 2:
                 inside.append((ent, paths))
-    inside.sort(key=lambda fp: -fp[0].frame)
+    if TEST_FRAMES_LAST:
+        inside.sort(key=lambda fp: (all(p in cat.test_paths for p in fp[1]), -fp[0].frame))
+    else:
+        inside.sort(key=lambda fp: -fp[0].frame)
     return [
         (ent, paths, ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step))
         for step, (ent, paths) in enumerate(inside)
