@@ -23,7 +23,6 @@ _DOTTED_RE = re.compile(r"(?<![\w.])[^\W\d]\w*+(?:\.[^\W\d]\w*+)++")
 # A maximal run of path characters; whether it is a path is decided in Python.
 _PATHLIKE_RE = re.compile(r"(?<![\w/.-])[\w./-]++")
 _MAX_WORD = 200
-_PROSE_TOKEN_RE = re.compile(r"[\w./-]+")
 # Traceback frames: Python's ``File "pkg/mod.py", line 12, in func``, pytest's
 # ``pkg/mod.py:12: in func`` and IPython's ``File ~/pkg/mod.py:12, in Cls.func(args)`` and
 # ``~/pkg/mod.py in func(args)``. Anchored at "File " or a line start, with bounded
@@ -82,8 +81,6 @@ PLAIN_NAME_IN_LONG_TEXT = 0.35
 # SWE-bench dev unchanged; dev2 one-file hunks 50.6 -> 51.9%, multi-file Acc@10
 # 44.4 -> 38.9 (one instance, gold rank 10 -> 11).
 PLAIN_NAME_IN_SHORT_TEXT = 0.5
-CODE_ONLY_NAME = 1.0
-_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*$.*?(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
 
 
 @dataclass
@@ -231,17 +228,6 @@ class EntityExtractor:
                 add(word, "known")
             if len(found) >= MAX_ENTITIES * 2:
                 break
-        if CODE_ONLY_NAME != 1.0 and ("```" in text or "~~~" in text):
-            prose = set()
-            for w in _PROSE_TOKEN_RE.findall(_FENCED.sub(" ", text)):
-                w = w.strip("./-").lower()
-                prose.add(w)
-                prose.update(w.split("."))
-            for e in found.values():
-                if e.kind in ("frame", "callee"):
-                    continue
-                if e.text.lower() not in prose:
-                    e.confidence = round(e.confidence * CODE_ONLY_NAME, 3)
         ranked = sorted(found.values(), key=lambda e: (-e.confidence, e.text))
         return ranked[:MAX_ENTITIES]
 

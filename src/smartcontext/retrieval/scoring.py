@@ -130,6 +130,10 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
             mod = cat.module_of_path.get(p)
             if mod is not None:
                 matches[mod] = max(matches.get(mod, 0), 0.6)
+        if PACKAGE_EXPORTS and "." in low and not any(m >= 0.95 for m in matches.values()):
+            exported = _exported(cat, low)
+            if exported:
+                matches = {r: EXPORTED for r in exported}
         if "." in low and not any(m >= 0.95 for m in matches.values()):
             # ``RST.__init__`` when RST inherits __init__: the owner is what is meant.
             # The other items named b say little then, and would only dilute it.
@@ -151,6 +155,24 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
                 confidence = max(confidence, MEMBER_OF_NAMED)
             hit(r, confidence * m * ambiguity)
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
+
+
+# ``xarray.concat`` or ``sympy.fcode``: a package's name and a name it exports, defined at
+# the top of one of its modules (xarray/core/concat.py's ``concat``), not a method.
+PACKAGE_EXPORTS = True
+EXPORTED = 0.95
+
+
+def _exported(cat: Catalogue, dotted: str) -> list[int]:
+    package, _, last = dotted.rpartition(".")
+    if not package:
+        return []
+    prefix = package + "."
+    return [
+        r for r in cat.by_name.get(last, [])
+        if "." not in (e := cat.entries[r]).qualname and e.fqname.lower().startswith(prefix)
+        and e.path not in cat.test_paths and not kind_traits(e.kind).whole_file
+    ]
 
 
 def _owner_named(entry, named: set[str]) -> bool:
