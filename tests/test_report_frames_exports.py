@@ -208,3 +208,55 @@ def test_package_exports_are_top_level_definitions_outside_tests(tmp_path):
     assert scoring._exported(cat, "combine") == []
     # A method is not what a package exports.
     assert scoring._exported(cat, "grid.order") == []
+
+
+def _sessions_tree(root: Path) -> None:
+    _write(root, {
+        "web/__init__.py": "",
+        "web/sessions.py": '''
+            from web.utils import builtin_str
+
+
+            class Session:
+                def request(self, method, url):
+                    method = builtin_str(method)
+                    return self.send(method, url)
+            ''',
+        "web/utils.py": '''
+            def builtin_str(value):
+                """The native string of a value: a binary string is converted."""
+                return str(value)
+
+
+            def to_native_string(value):
+                """Converts a binary string to the native string."""
+                return value.decode() if isinstance(value, bytes) else value
+            ''',
+        "web/tests/test_sessions.py": "def test_request():\n    pass\n",
+    })
+
+
+_PATH_REPORT = """\
+method = builtin_str(method) problem
+In web/sessions.py is a command:
+
+method = builtin_str(method)
+Converts method from b'GET' to "b'GET'", which is the literal string, no longer a binary
+string. When the method is the literal string, the server answers 404 Not Found. Seems if
+the binary string method was converted to a native string there would be no problem.
+"""
+
+
+def test_a_path_the_report_writes_with_its_folder_counts_as_a_frame(tmp_path, monkeypatch):
+    _sessions_tree(tmp_path)
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = ws.catalogue()
+        found = EntityExtractor(is_known=cat.is_known).extract(_PATH_REPORT)
+        assert scoring.named_paths(cat, found) == ["web/sessions.py"]
+        # A bare file name, or a test file, is no pointer.
+        bare = EntityExtractor(is_known=cat.is_known).extract("see sessions.py and web/tests/test_sessions.py")
+        assert scoring.named_paths(cat, bare) == []
+    assert _first(tmp_path, _PATH_REPORT) == "web/sessions.py"
+    monkeypatch.setattr(scoring, "NAMED_PATH_FILE", 0.0)
+    assert _first(tmp_path, _PATH_REPORT) == "web/utils.py"

@@ -219,7 +219,8 @@ def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> Placed:
 
 def frame_files(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None) -> dict[str, float]:
     """Files of the question's traceback frames: the file of the deepest frame 1, the
-    next file out FILE_FRAME_STEP, and so on (a file counts once, where it is deepest)."""
+    next file out FILE_FRAME_STEP, and so on (a file counts once, where it is deepest);
+    and the files it names by a path (NAMED_PATH_FILE)."""
     out: dict[str, float] = {}
     for _, paths, _ in placed_frames(cat, entities) if placed is None else placed:
         fresh = [p for p in paths if p not in out]
@@ -227,6 +228,27 @@ def frame_files(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed 
             strength = FILE_FRAME_STEP ** len({v for v in out.values()})
             for p in fresh:
                 out[p] = strength
+    if NAMED_PATH_FILE:
+        for p in named_paths(cat, entities):
+            out[p] = max(out.get(p, 0.0), NAMED_PATH_FILE)
+    return out
+
+
+# A report that writes a file's path with its folders ("In requests/sessions.py is a
+# command", a link to a line on the code host) points at that file as a traceback does:
+# it counts as a frame one step out (FILE_FRAME_STEP), when it is the only source file the
+# path names. A bare file name ("pathlib.py", "test_foo.py") is often the reporter's own.
+NAMED_PATH_FILE = 0.5
+
+
+def named_paths(cat: Catalogue, entities: list[ExtractedEntity]) -> list[str]:
+    """The source files (not tests) that path entities with a folder name, one each."""
+    out = []
+    for e in entities:
+        if e.kind == "path" and "/" in e.text.strip("/"):
+            paths = [p for p in cat.paths_matching(e.text) if p not in cat.test_paths]
+            if len(paths) == 1:
+                out.append(paths[0])
     return out
 
 
