@@ -188,8 +188,8 @@ FRAME_FLOOR = 0.3
 UNPLACED_FRAME = 0.5
 FILE_FRAME_STEP = 0.5
 # A failing test's own frame is where the failure was checked, not where it was made: the
-# frames in source files count as deeper than any frame in a test file (a test the report
-# names still keeps its score; tests_named reads frames for that).
+# frames in source files count as deeper than any frame in a test file (the test file keeps
+# its own frame's weight, and names_a_test still spares it the test demotion).
 TEST_FRAMES_LAST = True
 
 
