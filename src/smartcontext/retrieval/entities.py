@@ -35,6 +35,12 @@ _FRAME_RE = re.compile(
     re.MULTILINE,
 )
 MAX_FRAMES = 60
+# pytest's long traceback names a frame's place on a line of its own under the frame's
+# source (``astropy/table/column.py:329: FutureWarning``, or nothing after the colon when an
+# inner frame follows); the function is the last ``def`` shown above it in that frame.
+PYTEST_LONG_FRAMES = True
+_PYTEST_PLACE_RE = re.compile(r"^[ \t]*([\w./\\-]{1,400}\.py):\d{1,9}:(?:[ \t]+[\w.]{1,100})?[ \t\r]*$", re.MULTILINE)
+_DEF_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([^\W\d]\w{0,100})[ \t]*\(", re.MULTILINE)
 # The exception line under a traceback ("TypeError: RST.__init__() got an unexpected keyword
 # argument 'header_rows'"): a name written as a call in its message is the callee that
 # refused the call, one step deeper than the deepest frame shown.
@@ -229,9 +235,7 @@ class EntityExtractor:
         """Add the frames of the question's tracebacks as ``frame`` entities (the deepest
         MAX_FRAMES when there are more); returns how many."""
         frames: dict[tuple[str, str], int] = {}
-        for m in _FRAME_RE.finditer(text):
-            n = next(i for i in (1, 3, 5, 7) if m.group(i) is not None)
-            raw, func = m.group(n), m.group(n + 1)
+        for raw, func in _frame_places(text):
             path = _as_path(raw.replace("\\", "/"))
             if path is None:
                 continue
@@ -249,3 +253,22 @@ class EntityExtractor:
                         name, "callee", CONFIDENCE["callee"], False, symbol=name, frame=len(kept)
                     )
         return len(kept)
+
+
+def _frame_places(text: str) -> Iterable[tuple[str, str]]:
+    """(file, function) of each traceback frame in ``text``, outermost first."""
+    found: list[tuple[int, str, str]] = []
+    for m in _FRAME_RE.finditer(text):
+        n = next(i for i in (1, 3, 5, 7) if m.group(i) is not None)
+        found.append((m.start(), m.group(n), m.group(n + 1)))
+    if PYTEST_LONG_FRAMES and ".py:" in text:
+        start = 0
+        for m in _PYTEST_PLACE_RE.finditer(text):
+            defs = _DEF_RE.findall(text, start, m.start())
+            start = m.end()
+            # A bare file name (``test_foo.py:7: AssertionError``) is the reporter's own
+            # module, run from their folder; the project's files show their folders.
+            if "/" in m.group(1) or "\\" in m.group(1):
+                found.append((m.start(), m.group(1), defs[-1] if defs else "<module>"))
+    found.sort()
+    return [(raw, func) for _, raw, func in found]

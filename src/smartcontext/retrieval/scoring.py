@@ -130,6 +130,10 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
             mod = cat.module_of_path.get(p)
             if mod is not None:
                 matches[mod] = max(matches.get(mod, 0), 0.6)
+        if PACKAGE_EXPORTS and "." in low and not any(m >= 0.95 for m in matches.values()):
+            exported = _exported(cat, low)
+            if exported:
+                matches = {r: EXPORTED for r in exported}
         if "." in low and not any(m >= 0.95 for m in matches.values()):
             # ``RST.__init__`` when RST inherits __init__: the owner is what is meant.
             # The other items named b say little then, and would only dilute it.
@@ -153,6 +157,24 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
 
 
+# ``xarray.concat`` or ``sympy.fcode``: a package's name and a name it exports, defined at
+# the top of one of its modules (xarray/core/concat.py's ``concat``), not a method.
+PACKAGE_EXPORTS = True
+EXPORTED = 0.95
+
+
+def _exported(cat: Catalogue, dotted: str) -> list[int]:
+    package, _, last = dotted.rpartition(".")
+    if not package:
+        return []
+    prefix = package + "."
+    return [
+        r for r in cat.by_name.get(last, [])
+        if "." not in (e := cat.entries[r]).qualname and e.fqname.lower().startswith(prefix)
+        and e.path not in cat.test_paths and not kind_traits(e.kind).whole_file
+    ]
+
+
 def _owner_named(entry, named: set[str]) -> bool:
     owner = entry.qualname.rpartition(".")[0]
     return bool(owner) and owner.rpartition(".")[2].lower() in named
@@ -165,6 +187,10 @@ FRAME_STEP = 0.8
 FRAME_FLOOR = 0.3
 UNPLACED_FRAME = 0.5
 FILE_FRAME_STEP = 0.5
+# A failing test's own frame is where the failure was checked, not where it was made: the
+# frames in source files count as deeper than any frame in a test file (the test file keeps
+# its own frame's weight, and names_a_test still spares it the test demotion).
+TEST_FRAMES_LAST = True
 
 
 def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> Placed:
@@ -181,7 +207,10 @@ def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> Placed:
             paths = sorted({cat.entries[r].path for r in _callee_items(cat, ent.text.lower())})
             if 0 < len(paths) <= 2:
                 inside.append((ent, paths))
-    inside.sort(key=lambda fp: -fp[0].frame)
+    if TEST_FRAMES_LAST:
+        inside.sort(key=lambda fp: (all(p in cat.test_paths for p in fp[1]), -fp[0].frame))
+    else:
+        inside.sort(key=lambda fp: -fp[0].frame)
     return [
         (ent, paths, ent.confidence * max(FRAME_FLOOR, FRAME_STEP**step))
         for step, (ent, paths) in enumerate(inside)
@@ -190,7 +219,8 @@ def placed_frames(cat: Catalogue, frames: list[ExtractedEntity]) -> Placed:
 
 def frame_files(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None) -> dict[str, float]:
     """Files of the question's traceback frames: the file of the deepest frame 1, the
-    next file out FILE_FRAME_STEP, and so on (a file counts once, where it is deepest)."""
+    next file out FILE_FRAME_STEP, and so on (a file counts once, where it is deepest);
+    and the files it names by a path (NAMED_PATH_FILE)."""
     out: dict[str, float] = {}
     for _, paths, _ in placed_frames(cat, entities) if placed is None else placed:
         fresh = [p for p in paths if p not in out]
@@ -198,6 +228,27 @@ def frame_files(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed 
             strength = FILE_FRAME_STEP ** len({v for v in out.values()})
             for p in fresh:
                 out[p] = strength
+    if NAMED_PATH_FILE:
+        for p in named_paths(cat, entities):
+            out[p] = max(out.get(p, 0.0), NAMED_PATH_FILE)
+    return out
+
+
+# A report that writes a file's path with its folders ("In requests/sessions.py is a
+# command", a link to a line on the code host) points at that file as a traceback does:
+# it counts as a frame one step out (FILE_FRAME_STEP), when it is the only source file the
+# path names. A bare file name ("pathlib.py", "test_foo.py") is often the reporter's own.
+NAMED_PATH_FILE = 0.5
+
+
+def named_paths(cat: Catalogue, entities: list[ExtractedEntity]) -> list[str]:
+    """The source files (not tests) that path entities with a folder name, one each."""
+    out = []
+    for e in entities:
+        if e.kind == "path" and "/" in e.text.strip("/"):
+            paths = [p for p in cat.paths_matching(e.text) if p not in cat.test_paths]
+            if len(paths) == 1:
+                out.append(paths[0])
     return out
 
 
