@@ -20,7 +20,7 @@ from ..retrieval.noise import semantic_evidence
 from ..retrieval import reports
 from ..store.base import Store, StoredItem
 from ..tokens import count_tokens
-from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, full_share_for, plan_budget, signature_text
+from .budgeter import PER_FILE_OVERHEAD, PER_ITEM_OVERHEAD, asks, full_share_for, plan_budget, signature_text
 from .explain import spend_of
 from .export import EXPORTERS, render_counted
 from .models import (
@@ -57,6 +57,18 @@ LEAD_ITEMS = 3
 SECOND_LEAD_ITEMS = 1
 SECOND_LEAD_SHARE = 0.2
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
+# Experiments (issue 20, round 8; 0/False: off).
+FILE_DECAY = 0.0  # past the lead, each further candidate of a file ranks at this factor more
+DEEP_FILE_RANK = 0  # items of files ranked past this come as signatures only
+REPORT_TEST_SIGNATURES = False  # a bug report's tests it does not name: signatures only
+HEAD_EXACT = 1  # files whose head's tokens counted from its lines, not estimated from the file's
+FILE_LEADS = 2  # files whose best match follows the top file's lead (2: the second file's)
+OUTER_RATIO = 2.0  # a nested function's enclosing function comes in its place up to this many times its size
+CALLERS = 0  # small same-file callers of a top file's best function follow it
+CALLEES = 0  # small same-file callees of a top file's shown function follow it
+CALLEE_SCAN = 20
+CALLEE_FILES = 2
+CALLEE_MAX_TOKENS = 400
 OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
 POOL = 250  # the best-ranked candidates the budgeter considers
 # A method that ranks among the first NAMESAKE_SCAN candidates brings the methods of the same
@@ -227,7 +239,7 @@ class SmartContextExtractor:
             timings["explain"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out, read)
+        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out, read, named)
         timings["budget_export"] = time.perf_counter() - t
         if "explain" in result.stats:  # measured inside the budget stage: moved to its own line
             spent = result.stats.pop("explain")
@@ -380,6 +392,7 @@ class SmartContextExtractor:
         entities,
         filtered_out: list[tuple[int, float, str]],
         read: dict[int, StoredItem] | None = None,
+        named: set[int] | None = None,
     ) -> ContextResult:
         """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render;
         ``read``: items read already, by row."""
@@ -388,14 +401,29 @@ class SmartContextExtractor:
         if share != cfg.full_code_share:
             cfg = replace(cfg, full_code_share=share)
         pool = ranked[:POOL]
-        pinned = self._pin_top_file(pool, cat, files)
+        pinned, front = self._pin_top_file(pool, cat, files)
         _add_namesakes(pool, cat)
+        if OUTER_RATIO:
+            _outer_functions(pool, cat)
+        if CALLEES:
+            self._add_callees(pool, cat, files)
+        if CALLERS:
+            self._add_callers(pool, cat, files)
+        if FILE_DECAY:
+            _decay_files(pool, cat, front)
+        signature_only: set[int] = set()
+        if DEEP_FILE_RANK:
+            deep = set(files[DEEP_FILE_RANK:])
+            signature_only |= {s.rowid for s in pool if s.rowid in cat.entries and cat.entries[s.rowid].path in deep}
+        if REPORT_TEST_SIGNATURES and cat.has_code and not asks(question):
+            signature_only |= {s.rowid for s in pool if s.rowid in cat.entries and s.rowid not in (named or ())
+                               and cat.entries[s.rowid].path in cat.test_paths}
         read = read or {}
         stored = {s.rowid: read[s.rowid] for s in pool if s.rowid in read}
         stored.update(self.store.items_by_rowids([s.rowid for s in pool if s.rowid not in read]))
         parent_ids = {si.item.parent_id for si in stored.values() if si.item.parent_id}
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
-        heads = self._file_heads(files, cat, pinned)
+        heads = self._file_heads(files, cat, pinned, exact=HEAD_EXACT if cat.has_code and not asks(question) else 0)
         reserve = sum(tokens for _, _, tokens in heads)
         # A file's imports line is part of what showing anything from it costs.
         deps = self._imports({cat.entries[s.rowid].path for s in pool}, cat)
@@ -407,7 +435,7 @@ class SmartContextExtractor:
             # A refill plans as if the budget were larger: the estimates, not the text, fit it.
             planned = cfg if budget is None else replace(cfg, max_tokens=min(MAX_BUDGET, budget + reserve))
             plan = plan_budget(pool, stored, parents, planned, reserve=reserve, pinned_full=pinned,
-                               file_costs=file_costs)
+                               file_costs=file_costs, signature_only=signature_only)
             self._add_heads(plan.selected, heads, pool)
             # File lines and module names for every file the plan touches; trimming only
             # removes items, so this superset stays valid.
@@ -518,27 +546,26 @@ class SmartContextExtractor:
             )
         return result
 
-    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
+    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> tuple[set[int], int]:
         """Show all of the best file when it is small enough: the likeliest place of an
         answer (or a fix) then comes with everything around it. Its top-level symbols are
         pinned (not the module row), so results still name the precise items."""
         cfg = self.config
         if not files or not pool or cfg.max_tokens < MIN_BUDGET_FOR_FILES:
-            return set()
+            return set(), 0
         top = files[0]
         mod = cat.module_of_path.get(top)
         entry = cat.entries.get(mod) if mod is not None else None
         if entry is None or not kind_traits(entry.kind).whole_file:
-            return set()
+            return set(), 0
         if not any(s.rowid in cat.entries and cat.entries[s.rowid].path == top for s in pool[:GRAPH_SEEDS]):
-            return set()  # the file ranks first only by aggregate: not sure enough
+            return set(), 0  # the file ranks first only by aggregate: not sure enough
         if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
             front = _lead_with_file(pool, cat, top, entry.id, TOP_FILE_SHARE * cfg.max_tokens)
-            self._lead_second(pool, cat, files, front)
-            return set()
+            return set(), front + self._lead_second(pool, cat, files, front)
         children = sorted(cat.children.get(entry.id, []), key=lambda r: cat.entries[r].start_line)
         if not children:
-            return set()
+            return set(), 0
         in_pool = {s.rowid: s for s in pool}
         floor = min(s.score for s in pool[: GRAPH_SEEDS])
         pinned = []
@@ -550,27 +577,96 @@ class SmartContextExtractor:
         # The file's own best matches first, then the rest of the file, then other files.
         pinned.sort(key=lambda s: -s.score)
         pool[:] = rest[:1] + pinned + rest[1:]
-        self._lead_second(pool, cat, files, 1 + len(pinned))
-        return pinned_ids
+        return pinned_ids, 1 + len(pinned) + self._lead_second(pool, cat, files, 1 + len(pinned))
 
-    def _lead_second(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], front: int) -> None:
-        """The second file's best SECOND_LEAD_ITEMS matches follow the top file's lead."""
-        if not SECOND_LEAD_ITEMS or len(files) < 2:
-            return
-        mod = cat.module_of_path.get(files[1])
+    def _lead_second(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], front: int) -> int:
+        """The second file's best SECOND_LEAD_ITEMS matches follow the top file's lead;
+        returns how many moved."""
+        moved = 0
+        for i in range(1, max(2, FILE_LEADS)):
+            moved += self._lead_next(pool, cat, files, front + moved, i)
+        return moved
+
+    def _lead_next(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], front: int, i: int) -> int:
+        if not SECOND_LEAD_ITEMS or len(files) < i + 1:
+            return 0
+        mod = cat.module_of_path.get(files[i])
         entry = cat.entries.get(mod) if mod is not None else None
         if entry is None or not kind_traits(entry.kind).whole_file:
-            return
+            return 0
         limit = kind_traits(entry.kind).max_full_tokens
         if limit is None or entry.tokens <= limit:
-            return  # small enough to come whole: one function of it would say less
+            return 0  # small enough to come whole: one function of it would say less
         head, tail = pool[:front], pool[front:]
-        _lead_with_file(tail, cat, files[1], entry.id, SECOND_LEAD_SHARE * self.config.max_tokens,
+        moved = _lead_with_file(tail, cat, files[i], entry.id, SECOND_LEAD_SHARE * self.config.max_tokens,
                         items=SECOND_LEAD_ITEMS, keep_first=False, own_best=True)
         pool[:] = head + tail
+        return moved
+
+    def _add_callers(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> None:
+        """Put after each of the first CALLEE_SCAN candidates that is a function or method
+        of the top CALLEE_FILES files the small functions of its file that call it."""
+        top = set(files[:CALLEE_FILES])
+        scan = [s for s in pool[:CALLEE_SCAN] if s.direct and s.rowid in cat.entries
+                and cat.entries[s.rowid].path in top and cat.entries[s.rowid].kind in ("function", "method")]
+        if not scan:
+            return
+        present = {s.rowid for s in pool}
+        follow: dict[int, list[ScoredItem]] = {}
+        for s in scan:
+            e = cat.entries[s.rowid]
+            names = [n for n in {e.qualname, e.name} if n]
+            for src, kind, _dst, _name in self.store.edges_to([e.id], names):
+                r = cat.by_id.get(src)
+                o = cat.entries.get(r) if r is not None else None
+                if (kind != "calls" or o is None or r in present or o.path != e.path
+                        or o.kind not in ("function", "method") or o.tokens > CALLEE_MAX_TOKENS):
+                    continue
+                lst = follow.setdefault(s.rowid, [])
+                if len(lst) < CALLERS:
+                    lst.append(ScoredItem(r, o.id, score=s.score, direct=False))
+                    present.add(r)
+        out: list[ScoredItem] = []
+        for s in pool:
+            out.append(s)
+            out.extend(follow.get(s.rowid, ()))
+        pool[:] = out
+
+    def _add_callees(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> None:
+        """Put after each of the first CALLEE_SCAN candidates that is a function or method
+        of the top CALLEE_FILES files the small functions of its file it calls."""
+        top = set(files[:CALLEE_FILES])
+        scan = [s for s in pool[:CALLEE_SCAN] if s.direct and s.rowid in cat.entries
+                and cat.entries[s.rowid].path in top and cat.entries[s.rowid].kind in ("function", "method")]
+        if not scan:
+            return
+        by_id = {cat.entries[s.rowid].id: s for s in scan}
+        present = {s.rowid for s in pool}
+        follow: dict[int, list[ScoredItem]] = {}
+        for src, _kind, dst, dst_name in self.store.edges_from(sorted(by_id), kinds=("calls",)):
+            s = by_id.get(src)
+            if s is None:
+                continue
+            path = cat.entries[s.rowid].path
+            targets = [cat.by_id[dst]] if dst and dst in cat.by_id else (
+                cat.resolve_name(dst_name, path) if dst_name else [])
+            for r in targets:
+                e = cat.entries.get(r)
+                if (r in present or e is None or e.path != path or e.kind not in ("function", "method")
+                        or e.tokens > CALLEE_MAX_TOKENS):
+                    continue
+                lst = follow.setdefault(s.rowid, [])
+                if len(lst) < CALLEES:
+                    lst.append(ScoredItem(r, e.id, score=s.score, direct=False))
+                    present.add(r)
+        out: list[ScoredItem] = []
+        for s in pool:
+            out.append(s)
+            out.extend(follow.get(s.rowid, ()))
+        pool[:] = out
 
     def _file_heads(
-        self, files: list[str], cat: Catalogue, pinned: set[int]
+        self, files: list[str], cat: Catalogue, pinned: set[int], exact: int = 0
     ) -> list[tuple[int, int, int]]:
         """(module rowid, last head line, estimated tokens) of the top files' preambles:
         imports and constants above the first definition, which a change often touches."""
@@ -589,6 +685,10 @@ class SmartContextExtractor:
                 continue
             total_lines = max(1, entry.end_line)
             tokens = int(entry.tokens * last / total_lines) + 10
+            if tokens > HEAD_MAX_TOKENS and path in files[:exact]:
+                si = self.store.items_by_rowids([entry.rowid]).get(entry.rowid)
+                if si is not None:
+                    tokens = count_tokens("\n".join(si.item.text.splitlines()[:last]), self.config.encoding) + 10
             if tokens > HEAD_MAX_TOKENS:
                 continue
             out.append((entry.rowid, last, tokens))  # the row of ``mod``
@@ -754,6 +854,47 @@ def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id
     first = 1 if keep_first and rest and rest[0].score > lead[0].score else 0
     pool[:] = rest[:first] + lead + rest[first:]
     return first + len(lead)
+
+
+def _outer_functions(pool: list[ScoredItem], cat: Catalogue) -> None:
+    """A function nested in a function brings the enclosing one ahead of it (see
+    OUTER_RATIO): a closure's outer lines hold the state it closes over."""
+    placed: set[int] = set()
+    later = {s.rowid: s for s in pool}
+    out: list[ScoredItem] = []
+    for s in pool:
+        if s.rowid in placed:
+            continue
+        e = cat.entries.get(s.rowid)
+        r = cat.by_id.get(e.parent_id) if e is not None and e.parent_id else None
+        o = cat.entries.get(r) if r is not None else None
+        if (e is not None and o is not None and r not in placed and e.kind in ("function", "method")
+                and o.kind in ("function", "method") and o.tokens <= OUTER_RATIO * max(1, e.tokens)):
+            out.append(replace(later[r], score=max(later[r].score, s.score)) if r in later
+                       else ScoredItem(r, o.id, score=s.score, direct=False))
+            placed.add(r)
+        out.append(s)
+        placed.add(s.rowid)
+    pool[:] = out
+
+
+def _decay_files(pool: list[ScoredItem], cat: Catalogue, front: int) -> None:
+    """Past the first ``front`` candidates (the top files' lead), each further candidate
+    of a file counts FILE_DECAY times less than the one before it."""
+    seen: dict[str, int] = {}
+    for s in pool[:front]:
+        e = cat.entries.get(s.rowid)
+        if e is not None:
+            seen[e.path] = seen.get(e.path, 0) + 1
+    keyed = []
+    for pos, s in enumerate(pool[front:]):
+        e = cat.entries.get(s.rowid)
+        path = e.path if e is not None else ""
+        n = seen.get(path, 0)
+        seen[path] = n + 1
+        keyed.append((-(s.score * FILE_DECAY ** n), pos, s))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    pool[front:] = [s for _, _, s in keyed]
 
 
 def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
