@@ -88,7 +88,6 @@ def plan_budget(
     reserve: int = 0,
     pinned_full: set[int] | None = None,
     file_costs: dict[str, int] | None = None,
-    signature_only: set[int] | None = None,
 ) -> Plan:
     """Choose what to show and how. ``reserve`` tokens are kept for headers and framing.
 
@@ -136,7 +135,7 @@ def plan_budget(
             limit = max(limit, class_limit)
         full_ok = item.tokens > 0 and (
             limit is None or item.tokens <= limit or cand.rowid in pinned_full
-        ) and not (signature_only and cand.rowid in signature_only)
+        )
         # A container whose members were already chosen shows only its header: the
         # members ranked higher, and repeating them inside the whole body wastes tokens.
         if full_ok and any(_is_inside(c.item, item) for c in chosen.values() if not c.context_only):

@@ -39,6 +39,16 @@ TOP_FILE_SHARE = 0.4  # the best file is shown whole when it fits in this share 
 HEAD_FILES = 3  # files whose preamble (imports, constants) is shown
 HEAD_MAX_LINES = 60
 HEAD_MAX_TOKENS = 400
+# A head's tokens are estimated from the file's (its share of the lines), and a file whose
+# body is denser than its imports and constants gets an estimate over HEAD_MAX_TOKENS for a
+# head under it: for a bug report (a fix often edits the imports or a constant), the heads of
+# the first HEAD_EXACT files are counted from their lines before being left out. Measured
+# with bench/ablate.py (0 -> 1): SWE-bench dev hunks shown 77.6 -> 79.6% (a report whose fix
+# edits requests' models.py imports: 1 -> 3 of 3); 45 held-out dev2 reports 48.1 -> 48.8%;
+# the design dev2 sample and the plain-English questions (not reports) unchanged. 2 or 3
+# files, or for questions too: dev2 one-file hunks 65.8 -> 64.6 and a multi-file gold file out
+# of context, plain-English questions whole bodies 0.640 -> 0.594-0.626. 0: estimates only.
+HEAD_EXACT = 1
 MIN_BUDGET_FOR_FILES = 2000  # below this, whole files and file headers crowd out matches
 FILE_BEST_ITEM_WEIGHT = 0.5
 MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
@@ -57,18 +67,6 @@ LEAD_ITEMS = 3
 SECOND_LEAD_ITEMS = 1
 SECOND_LEAD_SHARE = 0.2
 LEAD_MIN_SHARE = 0.6  # of the best symbol's score anywhere: a close second, not the tail
-# Experiments (issue 20, round 8; 0/False: off).
-FILE_DECAY = 0.0  # past the lead, each further candidate of a file ranks at this factor more
-DEEP_FILE_RANK = 0  # items of files ranked past this come as signatures only
-REPORT_TEST_SIGNATURES = False  # a bug report's tests it does not name: signatures only
-HEAD_EXACT = 1  # files whose head's tokens counted from its lines, not estimated from the file's
-FILE_LEADS = 2  # files whose best match follows the top file's lead (2: the second file's)
-OUTER_RATIO = 2.0  # a nested function's enclosing function comes in its place up to this many times its size
-CALLERS = 0  # small same-file callers of a top file's best function follow it
-CALLEES = 0  # small same-file callees of a top file's shown function follow it
-CALLEE_SCAN = 20
-CALLEE_FILES = 2
-CALLEE_MAX_TOKENS = 400
 OMITTED_SHOWN = 20  # the best candidates left out that an answer lists (all are counted)
 POOL = 250  # the best-ranked candidates the budgeter considers
 # A method that ranks among the first NAMESAKE_SCAN candidates brings the methods of the same
@@ -81,6 +79,15 @@ POOL = 250  # the best-ranked candidates the budgeter considers
 NAMESAKES = 4
 NAMESAKE_SCAN = 40
 NAMESAKE_MAX_TOKENS = 400
+# A function nested in a function (a closure) brings the function around it ahead of it, shown
+# whole in its place when it costs at most OUTER_RATIO times the nested one: the outer lines
+# hold what the closure closes over (the operands a comparison factory swaps), and otherwise
+# the nested function's body made its container show as a signature only. Measured with
+# bench/ablate.py (0 -> 2; 1.5 and 3 the same): SWE-bench dev2 one-file hunks shown
+# 65.8 -> 67.1% (an astropy report whose fix is in `_make_compare`, around the `_compare` it
+# matched); SWE-bench dev, the plain-English questions and 45 held-out dev2 reports unchanged
+# (it changed 5 dev contexts, 1 question's, 7 held-out). 0: off.
+OUTER_RATIO = 2.0
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -239,7 +246,7 @@ class SmartContextExtractor:
             timings["explain"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out, read, named)
+        result = self._budget_and_render(question, format, ranked, cat, files, entities, filtered_out, read)
         timings["budget_export"] = time.perf_counter() - t
         if "explain" in result.stats:  # measured inside the budget stage: moved to its own line
             spent = result.stats.pop("explain")
@@ -392,7 +399,6 @@ class SmartContextExtractor:
         entities,
         filtered_out: list[tuple[int, float, str]],
         read: dict[int, StoredItem] | None = None,
-        named: set[int] | None = None,
     ) -> ContextResult:
         """Budget, trim, explain (what the budget and ``filtered_out`` left out) and render;
         ``read``: items read already, by row."""
@@ -401,23 +407,9 @@ class SmartContextExtractor:
         if share != cfg.full_code_share:
             cfg = replace(cfg, full_code_share=share)
         pool = ranked[:POOL]
-        pinned, front = self._pin_top_file(pool, cat, files)
+        pinned = self._pin_top_file(pool, cat, files)
         _add_namesakes(pool, cat)
-        if OUTER_RATIO:
-            _outer_functions(pool, cat)
-        if CALLEES:
-            self._add_callees(pool, cat, files)
-        if CALLERS:
-            self._add_callers(pool, cat, files)
-        if FILE_DECAY:
-            _decay_files(pool, cat, front)
-        signature_only: set[int] = set()
-        if DEEP_FILE_RANK:
-            deep = set(files[DEEP_FILE_RANK:])
-            signature_only |= {s.rowid for s in pool if s.rowid in cat.entries and cat.entries[s.rowid].path in deep}
-        if REPORT_TEST_SIGNATURES and cat.has_code and not asks(question):
-            signature_only |= {s.rowid for s in pool if s.rowid in cat.entries and s.rowid not in (named or ())
-                               and cat.entries[s.rowid].path in cat.test_paths}
+        _outer_functions(pool, cat)
         read = read or {}
         stored = {s.rowid: read[s.rowid] for s in pool if s.rowid in read}
         stored.update(self.store.items_by_rowids([s.rowid for s in pool if s.rowid not in read]))
@@ -435,7 +427,7 @@ class SmartContextExtractor:
             # A refill plans as if the budget were larger: the estimates, not the text, fit it.
             planned = cfg if budget is None else replace(cfg, max_tokens=min(MAX_BUDGET, budget + reserve))
             plan = plan_budget(pool, stored, parents, planned, reserve=reserve, pinned_full=pinned,
-                               file_costs=file_costs, signature_only=signature_only)
+                               file_costs=file_costs)
             self._add_heads(plan.selected, heads, pool)
             # File lines and module names for every file the plan touches; trimming only
             # removes items, so this superset stays valid.
@@ -546,26 +538,27 @@ class SmartContextExtractor:
             )
         return result
 
-    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> tuple[set[int], int]:
+    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
         answer (or a fix) then comes with everything around it. Its top-level symbols are
         pinned (not the module row), so results still name the precise items."""
         cfg = self.config
         if not files or not pool or cfg.max_tokens < MIN_BUDGET_FOR_FILES:
-            return set(), 0
+            return set()
         top = files[0]
         mod = cat.module_of_path.get(top)
         entry = cat.entries.get(mod) if mod is not None else None
         if entry is None or not kind_traits(entry.kind).whole_file:
-            return set(), 0
+            return set()
         if not any(s.rowid in cat.entries and cat.entries[s.rowid].path == top for s in pool[:GRAPH_SEEDS]):
-            return set(), 0  # the file ranks first only by aggregate: not sure enough
+            return set()  # the file ranks first only by aggregate: not sure enough
         if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
             front = _lead_with_file(pool, cat, top, entry.id, TOP_FILE_SHARE * cfg.max_tokens)
-            return set(), front + self._lead_second(pool, cat, files, front)
+            self._lead_second(pool, cat, files, front)
+            return set()
         children = sorted(cat.children.get(entry.id, []), key=lambda r: cat.entries[r].start_line)
         if not children:
-            return set(), 0
+            return set()
         in_pool = {s.rowid: s for s in pool}
         floor = min(s.score for s in pool[: GRAPH_SEEDS])
         pinned = []
@@ -577,99 +570,31 @@ class SmartContextExtractor:
         # The file's own best matches first, then the rest of the file, then other files.
         pinned.sort(key=lambda s: -s.score)
         pool[:] = rest[:1] + pinned + rest[1:]
-        return pinned_ids, 1 + len(pinned) + self._lead_second(pool, cat, files, 1 + len(pinned))
+        self._lead_second(pool, cat, files, 1 + len(pinned))
+        return pinned_ids
 
-    def _lead_second(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], front: int) -> int:
-        """The second file's best SECOND_LEAD_ITEMS matches follow the top file's lead;
-        returns how many moved."""
-        moved = 0
-        for i in range(1, max(2, FILE_LEADS)):
-            moved += self._lead_next(pool, cat, files, front + moved, i)
-        return moved
-
-    def _lead_next(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], front: int, i: int) -> int:
-        if not SECOND_LEAD_ITEMS or len(files) < i + 1:
-            return 0
-        mod = cat.module_of_path.get(files[i])
+    def _lead_second(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], front: int) -> None:
+        """The second file's best SECOND_LEAD_ITEMS matches follow the top file's lead."""
+        if not SECOND_LEAD_ITEMS or len(files) < 2:
+            return
+        mod = cat.module_of_path.get(files[1])
         entry = cat.entries.get(mod) if mod is not None else None
         if entry is None or not kind_traits(entry.kind).whole_file:
-            return 0
+            return
         limit = kind_traits(entry.kind).max_full_tokens
         if limit is None or entry.tokens <= limit:
-            return 0  # small enough to come whole: one function of it would say less
+            return  # small enough to come whole: one function of it would say less
         head, tail = pool[:front], pool[front:]
-        moved = _lead_with_file(tail, cat, files[i], entry.id, SECOND_LEAD_SHARE * self.config.max_tokens,
+        _lead_with_file(tail, cat, files[1], entry.id, SECOND_LEAD_SHARE * self.config.max_tokens,
                         items=SECOND_LEAD_ITEMS, keep_first=False, own_best=True)
         pool[:] = head + tail
-        return moved
-
-    def _add_callers(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> None:
-        """Put after each of the first CALLEE_SCAN candidates that is a function or method
-        of the top CALLEE_FILES files the small functions of its file that call it."""
-        top = set(files[:CALLEE_FILES])
-        scan = [s for s in pool[:CALLEE_SCAN] if s.direct and s.rowid in cat.entries
-                and cat.entries[s.rowid].path in top and cat.entries[s.rowid].kind in ("function", "method")]
-        if not scan:
-            return
-        present = {s.rowid for s in pool}
-        follow: dict[int, list[ScoredItem]] = {}
-        for s in scan:
-            e = cat.entries[s.rowid]
-            names = [n for n in {e.qualname, e.name} if n]
-            for src, kind, _dst, _name in self.store.edges_to([e.id], names):
-                r = cat.by_id.get(src)
-                o = cat.entries.get(r) if r is not None else None
-                if (kind != "calls" or o is None or r in present or o.path != e.path
-                        or o.kind not in ("function", "method") or o.tokens > CALLEE_MAX_TOKENS):
-                    continue
-                lst = follow.setdefault(s.rowid, [])
-                if len(lst) < CALLERS:
-                    lst.append(ScoredItem(r, o.id, score=s.score, direct=False))
-                    present.add(r)
-        out: list[ScoredItem] = []
-        for s in pool:
-            out.append(s)
-            out.extend(follow.get(s.rowid, ()))
-        pool[:] = out
-
-    def _add_callees(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> None:
-        """Put after each of the first CALLEE_SCAN candidates that is a function or method
-        of the top CALLEE_FILES files the small functions of its file it calls."""
-        top = set(files[:CALLEE_FILES])
-        scan = [s for s in pool[:CALLEE_SCAN] if s.direct and s.rowid in cat.entries
-                and cat.entries[s.rowid].path in top and cat.entries[s.rowid].kind in ("function", "method")]
-        if not scan:
-            return
-        by_id = {cat.entries[s.rowid].id: s for s in scan}
-        present = {s.rowid for s in pool}
-        follow: dict[int, list[ScoredItem]] = {}
-        for src, _kind, dst, dst_name in self.store.edges_from(sorted(by_id), kinds=("calls",)):
-            s = by_id.get(src)
-            if s is None:
-                continue
-            path = cat.entries[s.rowid].path
-            targets = [cat.by_id[dst]] if dst and dst in cat.by_id else (
-                cat.resolve_name(dst_name, path) if dst_name else [])
-            for r in targets:
-                e = cat.entries.get(r)
-                if (r in present or e is None or e.path != path or e.kind not in ("function", "method")
-                        or e.tokens > CALLEE_MAX_TOKENS):
-                    continue
-                lst = follow.setdefault(s.rowid, [])
-                if len(lst) < CALLEES:
-                    lst.append(ScoredItem(r, e.id, score=s.score, direct=False))
-                    present.add(r)
-        out: list[ScoredItem] = []
-        for s in pool:
-            out.append(s)
-            out.extend(follow.get(s.rowid, ()))
-        pool[:] = out
 
     def _file_heads(
         self, files: list[str], cat: Catalogue, pinned: set[int], exact: int = 0
     ) -> list[tuple[int, int, int]]:
         """(module rowid, last head line, estimated tokens) of the top files' preambles:
-        imports and constants above the first definition, which a change often touches."""
+        imports and constants above the first definition, which a change often touches.
+        exact: the first files whose head, estimated over HEAD_MAX_TOKENS, is counted."""
         out: list[tuple[int, int, int]] = []
         if self.config.max_tokens < MIN_BUDGET_FOR_FILES:
             return out
@@ -688,7 +613,8 @@ class SmartContextExtractor:
             if tokens > HEAD_MAX_TOKENS and path in files[:exact]:
                 si = self.store.items_by_rowids([entry.rowid]).get(entry.rowid)
                 if si is not None:
-                    tokens = count_tokens("\n".join(si.item.text.splitlines()[:last]), self.config.encoding) + 10
+                    head = "\n".join(si.item.text.splitlines()[:last])
+                    tokens = count_tokens(head, self.config.encoding) + 10
             if tokens > HEAD_MAX_TOKENS:
                 continue
             out.append((entry.rowid, last, tokens))  # the row of ``mod``
@@ -857,44 +783,28 @@ def _lead_with_file(pool: list[ScoredItem], cat: Catalogue, path: str, module_id
 
 
 def _outer_functions(pool: list[ScoredItem], cat: Catalogue) -> None:
-    """A function nested in a function brings the enclosing one ahead of it (see
-    OUTER_RATIO): a closure's outer lines hold the state it closes over."""
+    """Put before each function nested in a function its enclosing function, at the
+    better of their scores, when it costs at most OUTER_RATIO times as much (see there)."""
+    if not OUTER_RATIO:
+        return
+    by_row = {s.rowid: s for s in pool}
     placed: set[int] = set()
-    later = {s.rowid: s for s in pool}
     out: list[ScoredItem] = []
     for s in pool:
         if s.rowid in placed:
-            continue
+            continue  # moved ahead already, as an enclosing function
         e = cat.entries.get(s.rowid)
         r = cat.by_id.get(e.parent_id) if e is not None and e.parent_id else None
         o = cat.entries.get(r) if r is not None else None
-        if (e is not None and o is not None and r not in placed and e.kind in ("function", "method")
+        if (o is not None and r not in placed and e.kind in ("function", "method")
                 and o.kind in ("function", "method") and o.tokens <= OUTER_RATIO * max(1, e.tokens)):
-            out.append(replace(later[r], score=max(later[r].score, s.score)) if r in later
+            outer = by_row.get(r)
+            out.append(replace(outer, score=max(outer.score, s.score)) if outer is not None
                        else ScoredItem(r, o.id, score=s.score, direct=False))
             placed.add(r)
         out.append(s)
         placed.add(s.rowid)
     pool[:] = out
-
-
-def _decay_files(pool: list[ScoredItem], cat: Catalogue, front: int) -> None:
-    """Past the first ``front`` candidates (the top files' lead), each further candidate
-    of a file counts FILE_DECAY times less than the one before it."""
-    seen: dict[str, int] = {}
-    for s in pool[:front]:
-        e = cat.entries.get(s.rowid)
-        if e is not None:
-            seen[e.path] = seen.get(e.path, 0) + 1
-    keyed = []
-    for pos, s in enumerate(pool[front:]):
-        e = cat.entries.get(s.rowid)
-        path = e.path if e is not None else ""
-        n = seen.get(path, 0)
-        seen[path] = n + 1
-        keyed.append((-(s.score * FILE_DECAY ** n), pos, s))
-    keyed.sort(key=lambda k: (k[0], k[1]))
-    pool[front:] = [s for _, _, s in keyed]
 
 
 def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
