@@ -793,18 +793,28 @@ def _outer_functions(pool: list[ScoredItem], cat: Catalogue) -> None:
     for s in pool:
         if s.rowid in placed:
             continue  # moved ahead already, as an enclosing function
-        e = cat.entries.get(s.rowid)
-        r = cat.by_id.get(e.parent_id) if e is not None and e.parent_id else None
-        o = cat.entries.get(r) if r is not None else None
-        if (o is not None and r not in placed and e.kind in ("function", "method")
-                and o.kind in ("function", "method") and o.tokens <= OUTER_RATIO * max(1, e.tokens)):
-            outer = by_row.get(r)
+        out_row = _enclosing_function(cat, s.rowid)
+        if out_row is not None and out_row not in placed:
+            outer = by_row.get(out_row)
             out.append(replace(outer, score=max(outer.score, s.score)) if outer is not None
-                       else ScoredItem(r, o.id, score=s.score, direct=False))
-            placed.add(r)
+                       else ScoredItem(out_row, cat.entries[out_row].id, score=s.score, direct=False))
+            placed.add(out_row)
         out.append(s)
         placed.add(s.rowid)
     pool[:] = out
+
+
+def _enclosing_function(cat: Catalogue, rowid: int) -> int | None:
+    """The row of the function around the function ``rowid``, when it costs at most
+    OUTER_RATIO times as much; else None."""
+    e = cat.entries.get(rowid)
+    if e is None or not e.parent_id or e.kind not in ("function", "method"):
+        return None
+    r = cat.by_id.get(e.parent_id)
+    o = cat.entries.get(r) if r is not None else None
+    if r is None or o is None or o.kind not in ("function", "method"):
+        return None
+    return r if o.tokens <= OUTER_RATIO * max(1, e.tokens) else None
 
 
 def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
