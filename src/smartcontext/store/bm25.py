@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from array import array
+from itertools import chain, repeat
+from operator import itemgetter
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -76,13 +79,13 @@ def clip_term(term: str) -> str:
 @dataclass
 class RowTerms:
     """One row's statistics: its length in tokens (all columns), whether its kind column
-    holds ``file``, and per term (weighted frequency over name, path and body, packed
-    positions there as comma-separated numbers); a term only in the kind column has
-    frequency 0 and no position."""
+    holds ``file``, and per term [weighted frequency over name, path and body, packed
+    positions there in order]; a term only in the kind column has frequency 0 and no
+    position."""
 
     length: int = 0
     file_row: bool = False
-    terms: dict[str, tuple[float, str]] = field(default_factory=dict)
+    terms: dict[str, list] = field(default_factory=dict)
 
 
 def _analysis_sql() -> str:
@@ -142,7 +145,7 @@ def _analyse_ascii(row: Sequence[str]) -> RowTerms:
     than it must (positions counted from the column's packed base): a parse worker's
     tokenizing is a PostgreSQL cold index's longest step."""
     out = RowTerms()
-    found: dict[str, list] = {}
+    found: dict[str, list] = out.terms
     get = found.get
     kind = len(COLUMNS) - 1
     for col, text in enumerate(row):
@@ -176,7 +179,6 @@ def _analyse_ascii(row: Sequence[str]) -> RowTerms:
             else:
                 entry[0] += weight
                 entry[1].append(position)
-    out.terms = {t: (w, ",".join(map(str, p))) for t, (w, p) in found.items()}
     return out
 
 
@@ -195,36 +197,83 @@ def analyse(rows: Sequence[Sequence[str]]) -> list[RowTerms]:
         row.length += count
         if in_kind and term == "file":
             row.file_row = True
+        places = [int(p) for p in pos.split(",")] if pos else []
         old = row.terms.get(term)
         if old is not None:  # two long terms clipped alike
-            wtf, pos = old[0] + wtf, ",".join(p for p in (old[1], pos) if p)
-        row.terms[term] = (wtf, pos or "")
+            wtf, places = old[0] + wtf, old[1] + places
+        row.terms[term] = [wtf, places]
     return out
+
+
+@dataclass
+class Postings:
+    """The postings of a file's rows in columns: ``terms`` the file's distinct terms, and
+    per posting its row's index (from 0), its term's index in ``terms``, its weighted
+    frequency and number of positions; ``pos`` all the positions one after another.
+    Plain arrays of ints: they come back from a parse worker pickled as bytes, and the
+    store turns them into binary COPY rows with numpy (as text, formatting each posting
+    and its positions was most of a worker's tokenizing)."""
+
+    terms: list[str]
+    row: array
+    term: array
+    wtf: array
+    npos: array
+    pos: array
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def lines(self, lengths: Sequence[int], file_rows: Sequence[bool]) -> str:
+        """As COPY text lines: the row's index, the term, its weighted frequency, the
+        row's length, whether it stands for its file, positions."""
+        out = []
+        at = 0
+        for n, k, wtf, npos in zip(self.row, self.term, self.wtf, self.npos):
+            term = self.terms[k]
+            if "\\" in term:  # COPY's escape; unicode61 keeps no tab or newline in a token
+                term = term.replace("\\", "\\\\")
+            places = ",".join(map(str, self.pos[at : at + npos]))
+            at += npos
+            out.append(f"{n}\t{term}\t{wtf}\t{lengths[n]}\t{'t' if file_rows[n] else 'f'}\t{{{places}}}\n")
+        return "".join(out)
+
+
+def postings(stats: Sequence[RowTerms]) -> Postings:
+    """The ``Postings`` of rows' statistics (``analyse``), in C loops (``map``) rather than
+    a Python step per posting."""
+    index = {t: k for k, t in enumerate(dict.fromkeys(t for st in stats for t in st.terms))}
+    rows, terms, wtfs, npos, pos = array("i"), array("i"), array("i"), array("i"), array("i")
+    for n, st in enumerate(stats):
+        found = st.terms
+        rows.extend(repeat(n, len(found)))
+        terms.extend(map(index.__getitem__, found))
+        values = list(found.values())
+        wtfs.extend(map(int, map(_first, values)))
+        places = list(map(_second, values))
+        npos.extend(map(len, places))
+        pos.extend(chain.from_iterable(places))
+    return Postings(list(index), rows, terms, wtfs, npos, pos)
+
+
+_first, _second = itemgetter(0), itemgetter(1)
+
+
+def posting_lines(stats: Sequence[RowTerms]) -> str:
+    """The postings of rows as COPY text lines (``Postings.lines``)."""
+    return postings(stats).lines([st.length for st in stats], [st.file_row for st in stats])
 
 
 @dataclass
 class Prepared:
     """One file's rows as a store that is not SQLite writes them: the stored form
-    (``text.pack_file``), each item's (length, stands for its file), and its postings as
-    ``posting_lines``. Plain values: they come back from a parse worker pickled, where
-    a dict per item cost as much as tokenizing."""
+    (``text.pack_file``), each item's (length, stands for its file), and its
+    ``Postings``. Plain values: they come back from a parse worker pickled, where a dict
+    per item cost as much as tokenizing."""
 
     packed: tuple
     items: list[tuple[int, bool]]
-    postings: str
-
-
-def posting_lines(stats: Sequence[RowTerms]) -> str:
-    """The postings of rows as COPY text lines: the row's index (from 0), the term, its
-    weighted frequency, the row's length, whether it stands for its file, positions."""
-    out = []
-    for n, st in enumerate(stats):
-        tail = f"\t{st.length}\t{'t' if st.file_row else 'f'}\t{{"
-        for term, (wtf, pos) in st.terms.items():
-            if "\\" in term:  # COPY's escape; unicode61 keeps no tab or newline in a token
-                term = term.replace("\\", "\\\\")
-            out.append(f"{n}\t{term}\t{int(wtf)}{tail}{pos}}}\n")
-    return "".join(out)
+    postings: Postings
 
 
 def prepare_rows(rows: Sequence[tuple]) -> Prepared:
@@ -238,7 +287,7 @@ def prepare_rows(rows: Sequence[tuple]) -> Prepared:
         fts_rows.append((name, item.path, body, fts_kind(item.kind, item.start_line)))
     stats = analyse(fts_rows)
     return Prepared(pack_file([row[0] for row in rows]), [(st.length, st.file_row) for st in stats],
-                    posting_lines(stats))
+                    postings(stats))
 
 
 def query_tokens(texts: Sequence[str]) -> list[tuple[str, ...]]:

@@ -21,6 +21,7 @@ statement: both stores give the same scores for the same index.
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib.util
 import json
 import logging
@@ -364,7 +365,8 @@ _POSTING_INDEXES = (
     ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)"),
 )
 
-# Posting lines up to this many go to the server as one parameter, more through COPY.
+# Postings up to this many go to the server as text lines in one parameter, more as
+# binary COPY rows straight into their table.
 _INLINE_POSTINGS = 5000
 # Adds the terms of the posting lines in ``source``, counts every term's documents and
 # writes the postings with the terms' ids; its parameter is the items' row ids. Terms in
@@ -378,25 +380,40 @@ _ADD_POSTINGS = (
     "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
     "FROM {source} p JOIN ids USING (term)"
 )
+# The terms of many postings, counted in the client: adds the new ones, adds to the
+# counts of the others, and returns every one's id.
+_ADD_TERMS = (
+    "INSERT INTO fts_terms AS t (term, docs, text_docs) "
+    "SELECT * FROM unnest(string_to_array(%s, E'\\n'), %s::integer[], %s::integer[]) AS u(term, docs, text_docs) "
+    "ORDER BY term COLLATE \"C\" "
+    "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
+    "RETURNING term, id"
+)
 
 
 def _write_keywords(
     conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
-    postings: Sequence[tuple[int, str]], counts: _Counts,
+    postings: Sequence[tuple[int, "bm25.Postings"]], counts: _Counts,
 ) -> None:
     """Add these items' keyword statistics: ``items`` is each one's (length, stands for
-    its file), ``postings`` (index of its first item in ``rowids``, ``bm25.posting_lines``
-    of its items) per file. Many postings go through COPY into a scratch table, a few as
-    one parameter; one statement then adds the new terms, counts every term's documents
-    and writes the postings with the terms' ids (a loop in Python over 290,000 postings
-    took 4 s of pytest's cold index)."""
-    text = "".join(
-        f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n" for first, lines in postings if lines
-    )
-    if text and text.count("\n") <= _INLINE_POSTINGS:
+    its file), ``postings`` (index of its first item in ``rowids``, its ``Postings``) per
+    file. A few postings go as text lines in one statement that adds their terms and
+    writes them; many have their terms counted in the client, added in one statement
+    that returns their ids, and go as binary COPY rows straight into ``fts_postings``
+    (through a scratch table, with the terms added and joined in the server, they were
+    most of the server's work in a cold index)."""
+    total = sum(len(p) for _, p in postings)
+    if 0 < total <= _INLINE_POSTINGS:
         # A tool's write of a file or two: the lines go as one parameter, split in the
         # statement; a scratch table's CREATE, COPY and DROP were three more round trips
         # inside the workspace's write lock (the DROP alone 5 ms), for which 16 writers queued.
+        lengths = [length for length, _ in items]
+        file_rows = [file_row for _, file_row in items]
+        text = "".join(
+            f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n"
+            for first, p in postings
+            if (lines := p.lines(lengths[first:], file_rows[first:]))
+        )
         conn.execute(
             "WITH p AS MATERIALIZED (SELECT split_part(l, E'\\t', 1)::integer AS first, "
             "split_part(l, E'\\t', 2)::integer AS n, "
@@ -406,17 +423,102 @@ def _write_keywords(
             "FROM string_to_table(%s, E'\\n') AS l WHERE l <> ''), " + _ADD_POSTINGS.format(source="p"),
             (text, list(rowids)),
         )
-    elif text:
-        conn.execute(
-            "CREATE TEMP TABLE _sc_postings (first integer, n integer, term text COLLATE \"C\", wtf integer, "
-            "dl integer, file_row boolean, pos integer[]) ON COMMIT DROP"
-        )
-        with conn.cursor() as cur, cur.copy("COPY _sc_postings FROM STDIN") as copy:
-            copy.write(text)
-        conn.execute("WITH " + _ADD_POSTINGS.format(source="_sc_postings"), (list(rowids),))
-        conn.execute("DROP TABLE _sc_postings")
+    elif total:
+        _copy_postings(conn, rowids, items, postings)
     counts.rows += len(items)
     counts.tokens += sum(length for length, _ in items)
+
+
+@functools.cache
+def _copy_record(positions: int) -> tuple:
+    """(numpy record, its bytes with every constant set) of a binary COPY row of
+    ``_binary_postings`` with this many positions (an empty array has no dimension, as
+    PostgreSQL writes ``{}``)."""
+    import numpy as np
+
+    i4 = ">i4"
+    fields = [
+        ("fields", ">i2"), ("term_len", i4), ("term_id", i4), ("item_len", i4), ("item", ">i8"),
+        ("wtf_len", i4), ("wtf", i4), ("dl_len", i4), ("dl", i4), ("file_row_len", i4), ("file_row", "u1"),
+        ("pos_len", i4), ("ndim", i4), ("nulls", i4), ("oid", i4),
+    ]
+    if positions:
+        fields += [("size", i4), ("lower", i4), ("pos", [("len", i4), ("value", i4)], (positions,))]
+    record = np.dtype(fields)
+    one = np.zeros(1, record)
+    for name, value in (("fields", 6), ("term_len", 4), ("item_len", 8), ("wtf_len", 4), ("dl_len", 4),
+                        ("file_row_len", 1), ("ndim", 1 if positions else 0), ("oid", _INT4_OID)):
+        one[name] = value
+    one["pos_len"] = record.itemsize - one.dtype.fields["ndim"][1]
+    if positions:
+        one["size"], one["lower"], one["pos"]["len"] = positions, 1, 4
+    return record, one.tobytes()
+
+
+def _copy_postings(
+    conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
+    postings: Sequence[tuple[int, "bm25.Postings"]],
+) -> None:
+    """``_write_keywords`` of many postings: the terms in one statement, the postings as
+    binary COPY rows built by numpy."""
+    import numpy as np
+
+    slot: dict[str, int] = {}  # the batch's distinct terms, in order of first appearance
+    parts = []
+    for first, p in postings:
+        if not len(p):
+            continue
+        where = np.fromiter((slot.setdefault(t, len(slot)) for t in p.terms), np.int64, len(p.terms))
+        term = where[np.frombuffer(p.term, np.int32)]
+        parts.append((first + np.frombuffer(p.row, np.int32).astype(np.int64), term,
+                      np.frombuffer(p.wtf, np.int32), np.frombuffer(p.npos, np.int32), np.frombuffer(p.pos, np.int32)))
+    row, term, wtf, npos, pos = (np.concatenate(c) for c in zip(*parts))
+    docs = np.bincount(term, minlength=len(slot))
+    text_docs = np.bincount(term[wtf > 0], minlength=len(slot))
+    # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
+    counted = ["{" + ",".join(map(str, c.tolist())) + "}" for c in (docs, text_docs)]
+    ids = dict(conn.execute(_ADD_TERMS, ("\n".join(slot), *counted)).fetchall())
+    term_id = np.array([ids[t] for t in slot], np.int64)[term]
+    item = np.asarray(rowids, np.int64)[row]
+    lengths = np.array([length for length, _ in items], np.int64)[row]
+    file_row = np.array([file_row for _, file_row in items], np.bool_)[row]
+    data = _binary_postings(term_id, item, wtf, lengths, file_row, npos, pos)
+    with conn.cursor() as cur, cur.copy(
+        "COPY fts_postings (term_id, item, wtf, dl, file_row, pos) FROM STDIN (FORMAT BINARY)"
+    ) as copy:
+        copy.write(data)
+
+
+_INT4_OID = 23
+
+
+def _binary_postings(term_id, item, wtf, dl, file_row, npos, pos) -> bytes:
+    """PostgreSQL's binary COPY of postings (``term_id integer, item bigint, wtf integer,
+    dl integer, file_row boolean, pos integer[]``), one row per element of the arrays,
+    ``pos`` holding every row's ``npos`` positions one after another. The rows go grouped
+    by their number of positions: each group is one numpy record array (each field's
+    big-endian length and value, the array's header and elements), filled column by
+    column rather than a step per row."""
+    import numpy as np
+
+    first = np.cumsum(npos, dtype=np.int64) - npos
+    order = np.argsort(npos, kind="stable")
+    cuts = np.flatnonzero(np.diff(npos[order])) + 1
+    out = [b"PGCOPY\n\xff\r\n\x00" + bytes(8)]
+    for rows in np.split(order, cuts):
+        if not len(rows):
+            continue
+        k = int(npos[rows[0]])
+        record, template = _copy_record(k)
+        block = bytearray(template * len(rows))
+        group = np.frombuffer(block, record)
+        group["term_id"], group["item"], group["wtf"] = term_id[rows], item[rows], wtf[rows]
+        group["dl"], group["file_row"] = dl[rows], file_row[rows]
+        if k:
+            group["pos"]["value"] = pos[first[rows][:, None] + np.arange(k)]
+        out.append(block)
+    out.append(b"\xff\xff")
+    return b"".join(out)
 
 
 def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
@@ -444,7 +546,7 @@ def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
                             [(st.length, r[0]) for st, r in zip(stats, rows)])
         counts = _Counts()
         _write_keywords(conn, [r[0] for r in rows], [(st.length, st.file_row) for st in stats],
-                        [(0, bm25.posting_lines(stats))], counts)
+                        [(0, bm25.postings(stats))], counts)
         counts.flush(conn)
 
 
