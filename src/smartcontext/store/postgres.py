@@ -356,13 +356,19 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
             counts.add(term_id, -n, -nt)
 
 
-# An index run writing at least this many files into an empty workspace builds the
-# postings' indexes once at its end (``PostgresStore.first_load``).
+# An index run writing at least this many files into an empty workspace builds some
+# indexes once at its end (``PostgresStore.first_load``).
 FIRST_LOAD_FILES = 100
-# The postings' indexes, as ``m004_bm25`` creates them: (name, statement).
-_POSTING_INDEXES = (
+# Those indexes, as the migrations create them: (name, statement). The postings' two
+# B-trees and the edges' lookups; not the items' (a write finds a file's items by them)
+# nor any that a write's delete or upsert needs.
+_LOAD_INDEXES = (
     ("fts_postings_pkey", "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY (term_id, item)"),
     ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)"),
+    ("edges_src", "CREATE INDEX edges_src ON edges (src)"),
+    ("edges_dst", "CREATE INDEX edges_dst ON edges (dst) WHERE dst IS NOT NULL"),
+    ("edges_dst_name", "CREATE INDEX edges_dst_name ON edges (dst_name) WHERE dst_name IS NOT NULL"),
+    ("edges_link_name_key", f"CREATE INDEX edges_link_name_key ON edges (({LINK_NAME_KEY})) WHERE kind = 'links_to'"),
 )
 
 # Postings up to this many go to the server as text lines in one parameter, more as
@@ -1979,7 +1985,7 @@ class PostgresStore(StoreBase):
         with them, 2.0 s without, and building them afterwards 0.5 s). Meanwhile a search
         reads every posting instead of a term's: slower, the same answers. A run that dies
         before its end leaves them missing; the next run builds them first."""
-        names = [name for name, _ in _POSTING_INDEXES]
+        names = [name for name, _ in _LOAD_INDEXES]
         check = (
             "SELECT NOT EXISTS (SELECT 1 FROM files), ARRAY(SELECT relname::text FROM pg_class "
             "WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
@@ -1999,18 +2005,18 @@ class PostgresStore(StoreBase):
                             else "DROP INDEX {}"
                         ).format(sql.Identifier(name)))
                 else:
-                    self._build_posting_indexes(conn, present)
+                    self._build_load_indexes(conn, present)
         try:
             yield
         finally:
             if defer:
                 with self._write() as conn:
                     present = _one(conn.execute(check, (names,)))[1]
-                    self._build_posting_indexes(conn, present)
+                    self._build_load_indexes(conn, present)
 
     @staticmethod
-    def _build_posting_indexes(conn: "psycopg.Connection", present: Collection[str]) -> None:
-        for name, statement in _POSTING_INDEXES:
+    def _build_load_indexes(conn: "psycopg.Connection", present: Collection[str]) -> None:
+        for name, statement in _LOAD_INDEXES:
             if name not in present:
                 conn.execute(statement)
 
