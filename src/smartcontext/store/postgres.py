@@ -469,15 +469,17 @@ def _copy_postings(
     binary COPY rows built by numpy."""
     import numpy as np
 
-    slot: dict[str, int] = {}  # the batch's distinct terms, in order of first appearance
+    postings = [(first, p) for first, p in postings if len(p)]
+    every = [t for _, p in postings for t in p.terms]  # each file's distinct terms
+    slot = dict(zip(dict.fromkeys(every), range(len(every))))  # the batch's, in order of first appearance
+    where = np.fromiter(map(slot.__getitem__, every), np.int64, len(every))
     parts = []
+    at = 0
     for first, p in postings:
-        if not len(p):
-            continue
-        where = np.fromiter((slot.setdefault(t, len(slot)) for t in p.terms), np.int64, len(p.terms))
-        term = where[np.frombuffer(p.term, np.int32)]
-        parts.append((first + np.frombuffer(p.row, np.int32).astype(np.int64), term,
+        parts.append((first + np.frombuffer(p.row, np.int32).astype(np.int64),
+                      where[at + np.frombuffer(p.term, np.int32)],
                       np.frombuffer(p.wtf, np.int32), np.frombuffer(p.npos, np.int32), np.frombuffer(p.pos, np.int32)))
+        at += len(p.terms)
     row, term, wtf, npos, pos = (np.concatenate(c) for c in zip(*parts))
     docs = np.bincount(term, minlength=len(slot))
     text_docs = np.bincount(term[wtf > 0], minlength=len(slot))
