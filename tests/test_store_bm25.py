@@ -283,6 +283,28 @@ def test_ascii_rows_are_tokenized_as_fts5_does():
             t: (w, sorted(p)) for t, (w, p) in b.terms.items()}, row
 
 
+def test_file_postings_are_those_of_fts5s_tokens():
+    """A file's postings, tokenized in Python and grouped by numpy (words past ASCII by
+    FTS5 alone), equal those of ``analyse``, which reads every row that is not all ASCII
+    from FTS5: the same rows, terms, weights, lengths and positions."""
+    every = "".join(chr(c) for c in range(1, 128))
+    rng = random.Random(5)
+    alphabet = every + "aaeeiioXYZ__--09" * 3 + "éÉßŋ—–ñÑçå日本語 ﬁ½²ⅷ\u0301" * 2
+    rows = [(every, "a/b_c.py", every[::-1], "file"), ("", "", "", ""), ("Café_Straße", "x.py", "naïve " * 30, "file")]
+    rows += [tuple("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 300))) for _ in range(3))
+             + (rng.choice(["file", "function", "file line", "x"]),) for _ in range(200)]
+    rows.append(("é" * 600 + "a" * 900, "B" * 1200 + " b" * 3, "tail ünï", "class"))  # tokens cut to 1,000 bytes
+    shape, found = bm25.file_postings(rows)
+    stats = bm25.analyse(rows)
+    assert shape == [(st.length, st.file_row) for st in stats]
+    expected = bm25.postings(stats)
+
+    def lines(p):
+        return sorted(p.lines([n for n, _ in shape], [f for _, f in shape]).splitlines())
+
+    assert lines(found) == lines(expected) and len(found) > 2000
+
+
 def test_postings_sent_inline_equal_those_copied(pg_url, pg_workspace, monkeypatch):
     """A small write sends its posting lines as one parameter, a large one counts its terms
     in the client and COPYs its postings in binary: both give the same postings (empty

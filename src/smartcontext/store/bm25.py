@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 import sqlite3
 from array import array
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 from operator import itemgetter
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -264,6 +264,109 @@ def posting_lines(stats: Sequence[RowTerms]) -> str:
     return postings(stats).lines([st.length for st in stats], [st.file_row for st in stats])
 
 
+def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]], Postings]:
+    """Each row's (length, stands for its file) and the ``Postings`` of rows of (name,
+    path, body, kind) values: ``postings(analyse(rows))``, in another order. Rows in
+    ASCII are tokenized as ``_analyse_ascii`` does, but Python only numbers each token
+    (a ``defaultdict`` whose missing keys get the next number, in C) and numpy groups
+    the tokens of all rows by row and term: a parse worker's tokenizing was most of the
+    CPU a PostgreSQL cold index spends beyond SQLite's. Other rows go through
+    ``analyse``."""
+    import numpy as np
+
+    number: defaultdict[str, int] = defaultdict(count().__next__)
+    numbered = number.__getitem__
+    term: list[int] = []  # every token's number, column after column
+    runs: list[tuple[int, int, int]] = []  # per column with tokens: (row, first position or -1, tokens)
+    shape: list[tuple[int, bool]] = []
+    slow: list[int] = []
+    kind = len(COLUMNS) - 1
+    plain = [all(v.isascii() for v in values) for values in rows]
+    # Outside ASCII: the words holding a character past it are tokenized by FTS5 (unicode61
+    # reads each character alone, and every ASCII character but letters and digits
+    # separates), the rest as in ASCII.
+    words = {w: None for values, ascii in zip(rows, plain) if not ascii
+             for text in values if not text.isascii() for w in _WORD.findall(text) if not w.isascii()}
+    if words:
+        words = dict(zip(words, _fts5_tokens(list(words))))
+    for n, values in enumerate(rows):
+        if plain[n]:
+            columns = [_ASCII_TOKEN.findall(text.lower()) for text in values]
+        else:
+            columns = [_ASCII_TOKEN.findall(text.lower()) if text.isascii() else
+                       [t for w in _WORD.findall(text) for t in (words[w] if w in words else (w.lower(),))]
+                       for text in values]
+        if any(len(tokens) > _MAX_OFFSET + 1 for tokens in columns):
+            slow.append(n)  # offsets past the packed range: analyse's way
+            shape.append((0, False))
+            continue
+        length, file_row = 0, False
+        for col, (text, tokens) in enumerate(zip(values, columns)):
+            if not tokens:
+                continue
+            if len(text) > MAX_TERM_BYTES and len(max(tokens, key=len)) > MAX_TERM_BYTES:
+                tokens = [t[:MAX_TERM_BYTES] for t in tokens]
+            length += len(tokens)
+            term.extend(map(numbered, tokens))
+            if col == kind:  # weight 0 and no position
+                file_row = "file" in tokens
+                runs.append((n, -1, len(tokens)))
+            else:
+                runs.append((n, col << OFFSET_BITS, len(tokens)))
+        shape.append((length, file_row))
+    tokens = np.array(term, np.int32)
+    run = np.array(runs, np.int64).reshape(-1, 3)
+    rows_of = np.repeat(run[:, 0], run[:, 2]).astype(np.int32)
+    # a token's position: its column's first position + its offset there (-1 in the kind column)
+    offset = np.arange(len(tokens), dtype=np.int64) - np.repeat(np.cumsum(run[:, 2]) - run[:, 2], run[:, 2])
+    first = np.repeat(run[:, 1], run[:, 2])
+    places = np.where(first < 0, -1, first + offset).astype(np.int32)
+    order = np.lexsort((places, tokens, rows_of))  # by row, term, then position (the kind column first)
+    tokens, rows_of, places = tokens[order], rows_of[order], places[order]
+    new = np.ones(len(tokens), np.bool_)
+    new[1:] = (tokens[1:] != tokens[:-1]) | (rows_of[1:] != rows_of[:-1])
+    starts = np.flatnonzero(new)
+    weight = np.where(places < 0, 0, np.asarray(_INT_WEIGHTS, np.int32)[np.maximum(places, 0) >> OFFSET_BITS])
+    placed = places >= 0
+    out_rows = rows_of[starts]
+    out_terms = tokens[starts]
+    wtf = np.add.reduceat(weight, starts) if len(starts) else weight[:0]
+    npos = np.add.reduceat(placed.astype(np.int32), starts) if len(starts) else weight[:0]
+    pos = places[placed]
+    terms = list(number)
+    if slow:
+        stats = analyse([rows[n] for n in slow])
+        extra = postings(stats)
+        for n, st in zip(slow, stats):
+            shape[n] = (st.length, st.file_row)
+        out_rows = np.concatenate([out_rows, np.asarray(slow, np.int32)[np.frombuffer(extra.row, np.int32)]])
+        out_terms = np.concatenate([out_terms, np.asarray([numbered(t) for t in extra.terms], np.int32)
+                                    [np.frombuffer(extra.term, np.int32)]])
+        terms = list(number)
+        wtf = np.concatenate([wtf, np.frombuffer(extra.wtf, np.int32)])
+        npos = np.concatenate([npos, np.frombuffer(extra.npos, np.int32)])
+        pos = np.concatenate([pos, np.frombuffer(extra.pos, np.int32)])
+    as_array = lambda values: array("i", np.ascontiguousarray(values, np.int32).tobytes())  # noqa: E731
+    return shape, Postings(terms, as_array(out_rows), as_array(out_terms), as_array(wtf), as_array(npos),
+                           as_array(pos))
+
+
+def _fts5_tokens(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each word's tokens, as FTS5's unicode61 makes them (long ones clipped as
+    ``analyse`` clips them)."""
+    found: list[list[tuple[int, str]]] = [[] for _ in words]
+    for token, doc, _col, offset in _tokenizer.read([(w, "", "", "") for w in words], "SELECT term, doc, col, offset FROM v"):
+        found[doc - 1].append((offset, clip_term(token) if len(token) > MAX_TERM_BYTES // 4 else token))
+    return [tuple(t for _, t in sorted(f)) for f in found]
+
+
+# A run of characters none of which is an ASCII separator: FTS5 splits it further only
+# where it holds characters past ASCII.
+_WORD = re.compile(r"[A-Za-z0-9\x80-\U0010ffff]+")
+# The column weights as whole numbers, for a weighted frequency summed in numpy.
+_INT_WEIGHTS = tuple(int(w) for w in WEIGHTS[:-1])
+
+
 @dataclass
 class Prepared:
     """One file's rows as a store that is not SQLite writes them: the stored form
@@ -285,9 +388,8 @@ def prepare_rows(rows: Sequence[tuple]) -> Prepared:
         item = row[0]
         body, name = fts_values(row)
         fts_rows.append((name, item.path, body, fts_kind(item.kind, item.start_line)))
-    stats = analyse(fts_rows)
-    return Prepared(pack_file([row[0] for row in rows]), [(st.length, st.file_row) for st in stats],
-                    postings(stats))
+    shape, found = file_postings(fts_rows)
+    return Prepared(pack_file([row[0] for row in rows]), shape, found)
 
 
 def query_tokens(texts: Sequence[str]) -> list[tuple[str, ...]]:
