@@ -1987,6 +1987,9 @@ class PostgresStore(StoreBase):
         with them, 2.0 s without, and building them afterwards 0.5 s). Meanwhile a search
         reads every posting instead of a term's: slower, the same answers. A run that dies
         before its end leaves them missing; the next run builds them first."""
+        if files >= FIRST_LOAD_FILES:
+            import numpy  # noqa: F401 - before the parse workers fork: they group postings with it
+
         names = [name for name, _ in _LOAD_INDEXES]
         check = (
             "SELECT NOT EXISTS (SELECT 1 FROM files), ARRAY(SELECT relname::text FROM pg_class "
