@@ -287,6 +287,74 @@ def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg
         drop_workspace(pg_url, f"{pg_workspace}_grown")
 
 
+_KILLED_LOAD = """
+import os, signal, sys
+from pathlib import Path
+import smartcontext.indexer as indexer
+import smartcontext.store.postgres as pgstore
+from smartcontext import Workspace
+from smartcontext.config import Config
+
+pgstore.FIRST_LOAD_FILES = 1
+indexer._BATCH_FILES = 1
+store_files = pgstore.PostgresStore._store_files
+done = []
+
+def dies(self, conn, records):
+    if len(done) == 3:  # three files committed, the fourth's write under way
+        os.kill(os.getpid(), signal.SIGKILL)
+    done.append(1)
+    return store_files(self, conn, records)
+
+pgstore.PostgresStore._store_files = dies
+root = Path(sys.argv[1])
+c = Config.load(root)
+c.store.url, c.store.workspace, c.embeddings.model = sys.argv[2], sys.argv[3], "none"
+Workspace.open(root, c).index(workers=1)
+"""
+
+
+def test_a_killed_first_load_is_finished_by_the_next_index_run(sample_repo, pg_url, pg_workspace):
+    """A first load killed (SIGKILL) in the middle of a write leaves the files it committed,
+    without the indexes it builds at its end and without a half-written file; the next
+    index run builds those indexes and writes the rest: the same counts, term statistics
+    and answers as a workspace loaded in one run."""
+    def open_ws(name):
+        c = Config.load(sample_repo)
+        c.store.url, c.store.workspace, c.embeddings.model = pg_url, name, "none"
+        return Workspace.open(sample_repo, c)
+
+    killed = subprocess.run([sys.executable, "-c", _KILLED_LOAD, str(sample_repo), pg_url, pg_workspace],
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    alone, again = open_ws(f"{pg_workspace}_alone"), open_ws(pg_workspace)
+    try:
+        with again.store._conn() as conn:
+            assert _load_indexes(conn) == []
+            assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 3
+            assert conn.execute(  # every committed file whole: items with postings, and the counts
+                "SELECT (SELECT rows FROM fts_stats) = count(*) AND (SELECT tokens FROM fts_stats) = sum(fts_len) "
+                "AND count(*) = (SELECT count(DISTINCT item) FROM fts_postings) FROM items"
+            ).fetchone()[0]
+        alone.index()
+        again.index()
+        with again.store._conn() as conn:
+            assert _load_indexes(conn) == _LOAD_INDEXES
+            assert conn.execute(
+                "SELECT count(*) FROM fts_terms t LEFT JOIN (SELECT term_id, count(*) AS d, "
+                "count(*) FILTER (WHERE wtf > 0) AS td FROM fts_postings GROUP BY term_id) p ON p.term_id = t.id "
+                "WHERE t.docs <> coalesce(p.d, 0) OR t.text_docs <> coalesce(p.td, 0)"
+            ).fetchone()[0] == 0
+        assert again.store.counts() == alone.store.counts()
+        for q in ("apply a discount", "session token", "hash the password", "user accounts"):
+            assert ([(h.id, h.score) for h in again.search(q, mode="keyword")]
+                    == [(h.id, h.score) for h in alone.search(q, mode="keyword")])
+    finally:
+        alone.close()
+        again.close()
+        drop_workspace(pg_url, f"{pg_workspace}_alone")
+
+
 def test_a_second_writer_beside_a_first_load_leaves_a_whole_index(sample_repo, pg_url, pg_workspace, monkeypatch):
     """A first load writes without some indexes (no primary key on the postings). Another
     index run of the same files into the same workspace, started while the first load
