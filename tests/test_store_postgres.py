@@ -227,16 +227,18 @@ def test_two_workspace_indexers_at_once_build_one_index(sample_repo, pg_url, pg_
         drop_workspace(pg_url, f"{pg_workspace}_ix")
 
 
-_LOAD_INDEXES = ["edges_dst", "edges_dst_name", "edges_link_name_key", "edges_src", "fts_postings_item",
-                 "fts_postings_pkey"]
+_LOAD_INDEXES = ["edges_dst", "edges_dst_name", "edges_file_id_fkey", "edges_link_name_key", "edges_src",
+                 "fts_postings_item", "fts_postings_pkey", "items_file_id_fkey"]
 
 
 def _load_indexes(conn) -> list[str]:
-    """The indexes of this workspace a first load builds at its end, those there now."""
+    """The indexes and foreign keys of this workspace a first load builds at its end,
+    those there now."""
     return [r for (r,) in conn.execute(
-        "SELECT relname::text FROM pg_class "
-        "WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
-        "AND relname = ANY(%s) AND relkind = 'i' ORDER BY 1", (_LOAD_INDEXES,))]
+        "WITH s AS (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+        "SELECT relname::text FROM pg_class WHERE relnamespace = (SELECT oid FROM s) AND relname = ANY(%s) "
+        "AND relkind = 'i' UNION SELECT conname::text FROM pg_constraint WHERE connamespace = (SELECT oid FROM s) "
+        "AND conname = ANY(%s) ORDER BY 1", (_LOAD_INDEXES, _LOAD_INDEXES))]
 
 
 def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg_url, pg_workspace, monkeypatch):
@@ -356,13 +358,15 @@ def test_a_killed_first_load_is_finished_by_the_next_index_run(sample_repo, pg_u
 
 
 def test_a_second_writer_beside_a_first_load_leaves_a_whole_index(sample_repo, pg_url, pg_workspace, monkeypatch):
-    """A first load writes without some indexes (no primary key on the postings). Another
-    index run of the same files into the same workspace, started while the first load
-    writes, takes turns with it transaction by transaction (each file its own here): it
-    builds the missing indexes before its writes, and rewrites files the first load
-    wrote. At the end the indexes are all there (the primary key could be built: no
-    posting doubled), the term and row counts are those of the postings and items, and
-    the answers are those of a workspace loaded alone."""
+    """A first load writes without some indexes and keys (no primary key on the postings,
+    no foreign key cascading a file's deletion to its items and edges). A second writer
+    of the same workspace meanwhile takes turns with it transaction by transaction (each
+    file its own here): a tool's delete of a file the first load wrote, then an index
+    run of the same files, which builds what is missing before its writes and rewrites
+    the files. At the end the indexes and keys are all there (the primary key and the
+    foreign keys could be built: no posting doubled, no item or edge left without its
+    file), the term and row counts are those of the postings and items, and the answers
+    are those of a workspace loaded alone."""
     import smartcontext.indexer as indexer
     import smartcontext.store.postgres as pgstore
 
@@ -380,8 +384,11 @@ def test_a_second_writer_beside_a_first_load_leaves_a_whole_index(sample_repo, p
     runner: list[threading.Thread] = []
     seen: list[list[str]] = []
 
-    def run_second():
+    def run_second(path):
         try:
+            # A tool's delete of the file the first load is writing (after that write
+            # commits), without the foreign keys that cascade it; then a whole index run.
+            second.store.delete_files([path])
             runner.append(second.index())
         except BaseException as exc:  # noqa: BLE001 - re-raised by the test below
             failed.append(exc)
@@ -389,7 +396,7 @@ def test_a_second_writer_beside_a_first_load_leaves_a_whole_index(sample_repo, p
     def spy(self, conn, records):
         if self is first.store and not runner:  # the first load's first write, its indexes dropped
             seen.append(_load_indexes(conn))
-            runner.append(threading.Thread(target=run_second))
+            runner.append(threading.Thread(target=run_second, args=(records[0][0].path,)))
             runner[0].start()  # waits for this write's lock, then takes turns with the next ones
         return store_files(self, conn, records)
 

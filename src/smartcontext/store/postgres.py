@@ -359,16 +359,34 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
 # An index run writing at least this many files into an empty workspace builds some
 # indexes once at its end (``PostgresStore.first_load``).
 FIRST_LOAD_FILES = 100
-# Those indexes, as the migrations create them: (name, statement). The postings' two
-# B-trees and the edges' lookups; not the items' (a write finds a file's items by them)
-# nor any that a write's delete or upsert needs.
+# What it builds then, as the migrations create it: (name, statement that builds it,
+# statement that drops it). The postings' two B-trees, the edges' lookups, and the
+# foreign keys of items and edges to their file (checked row by row they were most of the
+# server's time for the edges; one query checks them at the end). Not the items' indexes
+# nor the edges' by file: a write finds a file's rows by them.
 _LOAD_INDEXES = (
-    ("fts_postings_pkey", "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY (term_id, item)"),
-    ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)"),
-    ("edges_src", "CREATE INDEX edges_src ON edges (src)"),
-    ("edges_dst", "CREATE INDEX edges_dst ON edges (dst) WHERE dst IS NOT NULL"),
-    ("edges_dst_name", "CREATE INDEX edges_dst_name ON edges (dst_name) WHERE dst_name IS NOT NULL"),
-    ("edges_link_name_key", f"CREATE INDEX edges_link_name_key ON edges (({LINK_NAME_KEY})) WHERE kind = 'links_to'"),
+    ("fts_postings_pkey", "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY (term_id, item)",
+     "ALTER TABLE fts_postings DROP CONSTRAINT fts_postings_pkey"),
+    ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)", "DROP INDEX fts_postings_item"),
+    ("edges_src", "CREATE INDEX edges_src ON edges (src)", "DROP INDEX edges_src"),
+    ("edges_dst", "CREATE INDEX edges_dst ON edges (dst) WHERE dst IS NOT NULL", "DROP INDEX edges_dst"),
+    ("edges_dst_name", "CREATE INDEX edges_dst_name ON edges (dst_name) WHERE dst_name IS NOT NULL",
+     "DROP INDEX edges_dst_name"),
+    ("edges_link_name_key", f"CREATE INDEX edges_link_name_key ON edges (({LINK_NAME_KEY})) WHERE kind = 'links_to'",
+     "DROP INDEX edges_link_name_key"),
+    ("items_file_id_fkey", "ALTER TABLE items ADD CONSTRAINT items_file_id_fkey FOREIGN KEY (file_id) "
+     "REFERENCES files(id) ON DELETE CASCADE", "ALTER TABLE items DROP CONSTRAINT items_file_id_fkey"),
+    ("edges_file_id_fkey", "ALTER TABLE edges ADD CONSTRAINT edges_file_id_fkey FOREIGN KEY (file_id) "
+     "REFERENCES files(id) ON DELETE CASCADE", "ALTER TABLE edges DROP CONSTRAINT edges_file_id_fkey"),
+)
+# Deletes files with their items and edges: what their foreign keys' cascade does, done
+# here too, in the same statement, for a first load writes without those keys (a second
+# writer may rewrite a file meanwhile).
+_DELETE_FILES = (
+    "WITH f AS MATERIALIZED (SELECT id FROM files WHERE path = ANY(%s)), "
+    "e AS (DELETE FROM edges WHERE file_id IN (SELECT id FROM f)), "
+    "i AS (DELETE FROM items WHERE file_id IN (SELECT id FROM f)) "
+    "DELETE FROM files WHERE id IN (SELECT id FROM f)"
 )
 
 # Postings up to this many go to the server as text lines in one parameter, more as
@@ -1235,8 +1253,7 @@ class PostgresStore(StoreBase):
             if paths:
                 changed = self._item_paths(conn, paths)
                 _delete_keywords(conn, paths, self._counts())
-                # items and edges go with their file (ON DELETE CASCADE)
-                conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+                conn.execute(_DELETE_FILES, (paths,))
                 self._bump_generation(changed)
         return len(paths)
 
@@ -1285,7 +1302,7 @@ class PostgresStore(StoreBase):
         paths = [rec.path for rec, _ in records]
         changed = self._item_paths(conn, paths) | {row[0].path for rec, _ in records for row in rec.items}
         _delete_keywords(conn, paths, self._counts())
-        conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+        conn.execute(_DELETE_FILES, (paths,))
         recs = [rec for rec, _ in records]
         ids: dict[str, int] = dict(conn.execute(
             "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
@@ -1990,25 +2007,25 @@ class PostgresStore(StoreBase):
         if files >= FIRST_LOAD_FILES:
             import numpy  # noqa: F401 - before the parse workers fork: they group postings with it
 
-        names = [name for name, _ in _LOAD_INDEXES]
+        names = [name for name, *_ in _LOAD_INDEXES]
         check = (
+            "WITH s AS (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
             "SELECT NOT EXISTS (SELECT 1 FROM files), ARRAY(SELECT relname::text FROM pg_class "
-            "WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
-            "AND relname = ANY(%s))"
+            "WHERE relnamespace = (SELECT oid FROM s) AND relname = ANY(%s) AND relkind = 'i' "
+            "UNION SELECT conname::text FROM pg_constraint WHERE connamespace = (SELECT oid FROM s) "
+            "AND conname = ANY(%s))"
         )
         with self._conn() as conn:  # one read, without the write lock, nearly always all there is
-            empty, present = _one(conn.execute(check, (names,)))
+            empty, present = _one(conn.execute(check, (names, names)))
         defer = bool(empty) and files >= FIRST_LOAD_FILES
         if defer or len(present) < len(names):
             with self._write() as conn:
-                empty, present = _one(conn.execute(check, (names,)))  # again, under the lock
+                empty, present = _one(conn.execute(check, (names, names)))  # again, under the lock
                 defer = bool(empty) and files >= FIRST_LOAD_FILES
                 if defer:
-                    for name in present:
-                        conn.execute(sql.SQL(
-                            "ALTER TABLE fts_postings DROP CONSTRAINT {}" if name.endswith("_pkey")
-                            else "DROP INDEX {}"
-                        ).format(sql.Identifier(name)))
+                    for name, _, drop in _LOAD_INDEXES:
+                        if name in present:
+                            conn.execute(drop)
                 else:
                     self._build_load_indexes(conn, present)
         try:
@@ -2016,12 +2033,12 @@ class PostgresStore(StoreBase):
         finally:
             if defer:
                 with self._write() as conn:
-                    present = _one(conn.execute(check, (names,)))[1]
+                    present = _one(conn.execute(check, (names, names)))[1]
                     self._build_load_indexes(conn, present)
 
     @staticmethod
     def _build_load_indexes(conn: "psycopg.Connection", present: Collection[str]) -> None:
-        for name, statement in _LOAD_INDEXES:
+        for name, statement, _ in _LOAD_INDEXES:
             if name not in present:
                 conn.execute(statement)
 
