@@ -365,7 +365,10 @@ FIRST_LOAD_FILES = 100
 # server's time for the edges; one query checks them at the end). Not the items' indexes
 # nor the edges' by file: a write finds a file's rows by them.
 _LOAD_INDEXES = (
-    ("fts_postings_pkey", "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY (term_id, item)",
+    # (the primary key's index first, then the key: the index's build holds no lock that
+    # keeps the other builds waiting)
+    ("fts_postings_pkey", "CREATE UNIQUE INDEX fts_postings_pkey ON fts_postings (term_id, item); "
+     "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY USING INDEX fts_postings_pkey",
      "ALTER TABLE fts_postings DROP CONSTRAINT fts_postings_pkey"),
     ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)", "DROP INDEX fts_postings_item"),
     ("edges_src", "CREATE INDEX edges_src ON edges (src)", "DROP INDEX edges_src"),
@@ -2032,15 +2035,43 @@ class PostgresStore(StoreBase):
             yield
         finally:
             if defer:
-                with self._write() as conn:
-                    present = _one(conn.execute(check, (names, names)))[1]
-                    self._build_load_indexes(conn, present)
+                self._build_after_load(check, names)
+
+    def _build_after_load(self, check: str, names: list[str]) -> None:
+        """The end of a first load: the postings' primary key built on a connection of its
+        own while the rest are built on this one (on two cores, the index run's last
+        half second was these builds one after another). Each build is one transaction,
+        so a run killed meanwhile leaves whole indexes or none, and the next run builds
+        what is missing."""
+        failed: list[BaseException] = []
+
+        def build_key() -> None:
+            try:
+                with self._pooled() as other, other.transaction():
+                    self._build_load_indexes(other, present, only=("fts_postings_pkey",))
+            except BaseException as exc:  # noqa: BLE001 - raised below, in the index run's thread
+                failed.append(exc)
+
+        with self._conn() as conn:
+            present = _one(conn.execute(check, (names, names)))[1]
+        key = threading.Thread(target=build_key, name="smartcontext-build-key", daemon=True)
+        key.start()
+        try:
+            # committed before the key's build takes its table lock to finish
+            with self._write() as conn:
+                self._build_load_indexes(conn, [*present, "fts_postings_pkey"])
+        finally:
+            key.join()
+        if failed:
+            raise failed[0]
 
     @staticmethod
-    def _build_load_indexes(conn: "psycopg.Connection", present: Collection[str]) -> None:
-        for name, statement, _ in _LOAD_INDEXES:
-            if name not in present:
-                conn.execute(statement)
+    def _build_load_indexes(conn: "psycopg.Connection", present: Collection[str],
+                            only: Collection[str] | None = None) -> None:
+        for name, statements, _ in _LOAD_INDEXES:
+            if name not in present and (only is None or name in only):
+                for statement in statements.split("; "):
+                    conn.execute(statement)
 
     def _hnsw_exists(self, conn: "psycopg.Connection", dim: int) -> bool:
         return conn.execute(
