@@ -2001,12 +2001,14 @@ class PostgresStore(StoreBase):
     @contextmanager
     def first_load(self, files: int) -> Iterator[None]:
         """Around an index run about to write ``files`` files: into an empty workspace and
-        at least ``FIRST_LOAD_FILES`` of them, the postings' two B-trees are dropped and
-        built once at the end over all rows, cheaper than growing them row by row (the
-        statement that writes the postings took 5.7 s of this repository's cold index
-        with them, 2.0 s without, and building them afterwards 0.5 s). Meanwhile a search
-        reads every posting instead of a term's: slower, the same answers. A run that dies
-        before its end leaves them missing; the next run builds them first."""
+        at least ``FIRST_LOAD_FILES`` of them, the indexes and keys of ``_LOAD_INDEXES``
+        are dropped and built once at the end over all rows, cheaper than growing them
+        row by row (the statement that wrote the postings took 5.7 s of this repository's
+        cold index with the postings' B-trees, 2.0 s without, and building them afterwards
+        0.5 s; the edges' foreign key was 0.39 of their 0.47 s). Meanwhile a search reads
+        every posting instead of a term's: slower, the same answers; a second writer takes
+        turns with the load (``_DELETE_FILES`` does the foreign keys' cascade). A run that
+        dies before its end leaves them missing; the next run builds them first."""
         if files >= FIRST_LOAD_FILES:
             import numpy  # noqa: F401 - before the parse workers fork: they group postings with it
 
