@@ -283,7 +283,7 @@ def test_ascii_rows_are_tokenized_as_fts5_does():
             t: (w, sorted(p)) for t, (w, p) in b.terms.items()}, row
 
 
-def test_file_postings_are_those_of_fts5s_tokens():
+def test_file_postings_are_those_of_fts5s_tokens(monkeypatch):
     """A file's postings, tokenized in Python and grouped by numpy (words past ASCII by
     FTS5 alone), equal those of ``analyse``, which reads every row that is not all ASCII
     from FTS5: the same rows, terms, weights, lengths and positions."""
@@ -303,6 +303,14 @@ def test_file_postings_are_those_of_fts5s_tokens():
         return sorted(p.lines([n for n, _ in shape], [f for _, f in shape]).splitlines())
 
     assert lines(found) == lines(expected) and len(found) > 2000
+
+    # A column with more tokens than positions can hold goes analyse's way, beside the rest.
+    monkeypatch.setattr(bm25, "_MAX_OFFSET", 40)
+    shape, found = bm25.file_postings(rows)
+    stats = bm25.analyse(rows)
+    assert shape == [(st.length, st.file_row) for st in stats]
+    assert lines(found) == lines(bm25.postings(stats))
+    assert any(len(bm25._ASCII_TOKEN.findall(v)) > 41 for r in rows if all(v.isascii() for v in r) for v in r)
 
 
 def test_postings_sent_inline_equal_those_copied(pg_url, pg_workspace, monkeypatch):

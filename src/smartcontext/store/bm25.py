@@ -189,12 +189,12 @@ def analyse(rows: Sequence[Sequence[str]]) -> list[RowTerms]:
     rest = [n for n, plain in enumerate(ascii_rows) if not plain]
     if not rest:
         return out
-    for doc, term, wtf, pos, count, in_kind in _tokenizer.read([rows[n] for n in rest], _ANALYSIS):
+    for doc, term, wtf, pos, instances, in_kind in _tokenizer.read([rows[n] for n in rest], _ANALYSIS):
         doc = rest[doc - 1] + 1
         if len(term) > MAX_TERM_BYTES // 4:
             term = clip_term(term)
         row = out[doc - 1]
-        row.length += count
+        row.length += instances
         if in_kind and term == "file":
             row.file_row = True
         places = [int(p) for p in pos.split(",")] if pos else []
@@ -259,19 +259,14 @@ def postings(stats: Sequence[RowTerms]) -> Postings:
 _first, _second = itemgetter(0), itemgetter(1)
 
 
-def posting_lines(stats: Sequence[RowTerms]) -> str:
-    """The postings of rows as COPY text lines (``Postings.lines``)."""
-    return postings(stats).lines([st.length for st in stats], [st.file_row for st in stats])
-
-
 def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]], Postings]:
     """Each row's (length, stands for its file) and the ``Postings`` of rows of (name,
-    path, body, kind) values: ``postings(analyse(rows))``, in another order. Rows in
-    ASCII are tokenized as ``_analyse_ascii`` does, but Python only numbers each token
-    (a ``defaultdict`` whose missing keys get the next number, in C) and numpy groups
-    the tokens of all rows by row and term: a parse worker's tokenizing was most of the
-    CPU a PostgreSQL cold index spends beyond SQLite's. Other rows go through
-    ``analyse``."""
+    path, body, kind) values: ``postings(analyse(rows))``, in another order. Text is
+    tokenized as ``_analyse_ascii`` does (words past ASCII by FTS5), but Python only
+    numbers each token (a ``defaultdict`` whose missing keys get the next number, in C)
+    and numpy groups the tokens of all rows by row and term: a parse worker's tokenizing
+    was most of the CPU a PostgreSQL cold index spends beyond SQLite's. A row with a
+    column past the packed offsets goes through ``analyse``."""
     import numpy as np
 
     number: defaultdict[str, int] = defaultdict(count().__next__)
