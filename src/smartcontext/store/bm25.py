@@ -280,10 +280,9 @@ def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]]
     # Outside ASCII: the words holding a character past it are tokenized by FTS5 (unicode61
     # reads each character alone, and every ASCII character but letters and digits
     # separates), the rest as in ASCII.
-    words = {w: None for values, ascii in zip(rows, plain) if not ascii
-             for text in values if not text.isascii() for w in _WORD.findall(text) if not w.isascii()}
-    if words:
-        words = dict(zip(words, _fts5_tokens(list(words))))
+    outside = list(dict.fromkeys(w for values, ascii in zip(rows, plain) if not ascii for text in values
+                                 if not text.isascii() for w in _WORD.findall(text) if not w.isascii()))
+    words = dict(zip(outside, _fts5_tokens(outside))) if outside else {}
     for n, values in enumerate(rows):
         if plain[n]:
             columns = [_ASCII_TOKEN.findall(text.lower()) for text in values]
@@ -309,22 +308,22 @@ def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]]
             else:
                 runs.append((n, col << OFFSET_BITS, len(tokens)))
         shape.append((length, file_row))
-    tokens = np.array(term, np.int32)
+    numbers = np.array(term, np.int32)
     run = np.array(runs, np.int64).reshape(-1, 3)
     rows_of = np.repeat(run[:, 0], run[:, 2]).astype(np.int32)
     # a token's position: its column's first position + its offset there (-1 in the kind column)
-    offset = np.arange(len(tokens), dtype=np.int64) - np.repeat(np.cumsum(run[:, 2]) - run[:, 2], run[:, 2])
+    offset = np.arange(len(numbers), dtype=np.int64) - np.repeat(np.cumsum(run[:, 2]) - run[:, 2], run[:, 2])
     first = np.repeat(run[:, 1], run[:, 2])
     places = np.where(first < 0, -1, first + offset).astype(np.int32)
-    order = np.lexsort((places, tokens, rows_of))  # by row, term, then position (the kind column first)
-    tokens, rows_of, places = tokens[order], rows_of[order], places[order]
-    new = np.ones(len(tokens), np.bool_)
-    new[1:] = (tokens[1:] != tokens[:-1]) | (rows_of[1:] != rows_of[:-1])
+    order = np.lexsort((places, numbers, rows_of))  # by row, term, then position (the kind column first)
+    numbers, rows_of, places = numbers[order], rows_of[order], places[order]
+    new = np.ones(len(numbers), np.bool_)
+    new[1:] = (numbers[1:] != numbers[:-1]) | (rows_of[1:] != rows_of[:-1])
     starts = np.flatnonzero(new)
     weight = np.where(places < 0, 0, np.asarray(_INT_WEIGHTS, np.int32)[np.maximum(places, 0) >> OFFSET_BITS])
     placed = places >= 0
     out_rows = rows_of[starts]
-    out_terms = tokens[starts]
+    out_terms = numbers[starts]
     wtf = np.add.reduceat(weight, starts) if len(starts) else weight[:0]
     npos = np.add.reduceat(placed.astype(np.int32), starts) if len(starts) else weight[:0]
     pos = places[placed]

@@ -464,7 +464,7 @@ def _copy_record(positions: int) -> tuple:
     import numpy as np
 
     i4 = ">i4"
-    fields = [
+    fields: list[tuple] = [
         ("fields", ">i2"), ("term_len", i4), ("term_id", i4), ("item_len", i4), ("item", ">i8"),
         ("wtf_len", i4), ("wtf", i4), ("dl_len", i4), ("dl", i4), ("file_row_len", i4), ("file_row", "u1"),
         ("pos_len", i4), ("ndim", i4), ("nulls", i4), ("oid", i4),
@@ -476,7 +476,7 @@ def _copy_record(positions: int) -> tuple:
     for name, value in (("fields", 6), ("term_len", 4), ("item_len", 8), ("wtf_len", 4), ("dl_len", 4),
                         ("file_row_len", 1), ("ndim", 1 if positions else 0), ("oid", _INT4_OID)):
         one[name] = value
-    one["pos_len"] = record.itemsize - one.dtype.fields["ndim"][1]
+    one["pos_len"] = record.itemsize - record.fields["ndim"][1]  # type: ignore[index]
     if positions:
         one["size"], one["lower"], one["pos"]["len"] = positions, 1, 4
     return record, one.tobytes()
@@ -506,7 +506,7 @@ def _copy_postings(
     text_docs = np.bincount(term[wtf > 0], minlength=len(slot))
     # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
     counted = ["{" + ",".join(map(str, c.tolist())) + "}" for c in (docs, text_docs)]
-    ids = dict(conn.execute(_ADD_TERMS, ("\n".join(slot), *counted)).fetchall())
+    ids: dict[str, int] = dict(conn.execute(_ADD_TERMS, ("\n".join(slot), *counted)).fetchall())
     term_id = np.array([ids[t] for t in slot], np.int64)[term]
     item = np.asarray(rowids, np.int64)[row]
     lengths = np.array([length for length, _ in items], np.int64)[row]
@@ -533,7 +533,7 @@ def _binary_postings(term_id, item, wtf, dl, file_row, npos, pos) -> bytes:
     first = np.cumsum(npos, dtype=np.int64) - npos
     order = np.argsort(npos, kind="stable")
     cuts = np.flatnonzero(np.diff(npos[order])) + 1
-    out = [b"PGCOPY\n\xff\r\n\x00" + bytes(8)]
+    out: list[bytes | bytearray] = [b"PGCOPY\n\xff\r\n\x00" + bytes(8)]
     for rows in np.split(order, cuts):
         if not len(rows):
             continue
@@ -1316,7 +1316,7 @@ class PostgresStore(StoreBase):
              [json.dumps(list(r.warnings)) for r in recs], [p.packed[0] for p in prepared]),
         ).fetchall())
         entries: list[tuple[int, ItemRow, tuple, tuple, int, bool]] = []
-        postings: list[tuple[int, str]] = []
+        postings: list[tuple[int, bm25.Postings]] = []
         for rec, prep in zip(recs, prepared):
             _blob, spans, detail_spans = prep.packed
             postings.append((len(entries), prep.postings))
@@ -1334,7 +1334,7 @@ class PostgresStore(StoreBase):
 
     def _insert_items(
         self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple, int, bool]],
-        postings: Sequence[tuple[int, str]],
+        postings: Sequence[tuple[int, "bm25.Postings"]],
     ) -> None:
         """Insert items given as (file id, item row, text span, details span, keyword
         length, stands for its file), with their keyword postings (``_write_keywords``),
