@@ -277,15 +277,47 @@ def test_ascii_rows_are_tokenized_as_fts5_does():
     # that adds one non-ASCII token to the kind column (weight 0, no position).
     slow = bm25.analyse([(*r[:3], r[3] + " ŋŋ") for r in rows])
     for row, a, b in zip(rows, fast, slow):
-        assert b.terms.pop("ŋŋ") == (0.0, "") and b.length == a.length + 1, row
+        assert b.terms.pop("ŋŋ") == [0.0, []] and b.length == a.length + 1, row
         assert a.file_row == b.file_row, row
-        assert {t: (w, sorted(p.split(","))) for t, (w, p) in a.terms.items()} == {
-            t: (w, sorted(p.split(","))) for t, (w, p) in b.terms.items()}, row
+        assert {t: (w, sorted(p)) for t, (w, p) in a.terms.items()} == {
+            t: (w, sorted(p)) for t, (w, p) in b.terms.items()}, row
+
+
+def test_file_postings_are_those_of_fts5s_tokens(monkeypatch):
+    """A file's postings, tokenized in Python and grouped by numpy (words past ASCII by
+    FTS5 alone), equal those of ``analyse``, which reads every row that is not all ASCII
+    from FTS5: the same rows, terms, weights, lengths and positions."""
+    every = "".join(chr(c) for c in range(1, 128))
+    rng = random.Random(5)
+    alphabet = every + "aaeeiioXYZ__--09" * 3 + "éÉßŋ—–ñÑçå日本語 ﬁ½²ⅷ\u0301" * 2
+    rows = [(every, "a/b_c.py", every[::-1], "file"), ("", "", "", ""), ("Café_Straße", "x.py", "naïve " * 30, "file")]
+    rows += [tuple("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 300))) for _ in range(3))
+             + (rng.choice(["file", "function", "file line", "x"]),) for _ in range(200)]
+    rows.append(("é" * 600 + "a" * 900, "B" * 1200 + " b" * 3, "tail ünï", "class"))  # tokens cut to 1,000 bytes
+    shape, found = bm25.file_postings(rows)
+    stats = bm25.analyse(rows)
+    assert shape == [(st.length, st.file_row) for st in stats]
+    expected = bm25.postings(stats)
+
+    def lines(p):
+        return sorted(p.lines([n for n, _ in shape], [f for _, f in shape]).splitlines())
+
+    assert lines(found) == lines(expected) and len(found) > 2000
+
+    # A column with more tokens than positions can hold goes analyse's way, beside the rest.
+    monkeypatch.setattr(bm25, "_MAX_OFFSET", 40)
+    rows.append(("Long_row", "long.py", " ".join(f"w{k % 7}" for k in range(100)), "function"))
+    shape, found = bm25.file_postings(rows)
+    stats = bm25.analyse(rows)
+    assert shape == [(st.length, st.file_row) for st in stats]
+    assert lines(found) == lines(bm25.postings(stats))
+    assert shape[-1] == (105, False) and found.terms.count("w3") == 1
 
 
 def test_postings_sent_inline_equal_those_copied(pg_url, pg_workspace, monkeypatch):
-    """A small write sends its posting lines as one parameter, a large one COPYs them into
-    a scratch table: both give the same postings and term counts, and the same scores."""
+    """A small write sends its posting lines as one parameter, a large one counts its terms
+    in the client and COPYs its postings in binary: both give the same postings (empty
+    position arrays too) and term counts, and the same scores."""
     from smartcontext.store import postgres
 
     files = dict(list(_corpus().items())[:25])
@@ -310,6 +342,7 @@ def test_postings_sent_inline_equal_those_copied(pg_url, pg_workspace, monkeypat
                     conn.execute("SELECT rows, tokens FROM fts_stats").fetchall(),
                 )
         assert rows["inline"] == rows["copied"] and len(rows["inline"][0]) > 1000
+        assert any(not pos for *_, pos in rows["inline"][0]) and any(len(pos) > 1 for *_, pos in rows["inline"][0])
         assert any(t == "straße" for t, *_ in rows["inline"][1])  # the note without ASCII
         for terms in _queries(files)[:20]:
             _assert_same(_by_id(stores["inline"], stores["inline"].keyword_search(terms, 30)),

@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from array import array
+from itertools import chain, count, repeat
+from operator import itemgetter
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -76,13 +79,13 @@ def clip_term(term: str) -> str:
 @dataclass
 class RowTerms:
     """One row's statistics: its length in tokens (all columns), whether its kind column
-    holds ``file``, and per term (weighted frequency over name, path and body, packed
-    positions there as comma-separated numbers); a term only in the kind column has
-    frequency 0 and no position."""
+    holds ``file``, and per term [weighted frequency over name, path and body, packed
+    positions there in order]; a term only in the kind column has frequency 0 and no
+    position."""
 
     length: int = 0
     file_row: bool = False
-    terms: dict[str, tuple[float, str]] = field(default_factory=dict)
+    terms: dict[str, list] = field(default_factory=dict)
 
 
 def _analysis_sql() -> str:
@@ -142,7 +145,7 @@ def _analyse_ascii(row: Sequence[str]) -> RowTerms:
     than it must (positions counted from the column's packed base): a parse worker's
     tokenizing is a PostgreSQL cold index's longest step."""
     out = RowTerms()
-    found: dict[str, list] = {}
+    found: dict[str, list] = out.terms
     get = found.get
     kind = len(COLUMNS) - 1
     for col, text in enumerate(row):
@@ -176,7 +179,6 @@ def _analyse_ascii(row: Sequence[str]) -> RowTerms:
             else:
                 entry[0] += weight
                 entry[1].append(position)
-    out.terms = {t: (w, ",".join(map(str, p))) for t, (w, p) in found.items()}
     return out
 
 
@@ -187,44 +189,188 @@ def analyse(rows: Sequence[Sequence[str]]) -> list[RowTerms]:
     rest = [n for n, plain in enumerate(ascii_rows) if not plain]
     if not rest:
         return out
-    for doc, term, wtf, pos, count, in_kind in _tokenizer.read([rows[n] for n in rest], _ANALYSIS):
+    for doc, term, wtf, pos, instances, in_kind in _tokenizer.read([rows[n] for n in rest], _ANALYSIS):
         doc = rest[doc - 1] + 1
         if len(term) > MAX_TERM_BYTES // 4:
             term = clip_term(term)
         row = out[doc - 1]
-        row.length += count
+        row.length += instances
         if in_kind and term == "file":
             row.file_row = True
+        places = [int(p) for p in pos.split(",")] if pos else []
         old = row.terms.get(term)
         if old is not None:  # two long terms clipped alike
-            wtf, pos = old[0] + wtf, ",".join(p for p in (old[1], pos) if p)
-        row.terms[term] = (wtf, pos or "")
+            wtf, places = old[0] + wtf, old[1] + places
+        row.terms[term] = [wtf, places]
     return out
+
+
+@dataclass
+class Postings:
+    """The postings of a file's rows in columns: ``terms`` the file's distinct terms, and
+    per posting its row's index (from 0), its term's index in ``terms``, its weighted
+    frequency and number of positions; ``pos`` all the positions one after another.
+    Plain arrays of ints: they come back from a parse worker pickled as bytes, and the
+    store turns them into binary COPY rows with numpy (as text, formatting each posting
+    and its positions was most of a worker's tokenizing)."""
+
+    terms: list[str]
+    row: array
+    term: array
+    wtf: array
+    npos: array
+    pos: array
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def lines(self, lengths: Sequence[int], file_rows: Sequence[bool]) -> str:
+        """As COPY text lines: the row's index, the term, its weighted frequency, the
+        row's length, whether it stands for its file, positions."""
+        out = []
+        at = 0
+        for n, k, wtf, npos in zip(self.row, self.term, self.wtf, self.npos):
+            term = self.terms[k]
+            if "\\" in term:  # COPY's escape; unicode61 keeps no tab or newline in a token
+                term = term.replace("\\", "\\\\")
+            places = ",".join(map(str, self.pos[at : at + npos]))
+            at += npos
+            out.append(f"{n}\t{term}\t{wtf}\t{lengths[n]}\t{'t' if file_rows[n] else 'f'}\t{{{places}}}\n")
+        return "".join(out)
+
+
+def postings(stats: Sequence[RowTerms]) -> Postings:
+    """The ``Postings`` of rows' statistics (``analyse``), in C loops (``map``) rather than
+    a Python step per posting."""
+    index = {t: k for k, t in enumerate(dict.fromkeys(t for st in stats for t in st.terms))}
+    rows, terms, wtfs, npos, pos = array("i"), array("i"), array("i"), array("i"), array("i")
+    for n, st in enumerate(stats):
+        found = st.terms
+        rows.extend(repeat(n, len(found)))
+        terms.extend(map(index.__getitem__, found))
+        values = list(found.values())
+        wtfs.extend(map(int, map(_first, values)))
+        places = list(map(_second, values))
+        npos.extend(map(len, places))
+        pos.extend(chain.from_iterable(places))
+    return Postings(list(index), rows, terms, wtfs, npos, pos)
+
+
+_first, _second = itemgetter(0), itemgetter(1)
+
+
+def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]], Postings]:
+    """Each row's (length, stands for its file) and the ``Postings`` of rows of (name,
+    path, body, kind) values: ``postings(analyse(rows))``, in another order. Text is
+    tokenized as ``_analyse_ascii`` does (words past ASCII by FTS5), but Python only
+    numbers each token (a ``defaultdict`` whose missing keys get the next number, in C)
+    and numpy groups the tokens of all rows by row and term: a parse worker's tokenizing
+    was most of the CPU a PostgreSQL cold index spends beyond SQLite's. A row with a
+    column past the packed offsets goes through ``analyse``."""
+    import numpy as np
+
+    number: defaultdict[str, int] = defaultdict(count().__next__)
+    numbered = number.__getitem__
+    term: list[int] = []  # every token's number, column after column
+    runs: list[tuple[int, int, int]] = []  # per column with tokens: (row, first position or -1, tokens)
+    shape: list[tuple[int, bool]] = []
+    slow: list[int] = []
+    kind = len(COLUMNS) - 1
+    plain = [all(v.isascii() for v in values) for values in rows]
+    # Outside ASCII: the words holding a character past it are tokenized by FTS5 (unicode61
+    # reads each character alone, and every ASCII character but letters and digits
+    # separates), the rest as in ASCII.
+    outside = list(dict.fromkeys(w for values, ascii in zip(rows, plain) if not ascii for text in values
+                                 if not text.isascii() for w in _WORD.findall(text) if not w.isascii()))
+    words = dict(zip(outside, _fts5_tokens(outside))) if outside else {}
+    for n, values in enumerate(rows):
+        if plain[n]:
+            columns = [_ASCII_TOKEN.findall(text.lower()) for text in values]
+        else:
+            columns = [_ASCII_TOKEN.findall(text.lower()) if text.isascii() else
+                       [t for w in _WORD.findall(text) for t in (words[w] if w in words else (w.lower(),))]
+                       for text in values]
+        if any(len(tokens) > _MAX_OFFSET + 1 for tokens in columns):
+            slow.append(n)  # offsets past the packed range: analyse's way
+            shape.append((0, False))
+            continue
+        length, file_row = 0, False
+        for col, (text, tokens) in enumerate(zip(values, columns)):
+            if not tokens:
+                continue
+            if len(text) > MAX_TERM_BYTES and len(max(tokens, key=len)) > MAX_TERM_BYTES:
+                tokens = [t[:MAX_TERM_BYTES] for t in tokens]
+            length += len(tokens)
+            term.extend(map(numbered, tokens))
+            if col == kind:  # weight 0 and no position
+                file_row = "file" in tokens
+                runs.append((n, -1, len(tokens)))
+            else:
+                runs.append((n, col << OFFSET_BITS, len(tokens)))
+        shape.append((length, file_row))
+    numbers = np.array(term, np.int32)
+    run = np.array(runs, np.int64).reshape(-1, 3)
+    rows_of = np.repeat(run[:, 0], run[:, 2]).astype(np.int32)
+    # a token's position: its column's first position + its offset there (-1 in the kind column)
+    offset = np.arange(len(numbers), dtype=np.int64) - np.repeat(np.cumsum(run[:, 2]) - run[:, 2], run[:, 2])
+    first = np.repeat(run[:, 1], run[:, 2])
+    places = np.where(first < 0, -1, first + offset).astype(np.int32)
+    order = np.lexsort((places, numbers, rows_of))  # by row, term, then position (the kind column first)
+    numbers, rows_of, places = numbers[order], rows_of[order], places[order]
+    new = np.ones(len(numbers), np.bool_)
+    new[1:] = (numbers[1:] != numbers[:-1]) | (rows_of[1:] != rows_of[:-1])
+    starts = np.flatnonzero(new)
+    weight = np.where(places < 0, 0, np.asarray(_INT_WEIGHTS, np.int32)[np.maximum(places, 0) >> OFFSET_BITS])
+    placed = places >= 0
+    out_rows = rows_of[starts]
+    out_terms = numbers[starts]
+    wtf = np.add.reduceat(weight, starts) if len(starts) else weight[:0]
+    npos = np.add.reduceat(placed.astype(np.int32), starts) if len(starts) else weight[:0]
+    pos = places[placed]
+    terms = list(number)
+    if slow:
+        stats = analyse([rows[n] for n in slow])
+        extra = postings(stats)
+        for n, st in zip(slow, stats):
+            shape[n] = (st.length, st.file_row)
+        out_rows = np.concatenate([out_rows, np.asarray(slow, np.int32)[np.frombuffer(extra.row, np.int32)]])
+        out_terms = np.concatenate([out_terms, np.asarray([numbered(t) for t in extra.terms], np.int32)
+                                    [np.frombuffer(extra.term, np.int32)]])
+        terms = list(number)
+        wtf = np.concatenate([wtf, np.frombuffer(extra.wtf, np.int32)])
+        npos = np.concatenate([npos, np.frombuffer(extra.npos, np.int32)])
+        pos = np.concatenate([pos, np.frombuffer(extra.pos, np.int32)])
+    as_array = lambda values: array("i", np.ascontiguousarray(values, np.int32).tobytes())  # noqa: E731
+    return shape, Postings(terms, as_array(out_rows), as_array(out_terms), as_array(wtf), as_array(npos),
+                           as_array(pos))
+
+
+def _fts5_tokens(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each word's tokens, as FTS5's unicode61 makes them (long ones clipped as
+    ``analyse`` clips them)."""
+    found: list[list[tuple[int, str]]] = [[] for _ in words]
+    for token, doc, _col, offset in _tokenizer.read([(w, "", "", "") for w in words], "SELECT term, doc, col, offset FROM v"):
+        found[doc - 1].append((offset, clip_term(token) if len(token) > MAX_TERM_BYTES // 4 else token))
+    return [tuple(t for _, t in sorted(f)) for f in found]
+
+
+# A run of characters none of which is an ASCII separator: FTS5 splits it further only
+# where it holds characters past ASCII.
+_WORD = re.compile(r"[A-Za-z0-9\x80-\U0010ffff]+")
+# The column weights as whole numbers, for a weighted frequency summed in numpy.
+_INT_WEIGHTS = tuple(int(w) for w in WEIGHTS[:-1])
 
 
 @dataclass
 class Prepared:
     """One file's rows as a store that is not SQLite writes them: the stored form
-    (``text.pack_file``), each item's (length, stands for its file), and its postings as
-    ``posting_lines``. Plain values: they come back from a parse worker pickled, where
-    a dict per item cost as much as tokenizing."""
+    (``text.pack_file``), each item's (length, stands for its file), and its
+    ``Postings``. Plain values: they come back from a parse worker pickled, where a dict
+    per item cost as much as tokenizing."""
 
     packed: tuple
     items: list[tuple[int, bool]]
-    postings: str
-
-
-def posting_lines(stats: Sequence[RowTerms]) -> str:
-    """The postings of rows as COPY text lines: the row's index (from 0), the term, its
-    weighted frequency, the row's length, whether it stands for its file, positions."""
-    out = []
-    for n, st in enumerate(stats):
-        tail = f"\t{st.length}\t{'t' if st.file_row else 'f'}\t{{"
-        for term, (wtf, pos) in st.terms.items():
-            if "\\" in term:  # COPY's escape; unicode61 keeps no tab or newline in a token
-                term = term.replace("\\", "\\\\")
-            out.append(f"{n}\t{term}\t{int(wtf)}{tail}{pos}}}\n")
-    return "".join(out)
+    postings: Postings
 
 
 def prepare_rows(rows: Sequence[tuple]) -> Prepared:
@@ -236,9 +382,8 @@ def prepare_rows(rows: Sequence[tuple]) -> Prepared:
         item = row[0]
         body, name = fts_values(row)
         fts_rows.append((name, item.path, body, fts_kind(item.kind, item.start_line)))
-    stats = analyse(fts_rows)
-    return Prepared(pack_file([row[0] for row in rows]), [(st.length, st.file_row) for st in stats],
-                    posting_lines(stats))
+    shape, found = file_postings(fts_rows)
+    return Prepared(pack_file([row[0] for row in rows]), shape, found)
 
 
 def query_tokens(texts: Sequence[str]) -> list[tuple[str, ...]]:

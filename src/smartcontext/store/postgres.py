@@ -21,6 +21,7 @@ statement: both stores give the same scores for the same index.
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib.util
 import json
 import logging
@@ -355,16 +356,44 @@ def _delete_keywords(conn: "psycopg.Connection", paths: list[str], counts: _Coun
             counts.add(term_id, -n, -nt)
 
 
-# An index run writing at least this many files into an empty workspace builds the
-# postings' indexes once at its end (``PostgresStore.first_load``).
+# An index run writing at least this many files into an empty workspace builds some
+# indexes once at its end (``PostgresStore.first_load``).
 FIRST_LOAD_FILES = 100
-# The postings' indexes, as ``m004_bm25`` creates them: (name, statement).
-_POSTING_INDEXES = (
-    ("fts_postings_pkey", "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY (term_id, item)"),
-    ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)"),
+# What it builds then, as the migrations create it: (name, statement that builds it,
+# statement that drops it). The postings' two B-trees, the edges' lookups, and the
+# foreign keys of items and edges to their file (checked row by row they were most of the
+# server's time for the edges; one query checks them at the end). Not the items' indexes
+# nor the edges' by file: a write finds a file's rows by them.
+_LOAD_INDEXES = (
+    # (the primary key's index first, then the key: the index's build holds no lock that
+    # keeps the other builds waiting)
+    ("fts_postings_pkey", "CREATE UNIQUE INDEX fts_postings_pkey ON fts_postings (term_id, item); "
+     "ALTER TABLE fts_postings ADD CONSTRAINT fts_postings_pkey PRIMARY KEY USING INDEX fts_postings_pkey",
+     "ALTER TABLE fts_postings DROP CONSTRAINT fts_postings_pkey"),
+    ("fts_postings_item", "CREATE INDEX fts_postings_item ON fts_postings (item)", "DROP INDEX fts_postings_item"),
+    ("edges_src", "CREATE INDEX edges_src ON edges (src)", "DROP INDEX edges_src"),
+    ("edges_dst", "CREATE INDEX edges_dst ON edges (dst) WHERE dst IS NOT NULL", "DROP INDEX edges_dst"),
+    ("edges_dst_name", "CREATE INDEX edges_dst_name ON edges (dst_name) WHERE dst_name IS NOT NULL",
+     "DROP INDEX edges_dst_name"),
+    ("edges_link_name_key", f"CREATE INDEX edges_link_name_key ON edges (({LINK_NAME_KEY})) WHERE kind = 'links_to'",
+     "DROP INDEX edges_link_name_key"),
+    ("items_file_id_fkey", "ALTER TABLE items ADD CONSTRAINT items_file_id_fkey FOREIGN KEY (file_id) "
+     "REFERENCES files(id) ON DELETE CASCADE", "ALTER TABLE items DROP CONSTRAINT items_file_id_fkey"),
+    ("edges_file_id_fkey", "ALTER TABLE edges ADD CONSTRAINT edges_file_id_fkey FOREIGN KEY (file_id) "
+     "REFERENCES files(id) ON DELETE CASCADE", "ALTER TABLE edges DROP CONSTRAINT edges_file_id_fkey"),
+)
+# Deletes files with their items and edges: what their foreign keys' cascade does, done
+# here too, in the same statement, for a first load writes without those keys (a second
+# writer may rewrite a file meanwhile).
+_DELETE_FILES = (
+    "WITH f AS MATERIALIZED (SELECT id FROM files WHERE path = ANY(%s)), "
+    "e AS (DELETE FROM edges WHERE file_id IN (SELECT id FROM f)), "
+    "i AS (DELETE FROM items WHERE file_id IN (SELECT id FROM f)) "
+    "DELETE FROM files WHERE id IN (SELECT id FROM f)"
 )
 
-# Posting lines up to this many go to the server as one parameter, more through COPY.
+# Postings up to this many go to the server as text lines in one parameter, more as
+# binary COPY rows straight into their table.
 _INLINE_POSTINGS = 5000
 # Adds the terms of the posting lines in ``source``, counts every term's documents and
 # writes the postings with the terms' ids; its parameter is the items' row ids. Terms in
@@ -378,25 +407,40 @@ _ADD_POSTINGS = (
     "SELECT ids.id, (%s::bigint[])[p.first + p.n + 1], p.wtf, p.dl, p.file_row, p.pos "
     "FROM {source} p JOIN ids USING (term)"
 )
+# The terms of many postings, counted in the client: adds the new ones, adds to the
+# counts of the others, and returns every one's id.
+_ADD_TERMS = (
+    "INSERT INTO fts_terms AS t (term, docs, text_docs) "
+    "SELECT * FROM unnest(string_to_array(%s, E'\\n'), %s::integer[], %s::integer[]) AS u(term, docs, text_docs) "
+    "ORDER BY term COLLATE \"C\" "
+    "ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs, text_docs = t.text_docs + excluded.text_docs "
+    "RETURNING term, id"
+)
 
 
 def _write_keywords(
     conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
-    postings: Sequence[tuple[int, str]], counts: _Counts,
+    postings: Sequence[tuple[int, "bm25.Postings"]], counts: _Counts,
 ) -> None:
     """Add these items' keyword statistics: ``items`` is each one's (length, stands for
-    its file), ``postings`` (index of its first item in ``rowids``, ``bm25.posting_lines``
-    of its items) per file. Many postings go through COPY into a scratch table, a few as
-    one parameter; one statement then adds the new terms, counts every term's documents
-    and writes the postings with the terms' ids (a loop in Python over 290,000 postings
-    took 4 s of pytest's cold index)."""
-    text = "".join(
-        f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n" for first, lines in postings if lines
-    )
-    if text and text.count("\n") <= _INLINE_POSTINGS:
+    its file), ``postings`` (index of its first item in ``rowids``, its ``Postings``) per
+    file. A few postings go as text lines in one statement that adds their terms and
+    writes them; many have their terms counted in the client, added in one statement
+    that returns their ids, and go as binary COPY rows straight into ``fts_postings``
+    (through a scratch table, with the terms added and joined in the server, they were
+    most of the server's work in a cold index)."""
+    total = sum(len(p) for _, p in postings)
+    if 0 < total <= _INLINE_POSTINGS:
         # A tool's write of a file or two: the lines go as one parameter, split in the
         # statement; a scratch table's CREATE, COPY and DROP were three more round trips
         # inside the workspace's write lock (the DROP alone 5 ms), for which 16 writers queued.
+        lengths = [length for length, _ in items]
+        file_rows = [file_row for _, file_row in items]
+        text = "".join(
+            f"{first}\t" + lines[:-1].replace("\n", f"\n{first}\t") + "\n"
+            for first, p in postings
+            if (lines := p.lines(lengths[first:], file_rows[first:]))
+        )
         conn.execute(
             "WITH p AS MATERIALIZED (SELECT split_part(l, E'\\t', 1)::integer AS first, "
             "split_part(l, E'\\t', 2)::integer AS n, "
@@ -406,17 +450,104 @@ def _write_keywords(
             "FROM string_to_table(%s, E'\\n') AS l WHERE l <> ''), " + _ADD_POSTINGS.format(source="p"),
             (text, list(rowids)),
         )
-    elif text:
-        conn.execute(
-            "CREATE TEMP TABLE _sc_postings (first integer, n integer, term text COLLATE \"C\", wtf integer, "
-            "dl integer, file_row boolean, pos integer[]) ON COMMIT DROP"
-        )
-        with conn.cursor() as cur, cur.copy("COPY _sc_postings FROM STDIN") as copy:
-            copy.write(text)
-        conn.execute("WITH " + _ADD_POSTINGS.format(source="_sc_postings"), (list(rowids),))
-        conn.execute("DROP TABLE _sc_postings")
+    elif total:
+        _copy_postings(conn, rowids, items, postings)
     counts.rows += len(items)
     counts.tokens += sum(length for length, _ in items)
+
+
+@functools.cache
+def _copy_record(positions: int) -> tuple:
+    """(numpy record, its bytes with every constant set) of a binary COPY row of
+    ``_binary_postings`` with this many positions (an empty array has no dimension, as
+    PostgreSQL writes ``{}``)."""
+    import numpy as np
+
+    i4 = ">i4"
+    fields: list[tuple] = [
+        ("fields", ">i2"), ("term_len", i4), ("term_id", i4), ("item_len", i4), ("item", ">i8"),
+        ("wtf_len", i4), ("wtf", i4), ("dl_len", i4), ("dl", i4), ("file_row_len", i4), ("file_row", "u1"),
+        ("pos_len", i4), ("ndim", i4), ("nulls", i4), ("oid", i4),
+    ]
+    if positions:
+        fields += [("size", i4), ("lower", i4), ("pos", [("len", i4), ("value", i4)], (positions,))]
+    record = np.dtype(fields)
+    one = np.zeros(1, record)
+    for name, value in (("fields", 6), ("term_len", 4), ("item_len", 8), ("wtf_len", 4), ("dl_len", 4),
+                        ("file_row_len", 1), ("ndim", 1 if positions else 0), ("oid", _INT4_OID)):
+        one[name] = value
+    one["pos_len"] = record.itemsize - record.fields["ndim"][1]  # type: ignore[index]
+    if positions:
+        one["size"], one["lower"], one["pos"]["len"] = positions, 1, 4
+    return record, one.tobytes()
+
+
+def _copy_postings(
+    conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
+    postings: Sequence[tuple[int, "bm25.Postings"]],
+) -> None:
+    """``_write_keywords`` of many postings: the terms in one statement, the postings as
+    binary COPY rows built by numpy."""
+    import numpy as np
+
+    postings = [(first, p) for first, p in postings if len(p)]
+    every = [t for _, p in postings for t in p.terms]  # each file's distinct terms
+    slot = dict(zip(dict.fromkeys(every), range(len(every))))  # the batch's, in order of first appearance
+    where = np.fromiter(map(slot.__getitem__, every), np.int64, len(every))
+    parts = []
+    at = 0
+    for first, p in postings:
+        parts.append((first + np.frombuffer(p.row, np.int32).astype(np.int64),
+                      where[at + np.frombuffer(p.term, np.int32)],
+                      np.frombuffer(p.wtf, np.int32), np.frombuffer(p.npos, np.int32), np.frombuffer(p.pos, np.int32)))
+        at += len(p.terms)
+    row, term, wtf, npos, pos = (np.concatenate(c) for c in zip(*parts))
+    docs = np.bincount(term, minlength=len(slot))
+    text_docs = np.bincount(term[wtf > 0], minlength=len(slot))
+    # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
+    counted = ["{" + ",".join(map(str, c.tolist())) + "}" for c in (docs, text_docs)]
+    ids: dict[str, int] = dict(conn.execute(_ADD_TERMS, ("\n".join(slot), *counted)).fetchall())
+    term_id = np.array([ids[t] for t in slot], np.int64)[term]
+    item = np.asarray(rowids, np.int64)[row]
+    lengths = np.array([length for length, _ in items], np.int64)[row]
+    file_row = np.array([file_row for _, file_row in items], np.bool_)[row]
+    data = _binary_postings(term_id, item, wtf, lengths, file_row, npos, pos)
+    with conn.cursor() as cur, cur.copy(
+        "COPY fts_postings (term_id, item, wtf, dl, file_row, pos) FROM STDIN (FORMAT BINARY)"
+    ) as copy:
+        copy.write(data)
+
+
+_INT4_OID = 23
+
+
+def _binary_postings(term_id, item, wtf, dl, file_row, npos, pos) -> bytes:
+    """PostgreSQL's binary COPY of postings (``term_id integer, item bigint, wtf integer,
+    dl integer, file_row boolean, pos integer[]``), one row per element of the arrays,
+    ``pos`` holding every row's ``npos`` positions one after another. The rows go grouped
+    by their number of positions: each group is one numpy record array (each field's
+    big-endian length and value, the array's header and elements), filled column by
+    column rather than a step per row."""
+    import numpy as np
+
+    first = np.cumsum(npos, dtype=np.int64) - npos
+    order = np.argsort(npos, kind="stable")
+    cuts = np.flatnonzero(np.diff(npos[order])) + 1
+    out: list[bytes | bytearray] = [b"PGCOPY\n\xff\r\n\x00" + bytes(8)]
+    for rows in np.split(order, cuts):
+        if not len(rows):
+            continue
+        k = int(npos[rows[0]])
+        record, template = _copy_record(k)
+        block = bytearray(template * len(rows))
+        group = np.frombuffer(block, record)
+        group["term_id"], group["item"], group["wtf"] = term_id[rows], item[rows], wtf[rows]
+        group["dl"], group["file_row"] = dl[rows], file_row[rows]
+        if k:
+            group["pos"]["value"] = pos[first[rows][:, None] + np.arange(k)]
+        out.append(block)
+    out.append(b"\xff\xff")
+    return b"".join(out)
 
 
 def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
@@ -444,7 +575,7 @@ def index_stored_keywords(conn: "psycopg.Connection", batch: int = 200) -> None:
                             [(st.length, r[0]) for st, r in zip(stats, rows)])
         counts = _Counts()
         _write_keywords(conn, [r[0] for r in rows], [(st.length, st.file_row) for st in stats],
-                        [(0, bm25.posting_lines(stats))], counts)
+                        [(0, bm25.postings(stats))], counts)
         counts.flush(conn)
 
 
@@ -1125,8 +1256,7 @@ class PostgresStore(StoreBase):
             if paths:
                 changed = self._item_paths(conn, paths)
                 _delete_keywords(conn, paths, self._counts())
-                # items and edges go with their file (ON DELETE CASCADE)
-                conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+                conn.execute(_DELETE_FILES, (paths,))
                 self._bump_generation(changed)
         return len(paths)
 
@@ -1175,7 +1305,7 @@ class PostgresStore(StoreBase):
         paths = [rec.path for rec, _ in records]
         changed = self._item_paths(conn, paths) | {row[0].path for rec, _ in records for row in rec.items}
         _delete_keywords(conn, paths, self._counts())
-        conn.execute("DELETE FROM files WHERE path = ANY(%s)", (paths,))
+        conn.execute(_DELETE_FILES, (paths,))
         recs = [rec for rec, _ in records]
         ids: dict[str, int] = dict(conn.execute(
             "INSERT INTO files(path, mtime_ns, size, hash, language, source, module, warnings, data) "
@@ -1186,7 +1316,7 @@ class PostgresStore(StoreBase):
              [json.dumps(list(r.warnings)) for r in recs], [p.packed[0] for p in prepared]),
         ).fetchall())
         entries: list[tuple[int, ItemRow, tuple, tuple, int, bool]] = []
-        postings: list[tuple[int, str]] = []
+        postings: list[tuple[int, bm25.Postings]] = []
         for rec, prep in zip(recs, prepared):
             _blob, spans, detail_spans = prep.packed
             postings.append((len(entries), prep.postings))
@@ -1204,7 +1334,7 @@ class PostgresStore(StoreBase):
 
     def _insert_items(
         self, conn: "psycopg.Connection", entries: Sequence[tuple[int, ItemRow, tuple, tuple, int, bool]],
-        postings: Sequence[tuple[int, str]],
+        postings: Sequence[tuple[int, "bm25.Postings"]],
     ) -> None:
         """Insert items given as (file id, item row, text span, details span, keyword
         length, stands for its file), with their keyword postings (``_write_keywords``),
@@ -1871,46 +2001,79 @@ class PostgresStore(StoreBase):
     @contextmanager
     def first_load(self, files: int) -> Iterator[None]:
         """Around an index run about to write ``files`` files: into an empty workspace and
-        at least ``FIRST_LOAD_FILES`` of them, the postings' two B-trees are dropped and
-        built once at the end over all rows, cheaper than growing them row by row (the
-        statement that writes the postings took 5.7 s of this repository's cold index
-        with them, 2.0 s without, and building them afterwards 0.5 s). Meanwhile a search
-        reads every posting instead of a term's: slower, the same answers. A run that dies
-        before its end leaves them missing; the next run builds them first."""
-        names = [name for name, _ in _POSTING_INDEXES]
+        at least ``FIRST_LOAD_FILES`` of them, the indexes and keys of ``_LOAD_INDEXES``
+        are dropped and built once at the end over all rows, cheaper than growing them
+        row by row (the statement that wrote the postings took 5.7 s of this repository's
+        cold index with the postings' B-trees, 2.0 s without, and building them afterwards
+        0.5 s; the edges' foreign key was 0.39 of their 0.47 s). Meanwhile a search reads
+        every posting instead of a term's: slower, the same answers; a second writer takes
+        turns with the load (``_DELETE_FILES`` does the foreign keys' cascade). A run that
+        dies before its end leaves them missing; the next run builds them first."""
+        if files >= FIRST_LOAD_FILES:
+            import numpy  # noqa: F401 - before the parse workers fork: they group postings with it
+
+        names = [name for name, *_ in _LOAD_INDEXES]
         check = (
+            "WITH s AS (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
             "SELECT NOT EXISTS (SELECT 1 FROM files), ARRAY(SELECT relname::text FROM pg_class "
-            "WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
-            "AND relname = ANY(%s))"
+            "WHERE relnamespace = (SELECT oid FROM s) AND relname = ANY(%s) AND relkind = 'i' "
+            "UNION SELECT conname::text FROM pg_constraint WHERE connamespace = (SELECT oid FROM s) "
+            "AND conname = ANY(%s))"
         )
         with self._conn() as conn:  # one read, without the write lock, nearly always all there is
-            empty, present = _one(conn.execute(check, (names,)))
+            empty, present = _one(conn.execute(check, (names, names)))
         defer = bool(empty) and files >= FIRST_LOAD_FILES
         if defer or len(present) < len(names):
             with self._write() as conn:
-                empty, present = _one(conn.execute(check, (names,)))  # again, under the lock
+                empty, present = _one(conn.execute(check, (names, names)))  # again, under the lock
                 defer = bool(empty) and files >= FIRST_LOAD_FILES
                 if defer:
-                    for name in present:
-                        conn.execute(sql.SQL(
-                            "ALTER TABLE fts_postings DROP CONSTRAINT {}" if name.endswith("_pkey")
-                            else "DROP INDEX {}"
-                        ).format(sql.Identifier(name)))
+                    for name, _, drop in _LOAD_INDEXES:
+                        if name in present:
+                            conn.execute(drop)
                 else:
-                    self._build_posting_indexes(conn, present)
+                    self._build_load_indexes(conn, present)
         try:
             yield
         finally:
             if defer:
-                with self._write() as conn:
-                    present = _one(conn.execute(check, (names,)))[1]
-                    self._build_posting_indexes(conn, present)
+                self._build_after_load(check, names)
+
+    def _build_after_load(self, check: str, names: list[str]) -> None:
+        """The end of a first load: the postings' primary key built on a connection of its
+        own while the rest are built on this one (on two cores, the index run's last
+        half second was these builds one after another). Each build is one transaction,
+        so a run killed meanwhile leaves whole indexes or none, and the next run builds
+        what is missing."""
+        failed: list[BaseException] = []
+
+        def build_key() -> None:
+            try:
+                with self._pooled() as other, other.transaction():
+                    self._build_load_indexes(other, present, only=("fts_postings_pkey",))
+            except BaseException as exc:  # noqa: BLE001 - raised below, in the index run's thread
+                failed.append(exc)
+
+        with self._conn() as conn:
+            present = _one(conn.execute(check, (names, names)))[1]
+        key = threading.Thread(target=build_key, name="smartcontext-build-key", daemon=True)
+        key.start()
+        try:
+            # committed before the key's build takes its table lock to finish
+            with self._write() as conn:
+                self._build_load_indexes(conn, [*present, "fts_postings_pkey"])
+        finally:
+            key.join()
+        if failed:
+            raise failed[0]
 
     @staticmethod
-    def _build_posting_indexes(conn: "psycopg.Connection", present: Collection[str]) -> None:
-        for name, statement in _POSTING_INDEXES:
-            if name not in present:
-                conn.execute(statement)
+    def _build_load_indexes(conn: "psycopg.Connection", present: Collection[str],
+                            only: Collection[str] | None = None) -> None:
+        for name, statements, _ in _LOAD_INDEXES:
+            if name not in present and (only is None or name in only):
+                for statement in statements.split("; "):
+                    conn.execute(statement)
 
     def _hnsw_exists(self, conn: "psycopg.Connection", dim: int) -> bool:
         return conn.execute(
