@@ -351,3 +351,9 @@ def test_postings_sent_inline_equal_those_copied(pg_url, pg_workspace, monkeypat
         for way, store in stores.items():
             store.close()
             postgres.drop_workspace(pg_url, f"{pg_workspace}_{way}")
+
+
+def test_the_parse_workers_integer_weights_are_the_column_weights():
+    # file_postings sums the column weights as integers in numpy: a fractional weight in
+    # WEIGHTS would be cut there and the PostgreSQL scores would drift from SQLite's.
+    assert bm25._INT_WEIGHTS == tuple(bm25.WEIGHTS[:-1])
