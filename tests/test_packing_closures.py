@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import write_tree
+
 from smartcontext import Workspace
 from smartcontext.context import pipeline
 from smartcontext.tokens import count_tokens
@@ -48,10 +50,7 @@ def _tree(root: Path) -> None:
     )
     files = {"pkg/__init__.py": "", "pkg/column.py": '"""Columns of a table."""\n' + _FACTORY + rest,
              "pkg/table.py": "def show(table):\n    \"\"\"Print a table.\"\"\"\n    return table\n"}
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    write_tree(root, files)
 
 
 def test_a_shown_closure_brings_its_factory_whole(tmp_path, monkeypatch):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import write_tree
+
 from smartcontext import Workspace
 from smartcontext.context import pipeline
 from smartcontext.tokens import count_tokens
@@ -32,10 +34,7 @@ def _tree(root: Path) -> None:
     body += "    return transport(url, timeout)\n"
     files = {"pkg/__init__.py": "", "pkg/client.py": head + body,
              "pkg/server.py": "def serve(port):\n    \"\"\"Serve on port.\"\"\"\n    return port\n"}
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    write_tree(root, files)
 
 
 def test_a_reports_top_file_head_is_counted_not_estimated(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,6 +232,25 @@ _LOAD_INDEXES = ["edges_dst", "edges_dst_name", "edges_file_id_fkey", "edges_lin
                  "fts_postings_item", "fts_postings_pkey", "items_file_id_fkey"]
 
 
+def _open_pg(root: Path, url: str, name: str) -> Workspace:
+    """``root`` indexed into the PostgreSQL workspace ``name``, without embeddings."""
+    c = Config.load(root)
+    c.store.url, c.store.workspace, c.embeddings.model = url, name, "none"
+    return Workspace.open(root, c)
+
+
+_TERM_COUNTS_OFF = (  # terms whose document counts are not those of their postings
+    "SELECT count(*) FROM fts_terms t LEFT JOIN (SELECT term_id, count(*) AS d, "
+    "count(*) FILTER (WHERE wtf > 0) AS td FROM fts_postings GROUP BY term_id) p ON p.term_id = t.id "
+    "WHERE t.docs <> coalesce(p.d, 0) OR t.text_docs <> coalesce(p.td, 0)"
+)
+_QUESTIONS = ("apply a discount", "session token", "hash the password", "user accounts")
+
+
+def _keyword_answers(ws: Workspace) -> list[list[tuple[str, float]]]:
+    return [[(h.id, h.score) for h in ws.search(q, mode="keyword")] for q in _QUESTIONS]
+
+
 def _load_indexes(conn) -> list[str]:
     """The indexes and foreign keys of this workspace a first load builds at its end,
     those there now."""
@@ -247,24 +267,16 @@ def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg
     run that died with them missing leaves them to the next run, which builds them."""
     import smartcontext.store.postgres as pgstore
 
-    def open_ws(name):
-        c = Config.load(sample_repo)
-        c.store.url, c.store.workspace, c.embeddings.model = pg_url, name, "none"
-        return Workspace.open(sample_repo, c)
-
-    def indexes(conn):
-        return _load_indexes(conn)
-
     full = _LOAD_INDEXES
-    grown = open_ws(f"{pg_workspace}_grown")
+    grown = _open_pg(sample_repo, pg_url, f"{pg_workspace}_grown")
     seen = []
     store_files = pgstore.PostgresStore._store_files
 
     def spy(self, conn, records):
-        seen.append(indexes(conn))
+        seen.append(_load_indexes(conn))
         return store_files(self, conn, records)
 
-    loaded = open_ws(pg_workspace)
+    loaded = _open_pg(sample_repo, pg_url, pg_workspace)
     try:
         monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 10_000)  # the B-trees grown row by row
         grown.index()
@@ -273,16 +285,14 @@ def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg
         loaded.index()
         assert seen and all(s == [] for s in seen), seen
         with loaded.store._conn() as conn:
-            assert indexes(conn) == full
-        for q in ("apply a discount", "session token", "hash the password", "user accounts"):
-            assert ([(h.id, h.score) for h in loaded.search(q, mode="keyword")]
-                    == [(h.id, h.score) for h in grown.search(q, mode="keyword")])
+            assert _load_indexes(conn) == full
+        assert _keyword_answers(loaded) == _keyword_answers(grown)
         # A run killed while they were dropped: the next one builds them before writing.
         with loaded.store._conn() as conn:
             conn.execute("DROP INDEX fts_postings_item")
         loaded.index()
         with loaded.store._conn() as conn:
-            assert indexes(conn) == full
+            assert _load_indexes(conn) == full
     finally:
         grown.close()
         loaded.close()
@@ -321,15 +331,10 @@ def test_a_killed_first_load_is_finished_by_the_next_index_run(sample_repo, pg_u
     without the indexes it builds at its end and without a half-written file; the next
     index run builds those indexes and writes the rest: the same counts, term statistics
     and answers as a workspace loaded in one run."""
-    def open_ws(name):
-        c = Config.load(sample_repo)
-        c.store.url, c.store.workspace, c.embeddings.model = pg_url, name, "none"
-        return Workspace.open(sample_repo, c)
-
     killed = subprocess.run([sys.executable, "-c", _KILLED_LOAD, str(sample_repo), pg_url, pg_workspace],
                             capture_output=True, text=True, timeout=120)
     assert killed.returncode == -9, killed.stderr
-    alone, again = open_ws(f"{pg_workspace}_alone"), open_ws(pg_workspace)
+    alone, again = _open_pg(sample_repo, pg_url, f"{pg_workspace}_alone"), _open_pg(sample_repo, pg_url, pg_workspace)
     try:
         with again.store._conn() as conn:
             assert _load_indexes(conn) == []
@@ -342,15 +347,9 @@ def test_a_killed_first_load_is_finished_by_the_next_index_run(sample_repo, pg_u
         again.index()
         with again.store._conn() as conn:
             assert _load_indexes(conn) == _LOAD_INDEXES
-            assert conn.execute(
-                "SELECT count(*) FROM fts_terms t LEFT JOIN (SELECT term_id, count(*) AS d, "
-                "count(*) FILTER (WHERE wtf > 0) AS td FROM fts_postings GROUP BY term_id) p ON p.term_id = t.id "
-                "WHERE t.docs <> coalesce(p.d, 0) OR t.text_docs <> coalesce(p.td, 0)"
-            ).fetchone()[0] == 0
+            assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
         assert again.store.counts() == alone.store.counts()
-        for q in ("apply a discount", "session token", "hash the password", "user accounts"):
-            assert ([(h.id, h.score) for h in again.search(q, mode="keyword")]
-                    == [(h.id, h.score) for h in alone.search(q, mode="keyword")])
+        assert _keyword_answers(again) == _keyword_answers(alone)
     finally:
         alone.close()
         again.close()
@@ -370,15 +369,10 @@ def test_a_second_writer_beside_a_first_load_leaves_a_whole_index(sample_repo, p
     import smartcontext.indexer as indexer
     import smartcontext.store.postgres as pgstore
 
-    def open_ws(name):
-        c = Config.load(sample_repo)
-        c.store.url, c.store.workspace, c.embeddings.model = pg_url, name, "none"
-        return Workspace.open(sample_repo, c)
-
     monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 1)
     monkeypatch.setattr(indexer, "_BATCH_FILES", 1)  # a transaction a file: the writers interleave
-    alone = open_ws(f"{pg_workspace}_alone")
-    first, second = open_ws(pg_workspace), open_ws(pg_workspace)
+    alone = _open_pg(sample_repo, pg_url, f"{pg_workspace}_alone")
+    first, second = _open_pg(sample_repo, pg_url, pg_workspace), _open_pg(sample_repo, pg_url, pg_workspace)
     store_files = pgstore.PostgresStore._store_files
     failed: list[BaseException] = []
     runner: list[threading.Thread] = []
@@ -409,18 +403,12 @@ def test_a_second_writer_beside_a_first_load_leaves_a_whole_index(sample_repo, p
         assert seen == [[]] and runner[1].files_indexed > 0  # it wrote, beside the first load
         with first.store._conn() as conn:
             assert _load_indexes(conn) == _LOAD_INDEXES
-            assert conn.execute(
-                "SELECT count(*) FROM fts_terms t LEFT JOIN (SELECT term_id, count(*) AS d, "
-                "count(*) FILTER (WHERE wtf > 0) AS td FROM fts_postings GROUP BY term_id) p ON p.term_id = t.id "
-                "WHERE t.docs <> coalesce(p.d, 0) OR t.text_docs <> coalesce(p.td, 0)"
-            ).fetchone()[0] == 0
+            assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
             assert conn.execute(
                 "SELECT (SELECT rows FROM fts_stats) = count(*), (SELECT tokens FROM fts_stats) = sum(fts_len) FROM items"
             ).fetchone() == (True, True)
         assert first.store.counts() == alone.store.counts()
-        for q in ("apply a discount", "session token", "hash the password", "user accounts"):
-            assert ([(h.id, h.score) for h in first.search(q, mode="keyword")]
-                    == [(h.id, h.score) for h in alone.search(q, mode="keyword")])
+        assert _keyword_answers(first) == _keyword_answers(alone)
     finally:
         for w in (alone, first, second):
             w.close()

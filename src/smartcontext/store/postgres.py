@@ -46,7 +46,7 @@ from .pg_import import import_psycopg
 from ..words import fts_text
 from . import bm25
 from .shared import FileTexts, StoreBase, item_from_row
-from .text import JSON, FileData, pack_file
+from .text import JSON, FileData
 
 if TYPE_CHECKING:  # numpy and pgvector only where vectors are handled (see _vectors)
     import numpy as np
