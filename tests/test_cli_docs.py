@@ -68,3 +68,25 @@ def test_every_help_text_prints_as_written_in_the_terminal():
 
     changed = [where for where, text in _help_texts() if render(text).plain != text]
     assert not changed, f"help that rich markup would change: {changed}"
+
+
+@pytest.mark.parametrize("group", ["", "config", "serve", "chat", "store", "sc"])
+def test_the_command_list_gives_each_summary_on_one_row(group):
+    # typer's rich command list kept a docstring's source line breaks: `smartcontext --help`
+    # listed status as "... answering as it" and, on the next row, "should (an unfinished ...".
+    import inspect
+
+    from typer.testing import CliRunner
+
+    from smartcontext.cli import load_app
+
+    app = load_app()
+    result = CliRunner().invoke(app, [*group.split(), "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    rows = [" ".join(line.strip("│ ").split()) for line in result.output.splitlines()]
+    typer_app = app if not group else next(g.typer_instance for g in app.registered_groups if g.name == group)
+    assert typer_app.registered_commands
+    for info in typer_app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        first = " ".join(inspect.cleandoc(info.callback.__doc__ or info.help or "").split("\n\n")[0].split())
+        assert any(row == f"{name} {first}" for row in rows), (name, first)

@@ -21,7 +21,24 @@ def load_app() -> Any:
     from . import index, context, search, coverage, tool, serve, sc, store, chat, agent  # noqa: F401,I001
     from .root import app
 
+    _one_line_summaries(app)
     return app
+
+
+def _one_line_summaries(app: Any) -> None:
+    """Give every command whose summary (its docstring's first paragraph) wraps over
+    several source lines a one-line ``short_help``: typer's rich command list keeps those
+    line breaks, so `smartcontext --help` printed "... answering as it" and " should (...)"
+    on two rows of the list."""
+    import inspect
+
+    for info in app.registered_commands:
+        if info.short_help is None:
+            first = inspect.cleandoc(info.help or info.callback.__doc__ or "").split("\n\n")[0]
+            if "\n" in first:
+                info.short_help = " ".join(first.split())
+    for group in app.registered_groups:
+        _one_line_summaries(group.typer_instance)
 
 
 def __getattr__(name: str) -> Any:
