@@ -216,6 +216,21 @@ def wait_until_embedded(url: str, timeout: float = 120) -> None:
     pytest.fail(f"the server's background embedding did not finish: {st['embedding']}")
 
 
+@pytest.mark.parametrize("page_path", ["/", "/search"])
+def test_a_page_loads_without_a_failed_request_or_console_error(site, browser, page_path):
+    # A browser asks every page for /favicon.ico unless the page names an icon: a 404 and a
+    # console error on each visit to the search page.
+    url, _ = site
+    page = browser.new_page()
+    errors, failed = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    page.goto(f"{url}{page_path}")
+    page.wait_for_load_state("networkidle")
+    page.close()
+    assert errors == [] and failed == []
+
+
 def test_search_page_gives_a_context_with_its_token_count(site, browser):
     url, _ = site
     question = "How does the cart apply discounts?"
@@ -236,8 +251,16 @@ def test_search_page_gives_a_context_with_its_token_count(site, browser):
     expected = httpx.post(f"{url}/api/context", json={"question": question, "max_tokens": 1500}, timeout=60).json()
     assert page.get_attribute("#sc-token-count", "data-tokens") == str(expected["token_count"])
     assert page.text_content("#sc-token-count").startswith(f"{expected['token_count']} tokens of 1500")
-    files = page.eval_on_selector_all("#sc-files li", "els => els.map(e => e.textContent)")
-    assert files == expected["files"] and "shop/pricing.py" in files
+    # The files the text holds, in its order, each with its place in the ranking; the other
+    # ranked files under a fold.
+    listed = page.eval_on_selector_all("#sc-files li", "els => els.map(e => e.firstChild.textContent)")
+    assert listed == expected["context_files"] and "shop/pricing.py" in listed
+    ranks = page.eval_on_selector_all("#sc-files li .sc-rank", "els => els.map(e => e.textContent)")
+    assert ranks == [f" ranked {expected['files'].index(f) + 1}" for f in listed]
+    outside = [f for f in expected["files"] if f not in listed]
+    assert page.is_hidden("#sc-more-files-box") == (not outside)
+    more = page.eval_on_selector_all("#sc-more-files li", "els => els.map(e => e.textContent)")
+    assert more == [f"{f} (ranked {expected['files'].index(f) + 1})" for f in outside]
     assert page.text_content("#sc-context-text") == expected["text"]
     # What was left out, and what the budget went to.
     rows = page.eval_on_selector_all("#sc-omitted tbody tr", "els => els.map(e => e.cells[1].textContent + ' ' + e.cells[2].textContent)")

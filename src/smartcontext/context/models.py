@@ -181,6 +181,9 @@ class ContextResult:
                       content a model reads, without JSON syntax (``counts`` says which).
     relevance_scores: item id -> normalised score.
     files:            files ranked by relevance (including ones that did not fit).
+    context_files:    the files ``text`` holds, in its order (an item's own score orders
+                      the text, so a file ranked low can hold the best item: a note titled
+                      "This Week" for "what should I work on this week?").
     stats:            entities, candidates per signal, selected, tokens vs budget, timings.
     warnings:         e.g. the budget was too small, nothing matched.
     counts:           what ``token_count`` counts.
@@ -222,6 +225,10 @@ class ContextResult:
         return self.text
 
     @property
+    def context_files(self) -> list[str]:
+        return list(dict.fromkeys(s.item.path for s in self.items))
+
+    @property
     def nodes(self) -> list[Item]:
         return [s.item for s in self.items]
 
@@ -249,6 +256,7 @@ class ContextResult:
             "item_count": len(self.items),
             "files": shown,
             "more_files": len(self.files) - len(shown),
+            "context_files": self.context_files,
             "warnings": self.warnings,
             "nearest": self.nearest,
             "embedding": self.embedding.to_dict() if self.embedding is not None else None,

@@ -25,15 +25,40 @@
       ' (' + r.item_count + ' items, ' + r.format + ')';
     $('sc-token-count').dataset.tokens = r.token_count;
     $('sc-context-text').textContent = r.text;
-    var files = $('sc-files');
-    files.replaceChildren();
-    r.files.forEach(function (f) { files.appendChild(listItem(f)); });
-    if (r.more_files) files.appendChild(listItem('… ' + r.more_files + ' more', 'sc-muted'));
+    showFiles(r);
     var warnings = $('sc-warnings');
     warnings.replaceChildren();
     (r.warnings || []).forEach(function (w) { warnings.appendChild(listItem(w)); });
     $('sc-copied').textContent = '';
     showOmitted(r);
+  }
+
+  // The files in the text's order (an item's own score orders the text, so a file the
+  // ranking puts 40th can hold its best item), each with its place in the ranking; then
+  // the ranked files the budget left out.
+  function showFiles(r) {
+    var files = $('sc-files');
+    files.replaceChildren();
+    var rank = {};
+    r.files.forEach(function (f, i) { rank[f] = i + 1; });
+    var inText = r.context_files || [];
+    inText.forEach(function (f) {
+      var li = listItem(f);
+      var badge = document.createElement('span');
+      badge.className = 'sc-muted sc-rank';
+      // The answer lists the best-ranked files only (more_files counts the rest).
+      badge.textContent = rank[f] ? ' ranked ' + rank[f] : r.more_files ? ' ranked below ' + r.files.length : '';
+      li.appendChild(badge);
+      files.appendChild(li);
+    });
+    var more = $('sc-more-files');
+    more.replaceChildren();
+    var outside = r.files.filter(function (f) { return inText.indexOf(f) < 0; });
+    outside.forEach(function (f) { more.appendChild(listItem(f + ' (ranked ' + rank[f] + ')')); });
+    if (r.more_files) more.appendChild(listItem('… ' + r.more_files + ' more', 'sc-muted'));
+    var n = outside.length + (r.more_files || 0);
+    $('sc-more-files-summary').textContent = 'Ranked, not in the context: ' + n;
+    $('sc-more-files-box').hidden = !n;
   }
 
   // What was left out and why, and what the budget went to (the answer's omitted,
