@@ -81,16 +81,17 @@ def test_a_signature_listed_on_one_line_counts_and_a_longer_name_does_not(tmp_pa
     assert r["symbols"] == 0.0
 
 
-SECOND_SET = Path(__file__).resolve().parents[1] / "bench" / "data" / "code-questions-2.json"
+DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
 MIRRORS = Path(os.environ.get("SWEBENCH_MIRRORS", "/work/.mirror"))
 
 
-def test_the_second_question_set_keeps_the_dev_sets_rules():
-    """bench/data/code-questions-2.json follows code-questions/README.md: 1-3 library files
-    per question (no tests, no docs), 1-3 qualified symbols each, the four kinds, few
-    identifiers; and every symbol's line is its ``def``/``class`` at the pinned commit
-    (checked from the git mirror when one is there)."""
-    data = json.loads(SECOND_SET.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("name", ["code-questions-2.json", "code-questions-3.json"])
+def test_the_kept_question_sets_keep_the_dev_sets_rules(name):
+    """bench/data/code-questions-2.json and -3.json (the held-out set) follow
+    code-questions/README.md: 1-3 library files per question (no tests, no docs), 1-3
+    qualified symbols each, the four kinds, few identifiers; and every symbol's line is its
+    ``def``/``class`` at the pinned commit (checked from the git mirror when one is there)."""
+    data = json.loads((DATA / name).read_text(encoding="utf-8"))
     questions = data["questions"]
     assert len(questions) == 30 and len({q["id"] for q in questions}) == 30
     assert {q["repo"] for q in questions} == set(data["repos"])
