@@ -1,0 +1,344 @@
+"""Fit the file-ranking constants for bug reports across repositories, and judge the fit by
+leaving one repository out.
+
+Which file ranks first for a question is ``context/pipeline._rank_files``: a file's
+``scoring.file_scores`` (its whole-file BM25, its best symbols, the names, vectors,
+traceback frames and title that reach it, times the test and auxiliary-folder priors),
+over the best file's, plus FILE_BEST_ITEM_WEIGHT times its best item's final score. Those
+constants were set one rule at a time; this script asks whether constants fitted over all
+the bug reports we have rank better on repositories the fit never saw.
+
+    python bench/fit_file_ranking.py collect --out /tmp/lr9/features.json   # ~10 min: every set
+    python bench/fit_file_ranking.py fit /tmp/lr9/features.json              # seconds
+
+``collect`` reopens the indexes bench/ablate.py reads (SWE-bench dev, the three dev2
+samples, both question sets), asks each question once with the current constants and keeps,
+for every ranked file, its ``scoring.file_components`` (the unweighted signals), the depth
+of its traceback frame and whether the report writes its path, and its best item's final
+score. ``fit`` re-ranks those files under other constants (the same arithmetic as
+file_scores and _rank_files; the item scores are those of the current constants, so a fit
+is checked by ``bench/ablate.py`` with the constants set), fits them by coordinate search,
+once per repository on all the other repositories' reports, and prints the cross-validated
+figures beside the current constants' on the same reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _swebench as sw
+import ablate
+
+# (set name, ablate set, work folder). The dev2 samples are the trees indexed under each
+# folder; the dataset is dev2.json for all three.
+REPORT_SETS = (
+    ("dev", "dev", sw.WORK_DIR),
+    ("dev2", "dev2", sw.WORK_DIR / "dev2"),
+    ("dev2b", "dev2", Path("/tmp/dev2b")),
+    ("dev2c", "dev2", Path("/tmp/dev2c")),
+)
+QUESTION_SETS = (
+    ("questions", Path(ablate.cq.DEFAULT_DATASET), sw.WORK_DIR / "code-questions"),
+    ("questions2", sw.BENCH_DIR / "data" / "code-questions-2.json", Path("/tmp/cq8/cq2")),
+)
+SIGNALS = ("whole", "symbols", "names", "vectors", "frames", "title", "prior", "test")
+
+
+# --- collect -------------------------------------------------------------------------
+
+class Recorder:
+    """Patches the scoring and pipeline functions to keep what one question's file ranking
+    is made of; ``take`` returns it and starts afresh."""
+
+    def __init__(self):
+        from smartcontext.context import pipeline
+        from smartcontext.retrieval import scoring
+
+        self.scoring, self.pipeline = scoring, pipeline
+        self.current: dict = {}
+        components, frame_files, rank_files = scoring.file_components, scoring.frame_files, pipeline._rank_files
+
+        def frames_spy(cat, entities, placed=None):
+            out = frame_files(cat, entities, placed)
+            saved = scoring.NAMED_PATH_FILE
+            scoring.NAMED_PATH_FILE = 0.0
+            try:
+                pure = frame_files(cat, entities, placed)
+            finally:
+                scoring.NAMED_PATH_FILE = saved
+            self.current["depth"] = {p: round(math.log(v) / math.log(scoring.FILE_FRAME_STEP)) for p, v in pure.items()}
+            self.current["named_path"] = sorted(set(scoring.named_paths(cat, entities)))
+            return out
+
+        def components_spy(*args, **kwargs):
+            out = components(*args, **kwargs)
+            self.current["components"] = out
+            return out
+
+        def rank_spy(ranked, cat, file_rank):
+            best: dict[str, float] = {}
+            extra: dict[str, float] = {}
+            for s in ranked:
+                e = cat.entries.get(s.rowid)
+                if e is None:
+                    continue
+                if e.path not in best:
+                    best[e.path] = s.score
+                else:
+                    extra[e.path] = extra.get(e.path, 0.0) + s.score
+            self.current["best"], self.current["extra"] = best, extra
+            return rank_files(ranked, cat, file_rank)
+
+        scoring.frame_files, scoring.file_components, pipeline._rank_files = frames_spy, components_spy, rank_spy
+
+    def take(self, ranked: list[str], gold: list[str]) -> dict:
+        cur, self.current = self.current, {}
+        comps, best, extra = cur.get("components", {}), cur.get("best", {}), cur.get("extra", {})
+        # Every file file_scores ranked (any may move up), the first 100 of the others (they
+        # follow all of those, by their best item), and the gold files.
+        keep = set(comps) | set(ranked[:100]) | set(gold)
+        pos = {p: i for i, p in enumerate(ranked)}
+        files = {}
+        for p in keep:
+            c = comps.get(p)
+            row = {k: round(c[k], 6) for k in SIGNALS} if c is not None else None
+            files[p] = {"c": row, "depth": cur.get("depth", {}).get(p), "named": p in cur.get("named_path", ()),
+                        "best": round(best.get(p, 0.0), 6), "extra": round(extra.get(p, 0.0), 6),
+                        "pos": pos.get(p, 10**6)}
+        return {"files": files, "ranked": ranked[:50], "n_scored": len(comps)}
+
+
+def collect(out: Path, only: set[str] | None) -> None:
+    from smartcontext import Workspace
+
+    rec = Recorder()
+    rows = []
+    t0 = time.perf_counter()
+    for name, kind, work in REPORT_SETS:
+        if only and name not in only:
+            continue
+        instances = sw.load_instances(ablate.SETS[kind])
+        trees = {p.name: p for p in (work / "repos").iterdir() if (p / ".smartcontext").is_dir()}
+        groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for inst in instances:
+            groups[(inst["repo"], inst["base_commit"])].append(inst)
+        for members in groups.values():
+            tree = next((trees[i["instance_id"]] for i in members if i["instance_id"] in trees), None)
+            if tree is None:
+                continue
+            with Workspace.open(tree) as ws:
+                for inst in members:
+                    res = ws.context(inst["problem_statement"], max_tokens=8000, format="markdown")
+                    rows.append({"set": name, "id": inst["instance_id"], "repo": inst["repo"],
+                                 "gold": inst["gold_files"], **rec.take(list(res.files), inst["gold_files"])})
+        print(f"{name}: {sum(r['set'] == name for r in rows)} reports, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    for name, dataset, work in QUESTION_SETS:
+        if only and name not in only:
+            continue
+        data = json.loads(dataset.read_text(encoding="utf-8"))
+        for repo, commit in data["repos"].items():
+            tree = work / "repos" / f"{repo.replace('/', '+')}-{commit[:12]}"
+            if not (tree / ".smartcontext").is_dir():
+                continue
+            with Workspace.open(tree) as ws:
+                for q in (q for q in data["questions"] if q["repo"] == repo):
+                    gold = [g["path"] for g in q["gold"]]
+                    res = ws.context(q["question"], max_tokens=4000, format="markdown")
+                    rows.append({"set": name, "id": q["id"], "repo": repo, "gold": gold, "question": True,
+                                 **rec.take(list(res.files), gold)})
+        print(f"{name}: {sum(r['set'] == name for r in rows)} questions, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows), encoding="utf-8")
+    tmp.replace(out)
+
+
+# --- re-rank -------------------------------------------------------------------------
+
+# The constants a fit may move, with the values the coordinate search tries for each.
+GRID = {
+    "FILE_SYMBOL_WEIGHT": (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0, 1.5, 2.0),
+    "FILE_ENTITY_WEIGHT": (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0, 1.5),
+    "FILE_TITLE_WEIGHT": (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0),
+    "FILE_FRAME_WEIGHT": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0),
+    "FILE_FRAME_STEP": (0.25, 0.5, 0.75, 1.0),
+    "NAMED_PATH_FILE": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "TEST_PRIOR": (0.1, 0.2, 0.3, 0.5, 0.7, 1.0),
+    "AUX_PRIOR": (0.25, 0.5, 0.75, 1.0),
+    "FILE_BEST_ITEM_WEIGHT": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
+}
+
+
+def current_constants() -> dict[str, float]:
+    from smartcontext.context import pipeline
+    from smartcontext.retrieval import scoring
+
+    return {k: float(getattr(pipeline if k == "FILE_BEST_ITEM_WEIGHT" else scoring, k)) for k in GRID}
+
+
+def rerank(row: dict, k: dict[str, float]) -> list[str]:
+    """The row's files ranked under constants ``k`` (file_scores, then _rank_files)."""
+    scored, rest = {}, {}
+    for p, f in row["files"].items():
+        c = f["c"]
+        if c is None:
+            rest[p] = f["best"] + 0.1 * min(f["extra"], 2.0)
+            continue
+        frames = c["frames"]
+        if f["depth"] is not None or f["named"]:
+            frames = max(k["FILE_FRAME_STEP"] ** f["depth"] if f["depth"] is not None else 0.0,
+                         k["NAMED_PATH_FILE"] if f["named"] else 0.0)
+        s = (c["whole"] + k["FILE_SYMBOL_WEIGHT"] * c["symbols"] + k["FILE_ENTITY_WEIGHT"] * c["names"]
+             + 0.25 * c["vectors"] + k["FILE_FRAME_WEIGHT"] * frames + k["FILE_TITLE_WEIGHT"] * c["title"])
+        prior = c["prior"] if c["prior"] == 1.0 else k["AUX_PRIOR"]
+        scored[p] = (s * prior * (k["TEST_PRIOR"] if c["test"] else 1.0), f["best"])
+    top = max((v for v, _ in scored.values()), default=0.0) or 1.0
+    combined = {p: v / top + k["FILE_BEST_ITEM_WEIGHT"] * b for p, (v, b) in scored.items()}
+    files = row["files"]
+    # Ties keep the order the pipeline gave them.
+    first = sorted(combined, key=lambda p: (-combined[p], files[p]["pos"]))
+    return first + sorted(rest, key=lambda p: (-rest[p], files[p]["pos"]))
+
+
+def measures(row: dict, ranked: list[str]) -> dict[str, float]:
+    gold = row["gold"]
+    ranks = [ranked.index(g) + 1 if g in ranked else 10**6 for g in gold]
+    worst, best = max(ranks), min(ranks)
+    return {"acc@1": worst <= 1, "acc@5": worst <= 5, "acc@10": worst <= 10,
+            "any@1": best <= 1, "any@5": best <= 5, "rr": 1.0 / best}
+
+
+def objective(rows: list[dict], k: dict[str, float]) -> float:
+    """What the fit maximises: one-file Acc@1 + Acc@5 (+ Acc@10/2), multi-file reports any
+    gold file in the top 5, a little reciprocal rank to break ties; per report."""
+    total = 0.0
+    for r in rows:
+        m = measures(r, rerank(r, k))
+        if len(r["gold"]) == 1:
+            total += m["acc@1"] + m["acc@5"] + 0.5 * m["acc@10"] + 0.1 * m["rr"]
+        else:
+            total += m["any@5"] + 0.5 * m["any@1"] + 0.1 * m["rr"]
+    return total / max(1, len(rows))
+
+
+def fit(rows: list[dict], start: dict[str, float], rounds: int = 3) -> dict[str, float]:
+    """Coordinate search over GRID from ``start``: each constant in turn takes its best value
+    with the others fixed (ties keep the current value), until a round changes nothing."""
+    k = dict(start)
+    best = objective(rows, k)
+    for _ in range(rounds):
+        moved = False
+        for name, values in GRID.items():
+            for v in values:
+                if v == k[name]:
+                    continue
+                trial = {**k, name: v}
+                score = objective(rows, trial)
+                if score > best + 1e-9:
+                    best, k, moved = score, trial, True
+        if not moved:
+            break
+    return k
+
+
+def table(rows: list[dict], ranks: dict[str, list[str]]) -> dict[str, float]:
+    one = [r for r in rows if len(r["gold"]) == 1]
+    multi = [r for r in rows if len(r["gold"]) > 1]
+
+    def pct(sub, key):
+        return 100.0 * sum(measures(r, ranks[r["id"]])[key] for r in sub) / len(sub) if sub else float("nan")
+
+    return {"n1": len(one), "acc@1": pct(one, "acc@1"), "acc@5": pct(one, "acc@5"), "acc@10": pct(one, "acc@10"),
+            "nm": len(multi), "multi any@5": pct(multi, "any@5"), "multi all@5": pct(multi, "acc@5")}
+
+
+def show(label: str, t: dict[str, float]) -> str:
+    multi = f"  multi n={t['nm']:2d} any@5 {t['multi any@5']:5.1f} all@5 {t['multi all@5']:5.1f}" if t["nm"] else ""
+    return (f"{label:28s} one-file n={t['n1']:3d} Acc@1 {t['acc@1']:5.1f} Acc@5 {t['acc@5']:5.1f}"
+            f" Acc@10 {t['acc@10']:5.1f}{multi}")
+
+
+def run_fit(path: Path, out: Path | None, questions_in_fit: bool) -> int:
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    reports = [r for r in rows if not r.get("question")]
+    questions = [r for r in rows if r.get("question")]
+    base = current_constants()
+    # The re-ranking with the current constants must give the pipeline's own ranking.
+    same = sum(rerank(r, base)[:10] == r["ranked"][:10] for r in rows)
+    print(f"re-ranking reproduces the pipeline's top 10 for {same} of {len(rows)} questions")
+    fit_rows = reports + (questions if questions_in_fit else [])
+    repos = sorted({r["repo"] for r in reports})
+    cv_rank: dict[str, list[str]] = {}
+    folds = {}
+    for repo in repos:
+        train = [r for r in fit_rows if r["repo"] != repo]
+        k = fit(train, base)
+        folds[repo] = k
+        for r in rows:
+            if r["repo"] == repo:
+                cv_rank[r["id"]] = rerank(r, k)
+    for r in questions:  # a question set's repository with no report: fitted on all reports
+        if r["id"] not in cv_rank:
+            cv_rank[r["id"]] = rerank(r, folds.setdefault(r["repo"], fit(fit_rows, base)))
+    everything = fit(fit_rows, base)
+    now = {r["id"]: rerank(r, base) for r in rows}
+    fitted = {r["id"]: rerank(r, everything) for r in rows}
+    print("\nconstants: current -> fitted on every repository")
+    for name in GRID:
+        print(f"  {name:22s} {base[name]:6.3f} -> {everything[name]:6.3f}")
+    print("\nper fold (repository left out: its constants)")
+    for repo, k in folds.items():
+        n = sum(r["repo"] == repo for r in reports)
+        print(f"  {repo:28s} n={n:3d} " + " ".join(f"{v:g}" for v in k.values()))
+    print("\nleave one repository out: current constants / fitted on the other repositories / fitted on all (not held out)")
+    groups = [("all reports", reports)] + [(name, [r for r in reports if r["set"] == name]) for name, _, _ in REPORT_SETS]
+    groups += [(f"dev2 all ({name})", [r for r in reports if r["set"] != "dev"]) for name in ("3 samples",)]
+    for label, sub in groups:
+        if sub:
+            print(show(f"{label} current", table(sub, now)))
+            print(show(f"{label} CV", table(sub, cv_rank)))
+            print(show(f"{label} all-data fit", table(sub, fitted)))
+    print("\nper repository (one-file Acc@1/Acc@5): current -> CV")
+    for repo in repos:
+        sub = [r for r in reports if r["repo"] == repo]
+        a, b = table(sub, now), table(sub, cv_rank)
+        print(f"  {repo:28s} n1={a['n1']:3d} {a['acc@1']:5.1f}/{a['acc@5']:5.1f} -> {b['acc@1']:5.1f}/{b['acc@5']:5.1f}")
+    for name, _, _ in QUESTION_SETS:
+        sub = [r for r in questions if r["set"] == name]
+        if sub:
+            for label, ranks in (("current", now), ("CV", cv_rank), ("all-data fit", fitted)):
+                print(f"{name} {label:13s} n={len(sub)} any@1 "
+                      f"{sum(measures(r, ranks[r['id']])['any@1'] for r in sub) / len(sub):.2f} any@5 "
+                      f"{sum(measures(r, ranks[r['id']])['any@5'] for r in sub) / len(sub):.2f}")
+    if out:
+        out.write_text(json.dumps({"current": base, "fitted": everything, "folds": folds}, indent=1), encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect", help="ask every set once and keep each ranked file's signals")
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--sets", default="", help="comma-separated subset of: dev,dev2,dev2b,dev2c,questions,questions2")
+    f = sub.add_parser("fit", help="fit the constants, leave one repository out, print the tables")
+    f.add_argument("features", type=Path)
+    f.add_argument("--out", type=Path, default=None, help="write the fitted constants (all data, per fold) as JSON")
+    f.add_argument("--questions-in-fit", action="store_true", help="fit on the question sets too")
+    args = p.parse_args(argv)
+    if args.cmd == "collect":
+        collect(args.out, set(filter(None, args.sets.split(","))) or None)
+        return 0
+    return run_fit(args.features, args.out, args.questions_in_fit)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
