@@ -116,9 +116,37 @@ class Recorder:
         return {"files": files, "ranked": ranked[:50], "n_scored": len(comps)}
 
 
-def collect(out: Path, only: set[str] | None) -> None:
+def set_constants(pairs: dict[str, str]) -> None:
+    """Set ``NAME=VALUE`` as bench/ablate.py does (``MODULE.NAME`` for another module's);
+    ``cfg.NAME`` sets a field of every answer's ExtractionConfig (``cfg.entity_weight``:
+    the profile's fusion weight of names)."""
+    from smartcontext.context import pipeline
+    from smartcontext.retrieval import scoring
+
+    fields = {k.partition(".")[2]: float(v) for k, v in pairs.items() if k.startswith("cfg.")}
+    for k, v in pairs.items():
+        if k.startswith("cfg."):
+            continue
+        home, name = ablate._home(scoring, k), k.rpartition(".")[2]
+        if not hasattr(home, name):
+            raise SystemExit(f"{home.__name__} has no {name}")
+        old = getattr(home, name)
+        setattr(home, name, (type(old) if isinstance(old, (bool, int)) else float)(float(v)))
+    if fields:
+        extract = pipeline.SmartContextExtractor.extract
+
+        def with_fields(self, question, format="mu"):
+            for name, value in fields.items():
+                setattr(self.config, name, value)
+            return extract(self, question, format)
+
+        pipeline.SmartContextExtractor.extract = with_fields
+
+
+def collect(out: Path, only: set[str] | None, constants: dict[str, str] | None = None) -> None:
     from smartcontext import Workspace
 
+    set_constants(constants or {})
     rec = Recorder()
     rows = []
     t0 = time.perf_counter()
@@ -329,13 +357,16 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("collect", help="ask every set once and keep each ranked file's signals")
     c.add_argument("--out", type=Path, required=True)
     c.add_argument("--sets", default="", help="comma-separated subset of: dev,dev2,dev2b,dev2c,questions,questions2")
+    c.add_argument("--set", dest="constants", default="",
+                   help="NAME=VALUE,... constants to answer with (bench/ablate.py's names; cfg.NAME for fusion weights)")
     f = sub.add_parser("fit", help="fit the constants, leave one repository out, print the tables")
     f.add_argument("features", type=Path)
     f.add_argument("--out", type=Path, default=None, help="write the fitted constants (all data, per fold) as JSON")
     f.add_argument("--questions-in-fit", action="store_true", help="fit on the question sets too")
     args = p.parse_args(argv)
     if args.cmd == "collect":
-        collect(args.out, set(filter(None, args.sets.split(","))) or None)
+        collect(args.out, set(filter(None, args.sets.split(","))) or None,
+                ablate.parse_variant("x:" + args.constants)[1] if args.constants else None)
         return 0
     return run_fit(args.features, args.out, args.questions_in_fit)
 
