@@ -245,16 +245,17 @@ def measures(row: dict, ranked: list[str]) -> dict[str, float]:
 
 
 def objective(rows: list[dict], k: dict[str, float]) -> float:
-    """What the fit maximises: one-file Acc@1 + Acc@5 (+ Acc@10/2), multi-file reports any
-    gold file in the top 5, a little reciprocal rank to break ties; per report."""
-    total = 0.0
-    for r in rows:
-        m = measures(r, rerank(r, k))
-        if len(r["gold"]) == 1:
-            total += m["acc@1"] + m["acc@5"] + 0.5 * m["acc@10"] + 0.1 * m["rr"]
-        else:
-            total += m["any@5"] + 0.5 * m["any@1"] + 0.1 * m["rr"]
-    return total / max(1, len(rows))
+    """What the fit maximises, per report (row_value), averaged."""
+    return sum(row_value(r, rerank(r, k)) for r in rows) / max(1, len(rows))
+
+
+def row_value(row: dict, ranked: list[str]) -> float:
+    """One-file: Acc@1 + Acc@5 + Acc@10/2; several files: any of them in the top 5 + all of
+    them; a little reciprocal rank of the best gold file to break ties."""
+    m = measures(row, ranked)
+    if len(row["gold"]) == 1:
+        return m["acc@1"] + m["acc@5"] + 0.5 * m["acc@10"] + 0.1 * m["rr"]
+    return m["any@5"] + m["acc@5"] + 0.1 * m["rr"]
 
 
 def fit(rows: list[dict], start: dict[str, float], rounds: int = 3) -> dict[str, float]:
@@ -277,12 +278,18 @@ def fit(rows: list[dict], start: dict[str, float], rounds: int = 3) -> dict[str,
     return k
 
 
+def key(row: dict) -> tuple[str, str]:
+    """A report's key: an instance can be in two samples (its base commit shared), asked
+    over each sample's own tree."""
+    return row["set"], row["id"]
+
+
 def table(rows: list[dict], ranks: dict[str, list[str]]) -> dict[str, float]:
     one = [r for r in rows if len(r["gold"]) == 1]
     multi = [r for r in rows if len(r["gold"]) > 1]
 
-    def pct(sub, key):
-        return 100.0 * sum(measures(r, ranks[r["id"]])[key] for r in sub) / len(sub) if sub else float("nan")
+    def pct(sub, measure):
+        return 100.0 * sum(measures(r, ranks[key(r)])[measure] for r in sub) / len(sub) if sub else float("nan")
 
     return {"n1": len(one), "acc@1": pct(one, "acc@1"), "acc@5": pct(one, "acc@5"), "acc@10": pct(one, "acc@10"),
             "nm": len(multi), "multi any@5": pct(multi, "any@5"), "multi all@5": pct(multi, "acc@5")}
@@ -312,13 +319,13 @@ def run_fit(path: Path, out: Path | None, questions_in_fit: bool) -> int:
         folds[repo] = k
         for r in rows:
             if r["repo"] == repo:
-                cv_rank[r["id"]] = rerank(r, k)
+                cv_rank[key(r)] = rerank(r, k)
     for r in questions:  # a question set's repository with no report: fitted on all reports
-        if r["id"] not in cv_rank:
-            cv_rank[r["id"]] = rerank(r, folds.setdefault(r["repo"], fit(fit_rows, base)))
+        if key(r) not in cv_rank:
+            cv_rank[key(r)] = rerank(r, folds.setdefault(r["repo"], fit(fit_rows, base)))
     everything = fit(fit_rows, base)
-    now = {r["id"]: rerank(r, base) for r in rows}
-    fitted = {r["id"]: rerank(r, everything) for r in rows}
+    now = {key(r): rerank(r, base) for r in rows}
+    fitted = {key(r): rerank(r, everything) for r in rows}
     print("\nconstants: current -> fitted on every repository")
     for name in GRID:
         print(f"  {name:22s} {base[name]:6.3f} -> {everything[name]:6.3f}")
@@ -344,10 +351,59 @@ def run_fit(path: Path, out: Path | None, questions_in_fit: bool) -> int:
         if sub:
             for label, ranks in (("current", now), ("CV", cv_rank), ("all-data fit", fitted)):
                 print(f"{name} {label:13s} n={len(sub)} any@1 "
-                      f"{sum(measures(r, ranks[r['id']])['any@1'] for r in sub) / len(sub):.2f} any@5 "
-                      f"{sum(measures(r, ranks[r['id']])['any@5'] for r in sub) / len(sub):.2f}")
+                      f"{sum(measures(r, ranks[key(r)])['any@1'] for r in sub) / len(sub):.2f} any@5 "
+                      f"{sum(measures(r, ranks[key(r)])['any@5'] for r in sub) / len(sub):.2f}")
     if out:
         out.write_text(json.dumps({"current": base, "fitted": everything, "folds": folds}, indent=1), encoding="utf-8")
+    return 0
+
+
+def run_select(paths: list[Path]) -> int:
+    """Item-level constants cannot be re-ranked offline: each variant is a ``collect`` run
+    with them set. Left one repository out, the variant (the current constants among them)
+    with the best objective on the other repositories answers that repository."""
+    runs = {}
+    for path in paths:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        runs[path.stem] = {key(r): r for r in rows}
+    names = list(runs)
+    ids = list(runs[names[0]])
+    rows0 = runs[names[0]]
+    # Each run's own ranking (its first 50 files): its constants were set when it was asked.
+    ranks = {v: {i: r["ranked"] for i, r in runs[v].items()} for v in names}
+    reports = [i for i in ids if not rows0[i].get("question")]
+    repos = sorted({rows0[i]["repo"] for i in reports})
+
+    def value(v, chosen_ids):
+        return sum(per_row[v][i] for i in chosen_ids)
+
+    per_row = {v: {i: row_value(rows0[i], ranks[v][i]) for i in ids} for v in names}
+    print("variant (all reports, one-file Acc@1/Acc@5/Acc@10; per set dev, dev2, dev2b, dev2c Acc@1/Acc@5; questions any@1)")
+    for v in names:
+        def t(sub):
+            return table([runs[v][i] for i in sub], ranks[v])
+        a = t(reports)
+        per = " ".join(f"{t([i for i in reports if rows0[i]['set'] == n])['acc@1']:5.1f}/"
+                       f"{t([i for i in reports if rows0[i]['set'] == n])['acc@5']:5.1f}" for n, _, _ in REPORT_SETS)
+        qs = " ".join(f"{sum(measures(rows0[i], ranks[v][i])['any@1'] for i in q) / len(q):.2f}"
+                      for n, _, _ in QUESTION_SETS if (q := [i for i in ids if rows0[i]['set'] == n]))
+        print(f"  {v:14s} {a['acc@1']:5.1f}/{a['acc@5']:5.1f}/{a['acc@10']:5.1f}  {per}  q {qs}")
+    chosen, cv = {}, {}
+    for repo in repos:
+        train = [i for i in reports if rows0[i]["repo"] != repo]
+        # The current constants win ties.
+        v = max(names, key=lambda v: (value(v, train), v == "base"))
+        chosen[repo] = v
+        for i in ids:
+            if rows0[i]["repo"] == repo:
+                cv[i] = ranks[v][i]
+    for i in ids:
+        cv.setdefault(i, ranks[max(names, key=lambda v: (value(v, reports), v == "base"))][i])
+    print("\nchosen per fold: " + ", ".join(f"{r.split('/')[1]} {v}" for r, v in chosen.items()))
+    base_name = "base" if "base" in names else names[0]
+    for label, sub in [("all reports", reports)] + [(n, [i for i in reports if rows0[i]["set"] == n]) for n, _, _ in REPORT_SETS]:
+        print(show(f"{label} current", table([rows0[i] for i in sub], ranks[base_name])))
+        print(show(f"{label} CV", table([rows0[i] for i in sub], cv)))
     return 0
 
 
@@ -363,7 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("features", type=Path)
     f.add_argument("--out", type=Path, default=None, help="write the fitted constants (all data, per fold) as JSON")
     f.add_argument("--questions-in-fit", action="store_true", help="fit on the question sets too")
+    sel = sub.add_parser("select", help="choose among collect runs with other item-level constants, per fold")
+    sel.add_argument("runs", type=Path, nargs="+", help="collect outputs; the one named base.json is the current constants")
     args = p.parse_args(argv)
+    if args.cmd == "select":
+        return run_select(args.runs)
     if args.cmd == "collect":
         collect(args.out, set(filter(None, args.sets.split(","))) or None,
                 ablate.parse_variant("x:" + args.constants)[1] if args.constants else None)
