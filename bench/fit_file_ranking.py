@@ -65,6 +65,7 @@ class Recorder:
         self.scoring, self.pipeline = scoring, pipeline
         self.current: dict = {}
         components, frame_files, rank_files = scoring.file_components, scoring.frame_files, pipeline._rank_files
+        self._saved = (components, frame_files, rank_files)
 
         def frames_spy(cat, entities, placed=None):
             out = frame_files(cat, entities, placed)
@@ -98,6 +99,10 @@ class Recorder:
             return rank_files(ranked, cat, file_rank)
 
         scoring.frame_files, scoring.file_components, pipeline._rank_files = frames_spy, components_spy, rank_spy
+
+    def restore(self) -> None:
+        """Put the patched functions back."""
+        self.scoring.file_components, self.scoring.frame_files, self.pipeline._rank_files = self._saved
 
     def take(self, ranked: list[str], gold: list[str]) -> dict:
         cur, self.current = self.current, {}
