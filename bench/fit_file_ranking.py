@@ -96,6 +96,7 @@ class Recorder:
                 else:
                     extra[e.path] = extra.get(e.path, 0.0) + s.score
             self.current["best"], self.current["extra"] = best, extra
+            self.current["items"] = {p: len(cat.by_path.get(p, ())) for p in set(file_rank) | set(best)}
             return rank_files(ranked, cat, file_rank)
 
         scoring.frame_files, scoring.file_components, pipeline._rank_files = frames_spy, components_spy, rank_spy
@@ -117,7 +118,7 @@ class Recorder:
             row = {k: round(c[k], 6) for k in SIGNALS} if c is not None else None
             files[p] = {"c": row, "depth": cur.get("depth", {}).get(p), "named": p in cur.get("named_path", ()),
                         "best": round(best.get(p, 0.0), 6), "extra": round(extra.get(p, 0.0), 6),
-                        "pos": pos.get(p, 10**6)}
+                        "pos": pos.get(p, 10**6), "items": cur.get("items", {}).get(p, 0)}
         return {"files": files, "ranked": ranked[:50], "n_scored": len(comps)}
 
 
@@ -412,6 +413,96 @@ def run_select(paths: list[Path]) -> int:
     return 0
 
 
+# --- a pairwise model ----------------------------------------------------------------
+
+# What a linear model may weigh, per ranked file: the current combination's two parts
+# (``file`` = file_scores over the best file's, ``best`` = its best item), the signals apart,
+# the priors as flags, and what no constant reads today (the file's item count, log;
+# whether it is a package's __init__.py; its folder depth).
+FEATURES = ("file", "best", "whole", "symbols", "names", "frames", "title", "test", "aux", "items", "init", "depth")
+
+
+def features(row: dict) -> tuple[list[str], "np.ndarray"]:
+    import numpy as np
+
+    k = current_constants()
+    files = {p: f for p, f in row["files"].items() if f["c"] is not None}
+    raw = {}
+    for p, f in files.items():
+        c = f["c"]
+        raw[p] = ((c["whole"] + k["FILE_SYMBOL_WEIGHT"] * c["symbols"] + k["FILE_ENTITY_WEIGHT"] * c["names"]
+                   + 0.25 * c["vectors"] + k["FILE_FRAME_WEIGHT"] * c["frames"] + k["FILE_TITLE_WEIGHT"] * c["title"])
+                  * c["prior"] * (k["TEST_PRIOR"] if c["test"] else 1.0))
+    top = max(raw.values(), default=0.0) or 1.0
+    paths = list(files)
+    x = [[raw[p] / top, files[p]["best"], files[p]["c"]["whole"], files[p]["c"]["symbols"], files[p]["c"]["names"],
+          files[p]["c"]["frames"], files[p]["c"]["title"], files[p]["c"]["test"], float(files[p]["c"]["prior"] < 1.0),
+          math.log1p(files[p].get("items", 0)), float(p.endswith("__init__.py")), float(p.count("/"))] for p in paths]
+    return paths, np.array(x, dtype=float).reshape(len(paths), len(FEATURES))
+
+
+def train_pairwise(rows: list[dict], cache: dict, cols: list[int], depth: int = 30, l2: float = 1e-3):
+    """Logistic loss on (gold file, other file) pairs, the others the best ``depth`` files of
+    the current ranking, each report weighing 1; plain gradient descent (numpy only)."""
+    import numpy as np
+
+    diffs, weights = [], []
+    for r in rows:
+        paths, x = cache[key(r)]
+        at = {p: i for i, p in enumerate(paths)}
+        others = [at[p] for p in r["ranked"][:depth] if p in at and p not in r["gold"]]
+        golds = [at[g] for g in r["gold"] if g in at]
+        for g in golds:
+            for o in others:
+                diffs.append(x[g, cols] - x[o, cols])
+                weights.append(1.0 / (len(golds) * len(others)))
+    d, w = np.array(diffs), np.array(weights)
+    theta = np.zeros(len(cols))
+    for _ in range(3000):
+        z = d @ theta
+        grad = -(d * (w / (1.0 + np.exp(z)))[:, None]).sum(0) / w.sum() + l2 * theta
+        theta -= 0.5 * grad
+    return theta
+
+
+def rank_pairwise(row: dict, cache: dict, cols: list[int], theta) -> list[str]:
+    paths, x = cache[key(row)]
+    s = x[:, cols] @ theta
+    files = row["files"]
+    first = [paths[i] for i in sorted(range(len(paths)), key=lambda i: (-s[i], files[paths[i]]["pos"]))]
+    rest = [p for p, f in files.items() if f["c"] is None]
+    return first + sorted(rest, key=lambda p: (-(files[p]["best"] + 0.1 * min(files[p]["extra"], 2.0)), files[p]["pos"]))
+
+
+def run_pairwise(path: Path, names: list[str]) -> int:
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    reports = [r for r in rows if not r.get("question")]
+    cache = {key(r): features(r) for r in rows}
+    cols = [FEATURES.index(n) for n in names]
+    base = current_constants()
+    now = {key(r): rerank(r, base) for r in rows}
+    cv = {}
+    for repo in sorted({r["repo"] for r in reports}):
+        theta = train_pairwise([r for r in reports if r["repo"] != repo], cache, cols)
+        for r in rows:
+            if r["repo"] == repo:
+                cv[key(r)] = rank_pairwise(r, cache, cols, theta)
+    theta = train_pairwise(reports, cache, cols)
+    print("weights fitted on all reports (over the first's): "
+          + ", ".join(f"{n} {v / abs(theta[0]) if theta[0] else v:.3f}" for n, v in zip(names, theta)))
+    for label, sub in [("all reports", reports)] + [(n, [r for r in reports if r["set"] == n]) for n, _, _ in REPORT_SETS]:
+        print(show(f"{label} current", table(sub, now)))
+        print(show(f"{label} pairwise CV", table(sub, cv)))
+    for name, _, _ in QUESTION_SETS:
+        sub = [r for r in rows if r["set"] == name]
+        if sub:
+            for label, ranks in (("current", now), ("pairwise CV", cv)):
+                print(f"{name} {label:13s} n={len(sub)} any@1 "
+                      f"{sum(measures(r, ranks[key(r)])['any@1'] for r in sub) / len(sub):.2f} any@5 "
+                      f"{sum(measures(r, ranks[key(r)])['any@5'] for r in sub) / len(sub):.2f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -426,7 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--questions-in-fit", action="store_true", help="fit on the question sets too")
     sel = sub.add_parser("select", help="choose among collect runs with other item-level constants, per fold")
     sel.add_argument("runs", type=Path, nargs="+", help="collect outputs; the one named base.json is the current constants")
+    pw = sub.add_parser("pairwise", help="a linear model over the signals, fitted on gold-vs-other pairs, left one repository out")
+    pw.add_argument("features", type=Path)
+    pw.add_argument("--use", default="file,best", help=f"comma-separated, of: {','.join(FEATURES)}")
     args = p.parse_args(argv)
+    if args.cmd == "pairwise":
+        return run_pairwise(args.features, args.use.split(","))
     if args.cmd == "select":
         return run_select(args.runs)
     if args.cmd == "collect":
