@@ -307,6 +307,28 @@ def show(label: str, t: dict[str, float]) -> str:
             f" Acc@10 {t['acc@10']:5.1f}{multi}")
 
 
+def outranking(row: dict, gold: str) -> int | None:
+    """How many files score at least as high as ``gold`` on every signal (and higher on one),
+    the priors counting against: any weights at all rank those above it. None when file_scores
+    did not rank it."""
+    def signals(f):
+        c = f["c"]
+        return [c[k] for k in ("whole", "symbols", "names", "vectors", "frames", "title")] + [
+            f["best"], -c["test"], -float(c["prior"] < 1.0)]
+
+    g = row["files"].get(gold)
+    if g is None or g["c"] is None:
+        return None
+    mine = signals(g)
+    count = 0
+    for p, f in row["files"].items():
+        if p != gold and f["c"] is not None:
+            theirs = signals(f)
+            if all(a >= b - 1e-12 for a, b in zip(theirs, mine)) and any(a > b + 1e-12 for a, b in zip(theirs, mine)):
+                count += 1
+    return count
+
+
 def run_fit(path: Path, out: Path | None, questions_in_fit: bool) -> int:
     rows = json.loads(path.read_text(encoding="utf-8"))
     reports = [r for r in rows if not r.get("question")]
@@ -352,6 +374,13 @@ def run_fit(path: Path, out: Path | None, questions_in_fit: bool) -> int:
         sub = [r for r in reports if r["repo"] == repo]
         a, b = table(sub, now), table(sub, cv_rank)
         print(f"  {repo:28s} n1={a['n1']:3d} {a['acc@1']:5.1f}/{a['acc@5']:5.1f} -> {b['acc@1']:5.1f}/{b['acc@5']:5.1f}")
+    print("\nthe most any weights could do, each report with weights of its own (one-file Acc@1/Acc@5):")
+    for label, sub in groups:
+        one = [r for r in sub if len(r["gold"]) == 1]
+        if one:
+            above = [outranking(r, r["gold"][0]) for r in one]
+            print(f"  {label:28s} n={len(one):3d} {100 * sum(a == 0 for a in above) / len(one):5.1f} / "
+                  f"{100 * sum(a is not None and a <= 4 for a in above) / len(one):5.1f}")
     for name, _, _ in QUESTION_SETS:
         sub = [r for r in questions if r["set"] == name]
         if sub:
