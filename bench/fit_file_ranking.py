@@ -8,18 +8,24 @@ over the best file's, plus FILE_BEST_ITEM_WEIGHT times its best item's final sco
 constants were set one rule at a time; this script asks whether constants fitted over all
 the bug reports we have rank better on repositories the fit never saw.
 
-    python bench/fit_file_ranking.py collect --out /tmp/lr9/features.json   # ~10 min: every set
-    python bench/fit_file_ranking.py fit /tmp/lr9/features.json              # seconds
+    python bench/fit_file_ranking.py collect --out F.json     # every set once: 1.5 min quiet
+    python bench/fit_file_ranking.py fit F.json                # file-level constants: ~1.5 min
+    python bench/fit_file_ranking.py pairwise F.json --use file,best,whole,symbols,items
+    python bench/fit_file_ranking.py collect --set OWNER=0.5 --out runs/owner05.json
+    python bench/fit_file_ranking.py select runs/*.json        # runs/base.json: no --set
 
 ``collect`` reopens the indexes bench/ablate.py reads (SWE-bench dev, the three dev2
-samples, both question sets), asks each question once with the current constants and keeps,
-for every ranked file, its ``scoring.file_components`` (the unweighted signals), the depth
-of its traceback frame and whether the report writes its path, and its best item's final
-score. ``fit`` re-ranks those files under other constants (the same arithmetic as
-file_scores and _rank_files; the item scores are those of the current constants, so a fit
-is checked by ``bench/ablate.py`` with the constants set), fits them by coordinate search,
-once per repository on all the other repositories' reports, and prints the cross-validated
-figures beside the current constants' on the same reports.
+samples, both question sets), asks each question once (with ``--set``'s constants, else the
+current ones) and keeps, for every ranked file, its ``scoring.file_components`` (the
+unweighted signals), the depth of its traceback frame and whether the report writes its
+path, its item count and its best item's final score. ``fit`` re-ranks those files under
+other file-level constants (the same arithmetic as file_scores and _rank_files; the item
+scores stay those of the run), fits them by coordinate search once per repository on all
+the other repositories' reports, and prints the cross-validated figures beside the current
+constants' on the same reports. ``pairwise`` does the same with a linear model over the
+signals; ``select`` chooses, per repository left out, among runs with item-level constants
+set (those change the signals, so each value is a run of its own). Results and reading:
+docs/benchmarks.md, "File ranking fitted across repositories".
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -451,7 +461,7 @@ def run_select(paths: list[Path]) -> int:
 FEATURES = ("file", "best", "whole", "symbols", "names", "frames", "title", "test", "aux", "items", "init", "depth")
 
 
-def features(row: dict) -> tuple[list[str], "np.ndarray"]:
+def features(row: dict) -> tuple[list[str], np.ndarray]:
     import numpy as np
 
     k = current_constants()
