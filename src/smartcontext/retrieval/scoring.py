@@ -503,6 +503,25 @@ def file_scores(
 
     Weights measured on SWE-bench Lite (bench/code_context.py).
     """
+    parts = file_components(cat, file_hits, keyword, entity, vector, allowed, frames, demoted, titled)
+    return {p: combine_file(c) for p, c in parts.items()}
+
+
+def file_components(
+    cat: Catalogue,
+    file_hits: list[tuple[int, float]],
+    keyword: dict[int, float],
+    entity: dict[int, float],
+    vector: dict[int, float],
+    allowed,
+    frames: dict[str, float] | None = None,
+    demoted: Collection[str] = (),
+    titled: dict[str, float] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Each ranked file's signals before they are weighted (file_scores' arguments):
+    ``whole``, ``symbols``, ``names``, ``vectors``, ``frames``, ``title`` (0..1 each),
+    ``prior`` (path_prior) and ``test`` (1 for a demoted test). combine_file weighs them;
+    bench/fit_file_ranking.py reads them to fit the weights."""
     whole_raw = {r: s for r, s in file_hits if allowed(r) and s > 0}
     scale = max((s for r, s in whole_raw.items() if cat.entries[r].path not in demoted), default=0.0)
     whole = {r: s / scale for r, s in whole_raw.items()} if scale > 0 else _normalise(whole_raw)
@@ -514,33 +533,37 @@ def file_scores(
     symbols = {p: sum(sorted(v, reverse=True)[:3]) for p, v in per_file.items()}
     top_sym = (max((v for p, v in symbols.items() if p not in demoted), default=0.0)
                or max(symbols.values(), default=0.0) or 1.0)
-    named: dict[str, float] = defaultdict(float)
-    for r, s in entity.items():
-        e = cat.entries.get(r)
-        if e is not None:
-            named[e.path] = max(named[e.path], s)
-    semantic: dict[str, float] = defaultdict(float)
-    for r, s in vector.items():
-        e = cat.entries.get(r)
-        if e is not None:
-            semantic[e.path] = max(semantic[e.path], s)
-    out: dict[str, float] = defaultdict(float)
+    out: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(_SIGNALS, 0.0))
     for r, s in whole.items():
-        out[cat.entries[r].path] += s
+        out[cat.entries[r].path]["whole"] += s
     for p, s in symbols.items():
-        out[p] += FILE_SYMBOL_WEIGHT * s / top_sym
-    for p, s in named.items():
-        out[p] += FILE_ENTITY_WEIGHT * s
-    for p, s in semantic.items():
-        out[p] += FILE_VECTOR_WEIGHT * s
+        out[p]["symbols"] = s / top_sym
+    for signal, rows in (("names", entity), ("vectors", vector)):
+        for r, s in rows.items():
+            e = cat.entries.get(r)
+            if e is not None:
+                out[e.path][signal] = max(out[e.path][signal], s)
     # The file where a reported error surfaced: the names of a long report reach many
     # files about equally, a traceback's deepest frame reaches one.
     for p, s in (frames or {}).items():
-        out[p] += FILE_FRAME_WEIGHT * s
+        out[p]["frames"] = s
     for p, s in (titled or {}).items():
         if p in out:  # named by the title and matched by the report: not a name alone
-            out[p] += FILE_TITLE_WEIGHT * s
-    return {p: s * path_prior(cat, p) * (TEST_PRIOR if p in demoted else 1.0) for p, s in out.items()}
+            out[p]["title"] = s
+    for p, c in out.items():
+        c["prior"] = path_prior(cat, p)
+        c["test"] = 1.0 if p in demoted else 0.0
+    return dict(out)
+
+
+_SIGNALS = ("whole", "symbols", "names", "vectors", "frames", "title")
+
+
+def combine_file(c: dict[str, float]) -> float:
+    """A file's score from its file_components."""
+    s = (c["whole"] + FILE_SYMBOL_WEIGHT * c["symbols"] + FILE_ENTITY_WEIGHT * c["names"]
+         + FILE_VECTOR_WEIGHT * c["vectors"] + FILE_FRAME_WEIGHT * c["frames"] + FILE_TITLE_WEIGHT * c["title"])
+    return s * c["prior"] * (TEST_PRIOR if c["test"] else 1.0)
 
 
 # Folders of documentation examples, benchmarks and vendored third-party code: their files
