@@ -88,6 +88,9 @@ NAMESAKE_MAX_TOKENS = 400
 # matched); SWE-bench dev, the plain-English questions and 45 held-out dev2 reports unchanged
 # (it changed 5 dev contexts, 1 question's, 7 held-out). 0: off.
 OUTER_RATIO = 2.0
+GAP_MAX_TOKENS = 300
+NEIGHBOUR_MAX_TOKENS = 0
+NEIGHBOUR_ANCHORS = 5
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -479,6 +482,10 @@ class SmartContextExtractor:
                     self._drop_orphan_parents(selection)
             text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
+        if tokens < cfg.max_tokens and selection and cat.has_code:
+            text, tokens = self._fill_leftover(selection, cat, file_lines, cfg.max_tokens - tokens,
+                                               lambda: measure(selection, file_lines, deps, modules, cfg.include_scores),
+                                               text, tokens)
         warnings: list[str] = []
         nearest: list[dict[str, Any]] = []
         if not ranked:
@@ -537,6 +544,77 @@ class SmartContextExtractor:
                 exporter.render, header, cfg.encoding, selection, file_lines, deps, modules, cfg.include_scores
             )
         return result
+
+    def _fill_leftover(self, selection: list[SelectedItem], cat: Catalogue, file_lines: dict[str, list[str]],
+                       free: int, remeasure: Callable[[], str], text: str, tokens: int) -> tuple[str, int]:
+        """Spend what the exact count left free on the code around what is shown whole:
+        the statements between definitions next to it (GAP_MAX_TOKENS), then its
+        neighbouring definitions (NEIGHBOUR_MAX_TOKENS). Nothing shown is ever dropped for
+        them: additions that overrun the budget are taken back."""
+        if not (GAP_MAX_TOKENS or NEIGHBOUR_MAX_TOKENS) or free <= 0:
+            return text, tokens
+        cfg = self.config
+        anchors = sorted((s for s in selection if s.mode == "full" and not s.context_only
+                          and s.item.traits.body_from_file and s.item.path in file_lines
+                          and s.item.kind in (ItemKind.FUNCTION, ItemKind.METHOD, ItemKind.CLASS)),
+                         key=lambda s: -s.score)
+        shown = {s.item.path: [] for s in selection}
+        for s in selection:
+            if s.mode == "full" or s.mode == "head":
+                shown[s.item.path].append((1 if s.mode == "head" else s.item.start_line, s.item.end_line))
+        ids = {s.item.id for s in selection}
+
+        def covered(path: str, a: int, b: int) -> bool:
+            return any(x <= a and b <= y for x, y in shown.get(path, ()))
+
+        undo: list[Callable[[], None]] = []
+        spent = 0
+        if GAP_MAX_TOKENS:
+            for s in anchors:
+                span = _gaps(cat, s.item, file_lines[s.item.path])
+                if span is None:
+                    continue
+                for a, b in span:
+                    if covered(s.item.path, a, b):
+                        continue
+                    gap = "\n".join(file_lines[s.item.path][a - 1:b])
+                    cost = count_tokens(gap, cfg.encoding) + 1
+                    if cost > GAP_MAX_TOKENS or spent + cost > free:
+                        continue
+                    before = s.item
+                    lo, hi = min(a, before.start_line), max(b, before.end_line)
+                    s.item = replace(before, start_line=lo, end_line=hi,
+                                     text="\n".join(file_lines[before.path][lo - 1:hi]))
+                    undo.append(lambda s=s, before=before: setattr(s, "item", before))
+                    shown[s.item.path].append((a, b))
+                    spent += cost
+        if NEIGHBOUR_MAX_TOKENS:
+            wanted: list[tuple[int, SelectedItem]] = []
+            for s in anchors[:NEIGHBOUR_ANCHORS]:
+                for r in _neighbours(cat, s.item.id):
+                    e = cat.entries[r]
+                    if (e.id in ids or e.tokens > NEIGHBOUR_MAX_TOKENS or spent + e.tokens + PER_ITEM_OVERHEAD > free
+                            or covered(e.path, e.start_line, e.end_line)):
+                        continue
+                    wanted.append((r, s))
+                    ids.add(e.id)
+                    spent += e.tokens + PER_ITEM_OVERHEAD
+            rows = self.store.items_by_rowids([r for r, _ in wanted]) if wanted else {}
+            for r, s in wanted:
+                si = rows.get(r)
+                if si is None:
+                    continue
+                selection.append(SelectedItem(si.item, s.score, "full", {}, context_only=True))
+                undo.append(lambda: selection.pop())
+        if not undo:
+            return text, tokens
+        text = remeasure()
+        tokens = count_tokens(text, cfg.encoding)
+        while tokens > cfg.max_tokens and undo:
+            undo.pop()()
+            text = remeasure()
+            tokens = count_tokens(text, cfg.encoding)
+        return text, tokens
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
@@ -815,6 +893,51 @@ def _enclosing_function(cat: Catalogue, rowid: int) -> int | None:
     if r is None or o is None or o.kind not in ("function", "method"):
         return None
     return r if o.tokens <= OUTER_RATIO * max(1, e.tokens) else None
+
+
+def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]] | None:
+    """The lines between ``item`` and the definitions beside it in its module or class
+    (leading, then trailing), each trimmed of blank lines; None when it has no such
+    container."""
+    r = cat.by_id.get(item.id)
+    e = cat.entries.get(r) if r is not None else None
+    p = cat.entries.get(cat.by_id.get(e.parent_id)) if e is not None and e.parent_id else None
+    if e is None or p is None or p.kind not in (ItemKind.MODULE, ItemKind.CLASS):
+        return None
+    sibs = sorted((cat.entries[x] for x in cat.children.get(p.id, ())), key=lambda x: x.start_line)
+    prev_end = max((x.end_line for x in sibs if x.end_line < e.start_line), default=None)
+    next_start = min((x.start_line for x in sibs if x.start_line > e.end_line), default=None)
+    if prev_end is None:
+        prev_end = p.start_line if p.kind == ItemKind.CLASS else None
+    if next_start is None:
+        next_start = p.end_line + 1 if p.kind == ItemKind.MODULE else None
+    out = []
+    for a, b in ((prev_end + 1 if prev_end is not None else None, e.start_line - 1),
+                 (e.end_line + 1, next_start - 1 if next_start is not None else None)):
+        if a is None or b is None:
+            continue
+        b = min(b, len(lines))
+        while a <= b and not lines[a - 1].strip():
+            a += 1
+        while b >= a and not lines[b - 1].strip():
+            b -= 1
+        if a <= b:
+            out.append((a, b))
+    return out
+
+
+def _neighbours(cat: Catalogue, item_id: str) -> list[int]:
+    """The definitions just before and after ``item_id`` in its module or class."""
+    r = cat.by_id.get(item_id)
+    e = cat.entries.get(r) if r is not None else None
+    if e is None or not e.parent_id:
+        return []
+    p = cat.entries.get(cat.by_id.get(e.parent_id))
+    if p is None or p.kind not in (ItemKind.MODULE, ItemKind.CLASS):
+        return []
+    sibs = sorted(cat.children.get(p.id, ()), key=lambda x: cat.entries[x].start_line)
+    i = sibs.index(r)
+    return [sibs[j] for j in (i - 1, i + 1) if 0 <= j < len(sibs)]
 
 
 def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
