@@ -91,6 +91,10 @@ OUTER_RATIO = 2.0
 GAP_MAX_TOKENS = 300
 NEIGHBOUR_MAX_TOKENS = 0
 NEIGHBOUR_ANCHORS = 5
+FILL_RESERVE = 0.0
+CLASS_HEAD_MAX_TOKENS = 0
+FILL_HEAD_FILES = 0
+LEAD_NEIGHBOUR_TOKENS = 0
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -410,7 +414,7 @@ class SmartContextExtractor:
         if share != cfg.full_code_share:
             cfg = replace(cfg, full_code_share=share)
         pool = ranked[:POOL]
-        pinned = self._pin_top_file(pool, cat, files)
+        pinned = self._pin_top_file(pool, cat, files, report=cat.has_code and not asks(question))
         _add_namesakes(pool, cat)
         _outer_functions(pool, cat)
         read = read or {}
@@ -426,8 +430,13 @@ class SmartContextExtractor:
         exporter = EXPORTERS[format]
         measure = exporter.measure
 
+        held = int(FILL_RESERVE * cfg.max_tokens) if cat.has_code and not asks(question) else 0
+        limit = cfg.max_tokens - held
+
         def pack(budget: int | None):
             # A refill plans as if the budget were larger: the estimates, not the text, fit it.
+            if budget is None and held:
+                budget = limit - reserve
             planned = cfg if budget is None else replace(cfg, max_tokens=min(MAX_BUDGET, budget + reserve))
             plan = plan_budget(pool, stored, parents, planned, reserve=reserve, pinned_full=pinned,
                                file_costs=file_costs)
@@ -439,14 +448,14 @@ class SmartContextExtractor:
             return plan, file_lines, modules, text, count_tokens(text, cfg.encoding)
 
         plan, file_lines, modules, text, tokens = pack(None)
-        refill = _refill_budget(plan.used, reserve, tokens, cfg.max_tokens)
+        refill = _refill_budget(plan.used, reserve, tokens, limit)
         if refill is not None:
             # A larger plan is kept only when it fits as it is (trimming it would cut
             # matches the first plan showed, to make room for weaker ones); one that runs
             # over is tried again halfway.
-            for budget in (refill, (refill + cfg.max_tokens - reserve) // 2):
+            for budget in (refill, (refill + limit - reserve) // 2):
                 second = pack(budget)
-                if second[4] <= cfg.max_tokens:
+                if second[4] <= limit:
                     if second[4] > tokens:
                         plan, file_lines, modules, text, tokens = second
                     break
@@ -454,8 +463,8 @@ class SmartContextExtractor:
         dropped = plan.dropped if plan.dropped is not None else []
         # The plan's costs are estimates of framing; trim the weakest items until the
         # exact count fits, several at a time when far over.
-        while tokens > cfg.max_tokens and selection:
-            excess = tokens - cfg.max_tokens
+        while tokens > limit and selection:
+            excess = tokens - limit
             saved = 0
             while saved < excess and selection:
                 matches = [s for s in selection if not s.context_only]
@@ -483,7 +492,7 @@ class SmartContextExtractor:
             text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
         if tokens < cfg.max_tokens and selection and cat.has_code:
-            text, tokens = self._fill_leftover(selection, cat, file_lines, cfg.max_tokens - tokens,
+            text, tokens = self._fill_leftover(selection, cat, files, file_lines, cfg.max_tokens - tokens,
                                                lambda: measure(selection, file_lines, deps, modules, cfg.include_scores),
                                                text, tokens)
         warnings: list[str] = []
@@ -545,13 +554,14 @@ class SmartContextExtractor:
             )
         return result
 
-    def _fill_leftover(self, selection: list[SelectedItem], cat: Catalogue, file_lines: dict[str, list[str]],
+    def _fill_leftover(self, selection: list[SelectedItem], cat: Catalogue, files: list[str],
+                       file_lines: dict[str, list[str]],
                        free: int, remeasure: Callable[[], str], text: str, tokens: int) -> tuple[str, int]:
         """Spend what the exact count left free on the code around what is shown whole:
         the statements between definitions next to it (GAP_MAX_TOKENS), then its
         neighbouring definitions (NEIGHBOUR_MAX_TOKENS). Nothing shown is ever dropped for
         them: additions that overrun the budget are taken back."""
-        if not (GAP_MAX_TOKENS or NEIGHBOUR_MAX_TOKENS) or free <= 0:
+        if not (GAP_MAX_TOKENS or NEIGHBOUR_MAX_TOKENS or CLASS_HEAD_MAX_TOKENS or FILL_HEAD_FILES) or free <= 0:
             return text, tokens
         cfg = self.config
         anchors = sorted((s for s in selection if s.mode == "full" and not s.context_only
@@ -606,6 +616,64 @@ class SmartContextExtractor:
                     continue
                 selection.append(SelectedItem(si.item, s.score, "full", {}, context_only=True))
                 undo.append(lambda: selection.pop())
+        if CLASS_HEAD_MAX_TOKENS:
+            for s in sorted(selection, key=lambda s: -s.score):
+                it = s.item
+                if s.mode != "signature" or it.kind != ItemKind.CLASS or it.path not in file_lines:
+                    continue
+                r = cat.by_id.get(it.id)
+                kids = [cat.entries[x].start_line for x in cat.children.get(it.id, ())] if r is not None else []
+                if not kids:
+                    continue
+                a, b = it.start_line, min(kids) - 1
+                lines = file_lines[it.path]
+                while b > a and not lines[b - 1].strip():
+                    b -= 1
+                if b <= a or covered(it.path, a, b):
+                    continue
+                cost = count_tokens("\n".join(lines[a - 1:b]), cfg.encoding) - min(it.tokens, len(signature_text(it)) // 3)
+                if cost > CLASS_HEAD_MAX_TOKENS or spent + cost > free:
+                    continue
+                before = (s.item, s.mode)
+                s.item, s.mode = replace(it, end_line=b, text="\n".join(lines[a - 1:b])), "full"
+                undo.append(lambda s=s, before=before: (setattr(s, "item", before[0]), setattr(s, "mode", before[1])))
+                shown[it.path].append((a, b))
+                spent += cost
+        if FILL_HEAD_FILES:
+            heads_shown = {s.item.path for s in selection if s.mode == "head"}
+            in_context = {s.item.path for s in selection}
+            for path in files[:FILL_HEAD_FILES]:
+                mod = cat.module_of_path.get(path)
+                entry = cat.entries.get(mod) if mod is not None else None
+                if path in heads_shown or path not in in_context or entry is None or not kind_traits(entry.kind).whole_file:
+                    continue
+                starts = [cat.entries[r].start_line for r in cat.children.get(entry.id, [])]
+                last = min(min(starts, default=entry.end_line + 1) - 1, HEAD_MAX_LINES, entry.end_line)
+                if last < 1 or covered(path, 1, last):
+                    continue
+                si = self.store.items_by_rowids([entry.rowid]).get(entry.rowid)
+                if si is None:
+                    continue
+                lines = si.item.text.splitlines()
+                cost = count_tokens("\n".join(lines[:last]), cfg.encoding) + PER_ITEM_OVERHEAD
+                if cost > HEAD_MAX_TOKENS or spent + cost > free:
+                    continue
+                had_lines = path in file_lines
+                file_lines.setdefault(path, lines)
+                existing = next((s for s in selection if s.item.id == si.item.id), None)
+                head = replace(si.item, end_line=last, text="", tokens=cost)
+                if existing is not None:
+                    before = (existing.item, existing.mode)
+                    existing.item, existing.mode = head, "head"
+                    undo.append(lambda s=existing, before=before: (setattr(s, "item", before[0]), setattr(s, "mode", before[1])))
+                else:
+                    score = max((s.score for s in selection if s.item.path == path), default=0.0)
+                    selection.append(SelectedItem(head, score, "head", {}, context_only=True))
+                    undo.append(lambda: selection.pop())
+                if not had_lines:
+                    undo[-1] = (lambda f=undo[-1], path=path: (f(), file_lines.pop(path, None)))
+                shown[path].append((1, last))
+                spent += cost
         if not undo:
             return text, tokens
         text = remeasure()
@@ -616,7 +684,7 @@ class SmartContextExtractor:
             tokens = count_tokens(text, cfg.encoding)
         return text, tokens
 
-    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
+    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], report: bool = False) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
         answer (or a fix) then comes with everything around it. Its top-level symbols are
         pinned (not the module row), so results still name the precise items."""
@@ -632,6 +700,8 @@ class SmartContextExtractor:
             return set()  # the file ranks first only by aggregate: not sure enough
         if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
             front = _lead_with_file(pool, cat, top, entry.id, TOP_FILE_SHARE * cfg.max_tokens)
+            if report:
+                front += _lead_neighbours(pool, cat, front)
             self._lead_second(pool, cat, files, front)
             return set()
         children = sorted(cat.children.get(entry.id, []), key=lambda r: cat.entries[r].start_line)
@@ -924,6 +994,27 @@ def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]] | Non
         if a <= b:
             out.append((a, b))
     return out
+
+
+def _lead_neighbours(pool: list[ScoredItem], cat: Catalogue, front: int) -> int:
+    """Put the definitions beside each of the first ``front`` candidates (the top file's
+    lead) right after them, each of at most LEAD_NEIGHBOUR_TOKENS; returns how many."""
+    if not LEAD_NEIGHBOUR_TOKENS or front <= 0:
+        return 0
+    lead = pool[:front]
+    present = {s.rowid for s in lead}
+    added: list[ScoredItem] = []
+    for s in lead:
+        for r in _neighbours(cat, s.item_id):
+            if r in present or cat.entries[r].tokens > LEAD_NEIGHBOUR_TOKENS:
+                continue
+            present.add(r)
+            added.append(ScoredItem(r, cat.entries[r].id, score=s.score, direct=False))
+    if not added:
+        return 0
+    rest = [s for s in pool[front:] if s.rowid not in present]
+    pool[:] = lead + added + rest
+    return len(added)
 
 
 def _neighbours(cat: Catalogue, item_id: str) -> list[int]:
