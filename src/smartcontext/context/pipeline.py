@@ -4,6 +4,7 @@ budget -> export. Each stage lives in its own module; this one only wires them."
 from __future__ import annotations
 
 import heapq
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -95,6 +96,10 @@ FILL_RESERVE = 0.0
 CLASS_HEAD_MAX_TOKENS = 0
 FILL_HEAD_FILES = 0
 LEAD_NEIGHBOUR_TOKENS = 0
+NAMED_STATEMENT_TOKENS = 0
+FILL_REPLAN = 0
+REPLAN_GAPS = True
+REPLAN_NAMED_ONLY = False
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -448,6 +453,7 @@ class SmartContextExtractor:
             return plan, file_lines, modules, text, count_tokens(text, cfg.encoding)
 
         plan, file_lines, modules, text, tokens = pack(None)
+        planned_for = limit - reserve
         refill = _refill_budget(plan.used, reserve, tokens, limit)
         if refill is not None:
             # A larger plan is kept only when it fits as it is (trimming it would cut
@@ -458,7 +464,21 @@ class SmartContextExtractor:
                 if second[4] <= limit:
                     if second[4] > tokens:
                         plan, file_lines, modules, text, tokens = second
+                        planned_for = budget
                     break
+        if FILL_REPLAN and cat.has_code and not asks(question) and plan.selected:
+            # What the fill would add beside the best matches, within FILL_REPLAN tokens:
+            # when it does not fit what is free, plan again that much smaller (the weakest
+            # items make room) and keep that plan when it fits.
+            parts: dict[str, int] = {}
+            want = self._fill_leftover(plan.selected, cat, files, dict(file_lines), FILL_REPLAN,
+                                       lambda: text, text, tokens, dry=True, parts=parts)[2]
+            deficit = want - (cfg.max_tokens - tokens)
+            if deficit > 0 and tokens > reserve and (parts.get("named") or not REPLAN_NAMED_ONLY):
+                budget = int(planned_for - deficit * plan.used / max(1, tokens - reserve))
+                second = pack(budget)
+                if second[4] <= limit:
+                    plan, file_lines, modules, text, tokens = second
         selection = plan.selected
         dropped = plan.dropped if plan.dropped is not None else []
         # The plan's costs are estimates of framing; trim the weakest items until the
@@ -492,7 +512,7 @@ class SmartContextExtractor:
             text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
         if tokens < cfg.max_tokens and selection and cat.has_code:
-            text, tokens = self._fill_leftover(selection, cat, files, file_lines, cfg.max_tokens - tokens,
+            text, tokens, _ = self._fill_leftover(selection, cat, files, file_lines, cfg.max_tokens - tokens,
                                                lambda: measure(selection, file_lines, deps, modules, cfg.include_scores),
                                                text, tokens)
         warnings: list[str] = []
@@ -556,13 +576,14 @@ class SmartContextExtractor:
 
     def _fill_leftover(self, selection: list[SelectedItem], cat: Catalogue, files: list[str],
                        file_lines: dict[str, list[str]],
-                       free: int, remeasure: Callable[[], str], text: str, tokens: int) -> tuple[str, int]:
+                       free: int, remeasure: Callable[[], str], text: str, tokens: int,
+                       dry: bool = False, parts: dict[str, int] | None = None) -> tuple[str, int, int]:
         """Spend what the exact count left free on the code around what is shown whole:
         the statements between definitions next to it (GAP_MAX_TOKENS), then its
         neighbouring definitions (NEIGHBOUR_MAX_TOKENS). Nothing shown is ever dropped for
         them: additions that overrun the budget are taken back."""
         if not (GAP_MAX_TOKENS or NEIGHBOUR_MAX_TOKENS or CLASS_HEAD_MAX_TOKENS or FILL_HEAD_FILES) or free <= 0:
-            return text, tokens
+            return text, tokens, 0
         cfg = self.config
         anchors = sorted((s for s in selection if s.mode == "full" and not s.context_only
                           and s.item.traits.body_from_file and s.item.path in file_lines
@@ -579,7 +600,36 @@ class SmartContextExtractor:
 
         undo: list[Callable[[], None]] = []
         spent = 0
-        if GAP_MAX_TOKENS:
+        if NAMED_STATEMENT_TOKENS:
+            mods: dict[str, Any] = {}
+            mod_items: dict[int, StoredItem] = {}
+            for s in anchors:
+                path = s.item.path
+                if not path.endswith(".py"):
+                    continue
+                if path not in mods:
+                    mods[path] = _module_statements(cat, path, file_lines[path])
+                used = set(_IDENT.findall("\n".join(file_lines[path][s.item.start_line - 1:s.item.end_line])))
+                for name, a, b in mods[path]:
+                    if name not in used or covered(path, a, b):
+                        continue
+                    cost = count_tokens("\n".join(file_lines[path][a - 1:b]), cfg.encoding) + PER_ITEM_OVERHEAD
+                    if cost > NAMED_STATEMENT_TOKENS or spent + cost > free:
+                        continue
+                    row = cat.module_of_path[path]
+                    if row not in mod_items:
+                        mod_items.update(self.store.items_by_rowids([row]))
+                    if row not in mod_items:
+                        continue
+                    cut = replace(mod_items[row].item, start_line=a, end_line=b, text="", tokens=cost)
+                    excerpt = SelectedItem(cut, s.score, "head", {}, context_only=True)
+                    selection.append(excerpt)
+                    undo.append(lambda excerpt=excerpt: selection.remove(excerpt))
+                    shown[path].append((a, b))
+                    spent += cost
+        if parts is not None:
+            parts["named"] = spent
+        if GAP_MAX_TOKENS and (not dry or REPLAN_GAPS):
             for s in anchors:
                 span = _gaps(cat, s.item, file_lines[s.item.path])
                 if span is None:
@@ -598,7 +648,7 @@ class SmartContextExtractor:
                     undo.append(lambda s=s, before=before: setattr(s, "item", before))
                     shown[s.item.path].append((a, b))
                     spent += cost
-        if NEIGHBOUR_MAX_TOKENS:
+        if NEIGHBOUR_MAX_TOKENS and not dry:
             wanted: list[tuple[int, SelectedItem]] = []
             for s in anchors[:NEIGHBOUR_ANCHORS]:
                 for r in _neighbours(cat, s.item.id):
@@ -616,7 +666,7 @@ class SmartContextExtractor:
                     continue
                 selection.append(SelectedItem(si.item, s.score, "full", {}, context_only=True))
                 undo.append(lambda: selection.pop())
-        if CLASS_HEAD_MAX_TOKENS:
+        if CLASS_HEAD_MAX_TOKENS and not dry:
             for s in sorted(selection, key=lambda s: -s.score):
                 it = s.item
                 if s.mode != "signature" or it.kind != ItemKind.CLASS or it.path not in file_lines:
@@ -639,7 +689,7 @@ class SmartContextExtractor:
                 undo.append(lambda s=s, before=before: (setattr(s, "item", before[0]), setattr(s, "mode", before[1])))
                 shown[it.path].append((a, b))
                 spent += cost
-        if FILL_HEAD_FILES:
+        if FILL_HEAD_FILES and not dry:
             heads_shown = {s.item.path for s in selection if s.mode == "head"}
             in_context = {s.item.path for s in selection}
             for path in files[:FILL_HEAD_FILES]:
@@ -674,15 +724,19 @@ class SmartContextExtractor:
                     undo[-1] = (lambda f=undo[-1], path=path: (f(), file_lines.pop(path, None)))
                 shown[path].append((1, last))
                 spent += cost
+        if dry:
+            while undo:
+                undo.pop()()
+            return text, tokens, spent
         if not undo:
-            return text, tokens
+            return text, tokens, 0
         text = remeasure()
         tokens = count_tokens(text, cfg.encoding)
         while tokens > cfg.max_tokens and undo:
             undo.pop()()
             text = remeasure()
             tokens = count_tokens(text, cfg.encoding)
-        return text, tokens
+        return text, tokens, spent
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], report: bool = False) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
@@ -963,6 +1017,39 @@ def _enclosing_function(cat: Catalogue, rowid: int) -> int | None:
     if r is None or o is None or o.kind not in ("function", "method"):
         return None
     return r if o.tokens <= OUTER_RATIO * max(1, e.tokens) else None
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_BINDING = re.compile(r"([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+
+
+def _module_statements(cat: Catalogue, path: str, lines: list[str]) -> list[tuple[str, int, int]]:
+    """(name, first line, last line) of each module-level assignment outside every
+    definition of ``path``: the constants, tables and registries that no item holds."""
+    mod = cat.module_of_path.get(path)
+    entry = cat.entries.get(mod) if mod is not None else None
+    if entry is None:
+        return []
+    spans = sorted((cat.entries[r].start_line, cat.entries[r].end_line) for r in cat.children.get(entry.id, ()))
+    inside = set()
+    for a, b in spans:
+        inside.update(range(a, b + 1))
+    out = []
+    n = len(lines)
+    i = 1
+    while i <= n:
+        line = lines[i - 1]
+        m = _BINDING.match(line) if i not in inside else None
+        if m is None:
+            i += 1
+            continue
+        j = i
+        # The statement runs on over indented or closing lines (a dict or call over several lines).
+        while j < n and j + 1 not in inside and lines[j] and (lines[j][0] in " \t)]}"):
+            j += 1
+        out.append((m.group(1), i, j))
+        i = j + 1
+    return out
 
 
 def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]] | None:
