@@ -89,17 +89,28 @@ NAMESAKE_MAX_TOKENS = 400
 # matched); SWE-bench dev, the plain-English questions and 45 held-out dev2 reports unchanged
 # (it changed 5 dev contexts, 1 question's, 7 held-out). 0: off.
 OUTER_RATIO = 2.0
+# What the exact count leaves free is spent on the code around what is shown whole
+# (`_fill_leftover`); nothing shown is dropped for it. Measured with bench/ablate.py against
+# main 27abeec (docs/benchmarks.md, "Packing for bug reports, round 9"); each 0: off.
+# - The module-level assignments a definition shown whole names (a pattern, a table, a
+#   registry: lines no item holds), each of at most NAMED_STATEMENT_TOKENS, shown as
+#   "module level" lines. Read from a report whose fix edits the regex `option_desc_re`
+#   that the shown `Cmdoption.handle_signature` uses.
+NAMED_STATEMENT_TOKENS = 150
+# - The statements between a definition shown whole and the definitions beside it in its
+#   module or class (comments heading a section, a registration after a function, class
+#   attributes before a method), each run of at most GAP_MAX_TOKENS. Read from a report
+#   whose fix goes under the `# -- Generating output --` comment above the function shown.
 GAP_MAX_TOKENS = 300
-NEIGHBOUR_MAX_TOKENS = 0
+# - The definitions just before and after the best NEIGHBOUR_ANCHORS shown whole, each of
+#   at most NEIGHBOUR_MAX_TOKENS (siblings of a matched method are often changed with it).
+NEIGHBOUR_MAX_TOKENS = 400
 NEIGHBOUR_ANCHORS = 5
-FILL_RESERVE = 0.0
-CLASS_HEAD_MAX_TOKENS = 0
-FILL_HEAD_FILES = 0
-LEAD_NEIGHBOUR_TOKENS = 0
-NAMED_STATEMENT_TOKENS = 0
-FILL_REPLAN = 0
-REPLAN_GAPS = True
-REPLAN_NAMED_ONLY = False
+# For a bug report, when a definition shown whole names such a module-level assignment and
+# what the fill wants (the assignments and gaps, up to FILL_REPLAN tokens) is more than the
+# exact count left free, the plan is made again that much smaller (its weakest items make
+# room) and kept when it fits. 0: the fill takes only what is left free.
+FILL_REPLAN = 300
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -419,7 +430,7 @@ class SmartContextExtractor:
         if share != cfg.full_code_share:
             cfg = replace(cfg, full_code_share=share)
         pool = ranked[:POOL]
-        pinned = self._pin_top_file(pool, cat, files, report=cat.has_code and not asks(question))
+        pinned = self._pin_top_file(pool, cat, files)
         _add_namesakes(pool, cat)
         _outer_functions(pool, cat)
         read = read or {}
@@ -435,13 +446,8 @@ class SmartContextExtractor:
         exporter = EXPORTERS[format]
         measure = exporter.measure
 
-        held = int(FILL_RESERVE * cfg.max_tokens) if cat.has_code and not asks(question) else 0
-        limit = cfg.max_tokens - held
-
         def pack(budget: int | None):
             # A refill plans as if the budget were larger: the estimates, not the text, fit it.
-            if budget is None and held:
-                budget = limit - reserve
             planned = cfg if budget is None else replace(cfg, max_tokens=min(MAX_BUDGET, budget + reserve))
             plan = plan_budget(pool, stored, parents, planned, reserve=reserve, pinned_full=pinned,
                                file_costs=file_costs)
@@ -453,38 +459,36 @@ class SmartContextExtractor:
             return plan, file_lines, modules, text, count_tokens(text, cfg.encoding)
 
         plan, file_lines, modules, text, tokens = pack(None)
-        planned_for = limit - reserve
-        refill = _refill_budget(plan.used, reserve, tokens, limit)
+        planned_for = cfg.max_tokens - reserve
+        refill = _refill_budget(plan.used, reserve, tokens, cfg.max_tokens)
         if refill is not None:
             # A larger plan is kept only when it fits as it is (trimming it would cut
             # matches the first plan showed, to make room for weaker ones); one that runs
             # over is tried again halfway.
-            for budget in (refill, (refill + limit - reserve) // 2):
+            for budget in (refill, (refill + cfg.max_tokens - reserve) // 2):
                 second = pack(budget)
-                if second[4] <= limit:
+                if second[4] <= cfg.max_tokens:
                     if second[4] > tokens:
                         plan, file_lines, modules, text, tokens = second
                         planned_for = budget
                     break
         if FILL_REPLAN and cat.has_code and not asks(question) and plan.selected:
-            # What the fill would add beside the best matches, within FILL_REPLAN tokens:
-            # when it does not fit what is free, plan again that much smaller (the weakest
-            # items make room) and keep that plan when it fits.
+            # See FILL_REPLAN: a dry run of the fill says what it wants.
             parts: dict[str, int] = {}
-            want = self._fill_leftover(plan.selected, cat, files, dict(file_lines), FILL_REPLAN,
+            want = self._fill_leftover(plan.selected, cat, file_lines, FILL_REPLAN,
                                        lambda: text, text, tokens, dry=True, parts=parts)[2]
             deficit = want - (cfg.max_tokens - tokens)
-            if deficit > 0 and tokens > reserve and (parts.get("named") or not REPLAN_NAMED_ONLY):
+            if deficit > 0 and tokens > reserve and parts.get("named"):
                 budget = int(planned_for - deficit * plan.used / max(1, tokens - reserve))
                 second = pack(budget)
-                if second[4] <= limit:
+                if second[4] <= cfg.max_tokens:
                     plan, file_lines, modules, text, tokens = second
         selection = plan.selected
         dropped = plan.dropped if plan.dropped is not None else []
         # The plan's costs are estimates of framing; trim the weakest items until the
         # exact count fits, several at a time when far over.
-        while tokens > limit and selection:
-            excess = tokens - limit
+        while tokens > cfg.max_tokens and selection:
+            excess = tokens - cfg.max_tokens
             saved = 0
             while saved < excess and selection:
                 matches = [s for s in selection if not s.context_only]
@@ -512,7 +516,7 @@ class SmartContextExtractor:
             text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
         if tokens < cfg.max_tokens and selection and cat.has_code:
-            text, tokens, _ = self._fill_leftover(selection, cat, files, file_lines, cfg.max_tokens - tokens,
+            text, tokens, _ = self._fill_leftover(selection, cat, file_lines, cfg.max_tokens - tokens,
                                                lambda: measure(selection, file_lines, deps, modules, cfg.include_scores),
                                                text, tokens)
         warnings: list[str] = []
@@ -574,26 +578,27 @@ class SmartContextExtractor:
             )
         return result
 
-    def _fill_leftover(self, selection: list[SelectedItem], cat: Catalogue, files: list[str],
-                       file_lines: dict[str, list[str]],
+    def _fill_leftover(self, selection: list[SelectedItem], cat: Catalogue, file_lines: dict[str, list[str]],
                        free: int, remeasure: Callable[[], str], text: str, tokens: int,
                        dry: bool = False, parts: dict[str, int] | None = None) -> tuple[str, int, int]:
-        """Spend what the exact count left free on the code around what is shown whole:
-        the statements between definitions next to it (GAP_MAX_TOKENS), then its
-        neighbouring definitions (NEIGHBOUR_MAX_TOKENS). Nothing shown is ever dropped for
-        them: additions that overrun the budget are taken back."""
-        if not (GAP_MAX_TOKENS or NEIGHBOUR_MAX_TOKENS or CLASS_HEAD_MAX_TOKENS or FILL_HEAD_FILES) or free <= 0:
-            return text, tokens, 0
+        """Spend ``free`` tokens on the code around what is shown whole: the module-level
+        assignments it names, the statements between it and the definitions beside it,
+        then those definitions (see NAMED_STATEMENT_TOKENS). Returns the text, its tokens
+        and the tokens the additions were estimated at; additions that make the text
+        overrun the budget are taken back, last first. ``dry``: take everything back and
+        only say what the assignments and gaps would cost (``parts["named"]``: the
+        assignments alone)."""
         cfg = self.config
         anchors = sorted((s for s in selection if s.mode == "full" and not s.context_only
                           and s.item.traits.body_from_file and s.item.path in file_lines
                           and s.item.kind in (ItemKind.FUNCTION, ItemKind.METHOD, ItemKind.CLASS)),
                          key=lambda s: -s.score)
-        shown = {s.item.path: [] for s in selection}
+        if free <= 0 or not anchors:
+            return text, tokens, 0
+        shown: dict[str, list[tuple[int, int]]] = {}
         for s in selection:
-            if s.mode == "full" or s.mode == "head":
-                shown[s.item.path].append((1 if s.mode == "head" else s.item.start_line, s.item.end_line))
-        ids = {s.item.id for s in selection}
+            if s.mode in ("full", "head"):
+                shown.setdefault(s.item.path, []).append((s.item.start_line, s.item.end_line))
 
         def covered(path: str, a: int, b: int) -> bool:
             return any(x <= a and b <= y for x, y in shown.get(path, ()))
@@ -601,133 +606,74 @@ class SmartContextExtractor:
         undo: list[Callable[[], None]] = []
         spent = 0
         if NAMED_STATEMENT_TOKENS:
-            mods: dict[str, Any] = {}
-            mod_items: dict[int, StoredItem] = {}
+            statements: dict[str, list[tuple[str, int, int]]] = {}
+            modules: dict[int, StoredItem] = {}
             for s in anchors:
                 path = s.item.path
-                if not path.endswith(".py"):
+                lines = file_lines[path]
+                if path not in statements:
+                    statements[path] = _module_statements(cat, path, lines) if path.endswith(".py") else []
+                if not statements[path]:
                     continue
-                if path not in mods:
-                    mods[path] = _module_statements(cat, path, file_lines[path])
-                used = set(_IDENT.findall("\n".join(file_lines[path][s.item.start_line - 1:s.item.end_line])))
-                for name, a, b in mods[path]:
-                    if name not in used or covered(path, a, b):
+                named = set(_IDENT.findall("\n".join(lines[s.item.start_line - 1:s.item.end_line])))
+                for name, a, b in statements[path]:
+                    if name not in named or covered(path, a, b):
                         continue
-                    cost = count_tokens("\n".join(file_lines[path][a - 1:b]), cfg.encoding) + PER_ITEM_OVERHEAD
+                    cost = count_tokens("\n".join(lines[a - 1:b]), cfg.encoding) + PER_ITEM_OVERHEAD
                     if cost > NAMED_STATEMENT_TOKENS or spent + cost > free:
                         continue
                     row = cat.module_of_path[path]
-                    if row not in mod_items:
-                        mod_items.update(self.store.items_by_rowids([row]))
-                    if row not in mod_items:
+                    if row not in modules:
+                        modules.update(self.store.items_by_rowids([row]))
+                    if row not in modules:
                         continue
-                    cut = replace(mod_items[row].item, start_line=a, end_line=b, text="", tokens=cost)
+                    # The module row cut to these lines: exporters show a "head" from its start line.
+                    cut = replace(modules[row].item, start_line=a, end_line=b, text="", tokens=cost)
                     excerpt = SelectedItem(cut, s.score, "head", {}, context_only=True)
                     selection.append(excerpt)
                     undo.append(lambda excerpt=excerpt: selection.remove(excerpt))
-                    shown[path].append((a, b))
+                    shown.setdefault(path, []).append((a, b))
                     spent += cost
         if parts is not None:
             parts["named"] = spent
-        if GAP_MAX_TOKENS and (not dry or REPLAN_GAPS):
+        if GAP_MAX_TOKENS:
             for s in anchors:
-                span = _gaps(cat, s.item, file_lines[s.item.path])
-                if span is None:
-                    continue
-                for a, b in span:
+                lines = file_lines[s.item.path]
+                for a, b in _gaps(cat, s.item, lines):
                     if covered(s.item.path, a, b):
                         continue
-                    gap = "\n".join(file_lines[s.item.path][a - 1:b])
-                    cost = count_tokens(gap, cfg.encoding) + 1
+                    cost = count_tokens("\n".join(lines[a - 1:b]), cfg.encoding) + 1
                     if cost > GAP_MAX_TOKENS or spent + cost > free:
                         continue
                     before = s.item
                     lo, hi = min(a, before.start_line), max(b, before.end_line)
-                    s.item = replace(before, start_line=lo, end_line=hi,
-                                     text="\n".join(file_lines[before.path][lo - 1:hi]))
+                    s.item = replace(before, start_line=lo, end_line=hi, text="\n".join(lines[lo - 1:hi]))
                     undo.append(lambda s=s, before=before: setattr(s, "item", before))
                     shown[s.item.path].append((a, b))
                     spent += cost
-        if NEIGHBOUR_MAX_TOKENS and not dry:
-            wanted: list[tuple[int, SelectedItem]] = []
-            for s in anchors[:NEIGHBOUR_ANCHORS]:
-                for r in _neighbours(cat, s.item.id):
-                    e = cat.entries[r]
-                    if (e.id in ids or e.tokens > NEIGHBOUR_MAX_TOKENS or spent + e.tokens + PER_ITEM_OVERHEAD > free
-                            or covered(e.path, e.start_line, e.end_line)):
-                        continue
-                    wanted.append((r, s))
-                    ids.add(e.id)
-                    spent += e.tokens + PER_ITEM_OVERHEAD
-            rows = self.store.items_by_rowids([r for r, _ in wanted]) if wanted else {}
-            for r, s in wanted:
-                si = rows.get(r)
-                if si is None:
-                    continue
-                selection.append(SelectedItem(si.item, s.score, "full", {}, context_only=True))
-                undo.append(lambda: selection.pop())
-        if CLASS_HEAD_MAX_TOKENS and not dry:
-            for s in sorted(selection, key=lambda s: -s.score):
-                it = s.item
-                if s.mode != "signature" or it.kind != ItemKind.CLASS or it.path not in file_lines:
-                    continue
-                r = cat.by_id.get(it.id)
-                kids = [cat.entries[x].start_line for x in cat.children.get(it.id, ())] if r is not None else []
-                if not kids:
-                    continue
-                a, b = it.start_line, min(kids) - 1
-                lines = file_lines[it.path]
-                while b > a and not lines[b - 1].strip():
-                    b -= 1
-                if b <= a or covered(it.path, a, b):
-                    continue
-                cost = count_tokens("\n".join(lines[a - 1:b]), cfg.encoding) - min(it.tokens, len(signature_text(it)) // 3)
-                if cost > CLASS_HEAD_MAX_TOKENS or spent + cost > free:
-                    continue
-                before = (s.item, s.mode)
-                s.item, s.mode = replace(it, end_line=b, text="\n".join(lines[a - 1:b])), "full"
-                undo.append(lambda s=s, before=before: (setattr(s, "item", before[0]), setattr(s, "mode", before[1])))
-                shown[it.path].append((a, b))
-                spent += cost
-        if FILL_HEAD_FILES and not dry:
-            heads_shown = {s.item.path for s in selection if s.mode == "head"}
-            in_context = {s.item.path for s in selection}
-            for path in files[:FILL_HEAD_FILES]:
-                mod = cat.module_of_path.get(path)
-                entry = cat.entries.get(mod) if mod is not None else None
-                if path in heads_shown or path not in in_context or entry is None or not kind_traits(entry.kind).whole_file:
-                    continue
-                starts = [cat.entries[r].start_line for r in cat.children.get(entry.id, [])]
-                last = min(min(starts, default=entry.end_line + 1) - 1, HEAD_MAX_LINES, entry.end_line)
-                if last < 1 or covered(path, 1, last):
-                    continue
-                si = self.store.items_by_rowids([entry.rowid]).get(entry.rowid)
-                if si is None:
-                    continue
-                lines = si.item.text.splitlines()
-                cost = count_tokens("\n".join(lines[:last]), cfg.encoding) + PER_ITEM_OVERHEAD
-                if cost > HEAD_MAX_TOKENS or spent + cost > free:
-                    continue
-                had_lines = path in file_lines
-                file_lines.setdefault(path, lines)
-                existing = next((s for s in selection if s.item.id == si.item.id), None)
-                head = replace(si.item, end_line=last, text="", tokens=cost)
-                if existing is not None:
-                    before = (existing.item, existing.mode)
-                    existing.item, existing.mode = head, "head"
-                    undo.append(lambda s=existing, before=before: (setattr(s, "item", before[0]), setattr(s, "mode", before[1])))
-                else:
-                    score = max((s.score for s in selection if s.item.path == path), default=0.0)
-                    selection.append(SelectedItem(head, score, "head", {}, context_only=True))
-                    undo.append(lambda: selection.pop())
-                if not had_lines:
-                    undo[-1] = (lambda f=undo[-1], path=path: (f(), file_lines.pop(path, None)))
-                shown[path].append((1, last))
-                spent += cost
         if dry:
             while undo:
                 undo.pop()()
             return text, tokens, spent
+        if NEIGHBOUR_MAX_TOKENS:
+            ids = {s.item.id for s in selection}
+            wanted: list[tuple[int, float]] = []
+            for s in anchors[:NEIGHBOUR_ANCHORS]:
+                for r in _neighbours(cat, s.item.id):
+                    e = cat.entries[r]
+                    cost = e.tokens + PER_ITEM_OVERHEAD
+                    if (e.id in ids or e.tokens > NEIGHBOUR_MAX_TOKENS or spent + cost > free
+                            or covered(e.path, e.start_line, e.end_line)):
+                        continue
+                    wanted.append((r, s.score))
+                    ids.add(e.id)
+                    spent += cost
+            rows = self.store.items_by_rowids([r for r, _ in wanted]) if wanted else {}
+            for r, score in wanted:
+                if r in rows:
+                    neighbour = SelectedItem(rows[r].item, score, "full", {}, context_only=True)
+                    selection.append(neighbour)
+                    undo.append(lambda neighbour=neighbour: selection.remove(neighbour))
         if not undo:
             return text, tokens, 0
         text = remeasure()
@@ -738,7 +684,7 @@ class SmartContextExtractor:
             tokens = count_tokens(text, cfg.encoding)
         return text, tokens, spent
 
-    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str], report: bool = False) -> set[int]:
+    def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
         answer (or a fix) then comes with everything around it. Its top-level symbols are
         pinned (not the module row), so results still name the precise items."""
@@ -754,8 +700,6 @@ class SmartContextExtractor:
             return set()  # the file ranks first only by aggregate: not sure enough
         if entry.tokens > TOP_FILE_SHARE * cfg.max_tokens:
             front = _lead_with_file(pool, cat, top, entry.id, TOP_FILE_SHARE * cfg.max_tokens)
-            if report:
-                front += _lead_neighbours(pool, cat, front)
             self._lead_second(pool, cat, files, front)
             return set()
         children = sorted(cat.children.get(entry.id, []), key=lambda r: cat.entries[r].start_line)
@@ -1052,15 +996,15 @@ def _module_statements(cat: Catalogue, path: str, lines: list[str]) -> list[tupl
     return out
 
 
-def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]] | None:
+def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]]:
     """The lines between ``item`` and the definitions beside it in its module or class
-    (leading, then trailing), each trimmed of blank lines; None when it has no such
-    container."""
+    (before it, then after it), each trimmed of blank lines: none when it is not directly
+    in a module or a class."""
     r = cat.by_id.get(item.id)
     e = cat.entries.get(r) if r is not None else None
     p = cat.entries.get(cat.by_id.get(e.parent_id)) if e is not None and e.parent_id else None
     if e is None or p is None or p.kind not in (ItemKind.MODULE, ItemKind.CLASS):
-        return None
+        return []
     sibs = sorted((cat.entries[x] for x in cat.children.get(p.id, ())), key=lambda x: x.start_line)
     prev_end = max((x.end_line for x in sibs if x.end_line < e.start_line), default=None)
     next_start = min((x.start_line for x in sibs if x.start_line > e.end_line), default=None)
@@ -1081,27 +1025,6 @@ def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]] | Non
         if a <= b:
             out.append((a, b))
     return out
-
-
-def _lead_neighbours(pool: list[ScoredItem], cat: Catalogue, front: int) -> int:
-    """Put the definitions beside each of the first ``front`` candidates (the top file's
-    lead) right after them, each of at most LEAD_NEIGHBOUR_TOKENS; returns how many."""
-    if not LEAD_NEIGHBOUR_TOKENS or front <= 0:
-        return 0
-    lead = pool[:front]
-    present = {s.rowid for s in lead}
-    added: list[ScoredItem] = []
-    for s in lead:
-        for r in _neighbours(cat, s.item_id):
-            if r in present or cat.entries[r].tokens > LEAD_NEIGHBOUR_TOKENS:
-                continue
-            present.add(r)
-            added.append(ScoredItem(r, cat.entries[r].id, score=s.score, direct=False))
-    if not added:
-        return 0
-    rest = [s for s in pool[front:] if s.rowid not in present]
-    pool[:] = lead + added + rest
-    return len(added)
 
 
 def _neighbours(cat: Catalogue, item_id: str) -> list[int]:
