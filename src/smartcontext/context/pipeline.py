@@ -111,6 +111,7 @@ NEIGHBOUR_ANCHORS = 5
 # exact count left free, the plan is made again that much smaller (its weakest items make
 # room) and kept when it fits. 0: the fill takes only what is left free.
 FILL_REPLAN = 300
+FILL_MIN_FREE = 20  # fewer free tokens hold no statement and its framing: not worth a recount
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -515,7 +516,7 @@ class SmartContextExtractor:
                     self._drop_orphan_parents(selection)
             text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
-        if tokens < cfg.max_tokens and selection and cat.has_code:
+        if cfg.max_tokens - tokens >= FILL_MIN_FREE and selection and cat.has_code:
             text, tokens, _ = self._fill_leftover(selection, cat, file_lines, cfg.max_tokens - tokens,
                                                lambda: measure(selection, file_lines, deps, modules, cfg.include_scores),
                                                text, tokens)
@@ -636,13 +637,18 @@ class SmartContextExtractor:
                     spent += cost
         if parts is not None:
             parts["named"] = spent
+            if not spent:
+                return text, tokens, 0  # the second plan is only for a named assignment
         if GAP_MAX_TOKENS:
             for s in anchors:
                 lines = file_lines[s.item.path]
                 for a, b in _gaps(cat, s.item, lines):
                     if covered(s.item.path, a, b):
                         continue
-                    cost = count_tokens("\n".join(lines[a - 1:b]), cfg.encoding) + 1
+                    gap = "\n".join(lines[a - 1:b])
+                    if len(gap) > _CHARS_PER_TOKEN_MAX * min(GAP_MAX_TOKENS, free - spent):
+                        continue  # surely too many tokens: not worth counting
+                    cost = count_tokens(gap, cfg.encoding) + 1
                     if cost > GAP_MAX_TOKENS or spent + cost > free:
                         continue
                     before = s.item
@@ -964,6 +970,9 @@ def _enclosing_function(cat: Catalogue, rowid: int) -> int | None:
 
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+# More characters per cl100k token than code ever averages: a text longer than this many
+# times a token limit is over it without counting.
+_CHARS_PER_TOKEN_MAX = 10
 _BINDING = re.compile(r"([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 
 
@@ -975,24 +984,22 @@ def _module_statements(cat: Catalogue, path: str, lines: list[str]) -> list[tupl
     if entry is None:
         return []
     spans = sorted((cat.entries[r].start_line, cat.entries[r].end_line) for r in cat.children.get(entry.id, ()))
-    inside = set()
-    for a, b in spans:
-        inside.update(range(a, b + 1))
     out = []
-    n = len(lines)
-    i = 1
-    while i <= n:
-        line = lines[i - 1]
-        m = _BINDING.match(line) if i not in inside else None
-        if m is None:
-            i += 1
-            continue
-        j = i
-        # The statement runs on over indented or closing lines (a dict or call over several lines).
-        while j < n and j + 1 not in inside and lines[j] and (lines[j][0] in " \t)]}"):
-            j += 1
-        out.append((m.group(1), i, j))
-        i = j + 1
+    start = 1
+    for a, b in spans + [(len(lines) + 1, len(lines) + 1)]:
+        i = start
+        while i < a:  # the lines between two definitions
+            m = _BINDING.match(lines[i - 1])
+            if m is None:
+                i += 1
+                continue
+            j = i
+            # The statement runs on over indented or closing lines (a dict or a call over several lines).
+            while j + 1 < a and lines[j] and lines[j][0] in " \t)]}":
+                j += 1
+            out.append((m.group(1), i, j))
+            i = j + 1
+        start = max(start, b + 1)
     return out
 
 
