@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..model import ItemKind, kind_traits
@@ -636,7 +637,7 @@ class SmartContextExtractor:
                     cut = replace(modules[row].item, start_line=a, end_line=b, text="", tokens=cost)
                     excerpt = SelectedItem(cut, s.score, "head", {}, context_only=True)
                     selection.append(excerpt)
-                    undo.append(lambda excerpt=excerpt: selection.remove(excerpt))
+                    undo.append(partial(selection.remove, excerpt))
                     shown.setdefault(path, []).append((a, b))
                     spent += cost
         if parts is not None:
@@ -658,7 +659,7 @@ class SmartContextExtractor:
                     before = s.item
                     lo, hi = min(a, before.start_line), max(b, before.end_line)
                     s.item = replace(before, start_line=lo, end_line=hi, text="\n".join(lines[lo - 1:hi]))
-                    undo.append(lambda s=s, before=before: setattr(s, "item", before))
+                    undo.append(partial(setattr, s, "item", before))
                     shown[s.item.path].append((a, b))
                     spent += cost
         if dry:
@@ -683,7 +684,7 @@ class SmartContextExtractor:
                 if r in rows:
                     neighbour = SelectedItem(rows[r].item, score, "full", {}, context_only=True)
                     selection.append(neighbour)
-                    undo.append(lambda neighbour=neighbour: selection.remove(neighbour))
+                    undo.append(partial(selection.remove, neighbour))
         if not undo:
             return text, tokens, 0
         text = remeasure()
@@ -1013,7 +1014,8 @@ def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]]:
     in a module or a class."""
     r = cat.by_id.get(item.id)
     e = cat.entries.get(r) if r is not None else None
-    p = cat.entries.get(cat.by_id.get(e.parent_id)) if e is not None and e.parent_id else None
+    pr = cat.by_id.get(e.parent_id) if e is not None and e.parent_id else None
+    p = cat.entries.get(pr) if pr is not None else None
     if e is None or p is None or p.kind not in (ItemKind.MODULE, ItemKind.CLASS):
         return []
     sibs = sorted((cat.entries[x] for x in cat.children.get(p.id, ())), key=lambda x: x.start_line)
@@ -1042,9 +1044,10 @@ def _neighbours(cat: Catalogue, item_id: str) -> list[int]:
     """The definitions just before and after ``item_id`` in its module or class."""
     r = cat.by_id.get(item_id)
     e = cat.entries.get(r) if r is not None else None
-    if e is None or not e.parent_id:
+    pr = cat.by_id.get(e.parent_id) if e is not None and e.parent_id else None
+    if r is None or pr is None:
         return []
-    p = cat.entries.get(cat.by_id.get(e.parent_id))
+    p = cat.entries.get(pr)
     if p is None or p.kind not in (ItemKind.MODULE, ItemKind.CLASS):
         return []
     sibs = sorted(cat.children.get(p.id, ()), key=lambda x: cat.entries[x].start_line)
