@@ -15,7 +15,8 @@ def spend_of(result: ContextResult) -> dict[str, Any]:
     parts = {"bodies": [0, 0], "signatures": [0, 0], "headers": [0, 0]}
     for s in result.items:
         it = s.item
-        if s.mode == "head" or s.context_only:
+        # A definition brought whole beside a match (pipeline._fill_leftover) is a body.
+        if s.mode == "head" or (s.context_only and s.mode != "full"):
             part = parts["headers"]
             part[1] += it.tokens if s.mode == "head" else (len(signature_text(it)) + 3) // 4
         elif s.mode == "full":

@@ -52,7 +52,7 @@ def body_lines(sel: SelectedItem, file_lines: dict[str, list[str]], from_line: i
     it = sel.item
     lines = file_lines.get(it.path)
     if sel.mode == "head" and lines is not None:
-        return lines[: it.end_line]
+        return lines[it.start_line - 1 if it.start_line > 1 else 0 : it.end_line]
     if lines is not None and it.traits.body_from_file:
         chunk = lines[it.start_line - 1 : it.end_line]
         if chunk:
@@ -152,7 +152,8 @@ def render_mu(
                 if s.mode == "full":
                     out.extend("  " + ln for ln in it.text.splitlines())
                 elif s.mode == "head":
-                    out.append(f"  :: L1-{it.end_line} (file header)")
+                    out.append(f"  :: L1-{it.end_line} (file header)" if it.start_line <= 1
+                               else f"  :: L{it.start_line}-{it.end_line} (module level)")
                     out.extend("  " + ln if ln else "" for ln in body_lines(s, file_lines))
                 elif it.doc_summary:
                     out.append("  :: " + it.doc_summary)
@@ -212,7 +213,7 @@ def render_markdown(
                 body = "\n".join(body_lines(s, file_lines, first))
                 fence = "````" if "```" in body else "```"
                 label = it.qualname if not it.traits.whole_file else (
-                    "whole file" if s.mode == "full" else "file header"
+                    "whole file" if s.mode == "full" else "file header" if it.start_line <= 1 else "module level"
                 )
                 out.append(f"`{label}` lines {first}-{last}{score}:")
                 out.append(f"{fence}{lang}\n{body}\n{fence}")

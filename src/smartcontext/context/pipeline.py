@@ -4,9 +4,11 @@ budget -> export. Each stage lives in its own module; this one only wires them."
 from __future__ import annotations
 
 import heapq
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..model import ItemKind, kind_traits
@@ -88,6 +90,33 @@ NAMESAKE_MAX_TOKENS = 400
 # matched); SWE-bench dev, the plain-English questions and 45 held-out dev2 reports unchanged
 # (it changed 5 dev contexts, 1 question's, 7 held-out). 0: off.
 OUTER_RATIO = 2.0
+# What the exact count leaves free is spent on the code around what is shown whole
+# (`_fill_leftover`); nothing shown is dropped for it. Measured with bench/ablate.py against
+# main 27abeec (docs/benchmarks.md, "Packing for bug reports, round 9"), all four together:
+# SWE-bench dev hunks shown 79.6 -> 82.7%; held-out dev2 one-file reports 48.8 -> 50.4% (45)
+# and 44.1 -> 48.0% (48); dev2 design one-file 67.1 unchanged, multi-file 25.1 -> 26.9%;
+# rankings and both plain-English question sets unchanged. A warm context costs about 1.4x
+# (a second render and count, and for some reports a second plan). Each 0: off.
+# - The module-level assignments a definition shown whole names (a pattern, a table, a
+#   registry: lines no item holds), each of at most NAMED_STATEMENT_TOKENS, shown as
+#   "module level" lines. Read from a report whose fix edits the regex `option_desc_re`
+#   that the shown `Cmdoption.handle_signature` uses.
+NAMED_STATEMENT_TOKENS = 150
+# - The statements between a definition shown whole and the definitions beside it in its
+#   module or class (comments heading a section, a registration after a function, class
+#   attributes before a method), each run of at most GAP_MAX_TOKENS. Read from a report
+#   whose fix goes under the `# -- Generating output --` comment above the function shown.
+GAP_MAX_TOKENS = 300
+# - The definitions just before and after the best NEIGHBOUR_ANCHORS shown whole, each of
+#   at most NEIGHBOUR_MAX_TOKENS (siblings of a matched method are often changed with it).
+NEIGHBOUR_MAX_TOKENS = 400
+NEIGHBOUR_ANCHORS = 5
+# For a bug report, when a definition shown whole names such a module-level assignment and
+# what the fill wants (the assignments and gaps, up to FILL_REPLAN tokens) is more than the
+# exact count left free, the plan is made again that much smaller (its weakest items make
+# room) and kept when it fits. 0: the fill takes only what is left free.
+FILL_REPLAN = 300
+FILL_MIN_FREE = 20  # fewer free tokens hold no statement and its framing: not worth a recount
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -436,6 +465,7 @@ class SmartContextExtractor:
             return plan, file_lines, modules, text, count_tokens(text, cfg.encoding)
 
         plan, file_lines, modules, text, tokens = pack(None)
+        planned_for = cfg.max_tokens - reserve
         refill = _refill_budget(plan.used, reserve, tokens, cfg.max_tokens)
         if refill is not None:
             # A larger plan is kept only when it fits as it is (trimming it would cut
@@ -446,7 +476,19 @@ class SmartContextExtractor:
                 if second[4] <= cfg.max_tokens:
                     if second[4] > tokens:
                         plan, file_lines, modules, text, tokens = second
+                        planned_for = budget
                     break
+        if FILL_REPLAN and cat.has_code and not asks(question) and plan.selected:
+            # See FILL_REPLAN: a dry run of the fill says what it wants.
+            parts: dict[str, int] = {}
+            want = self._fill_leftover(plan.selected, cat, file_lines, FILL_REPLAN,
+                                       lambda: text, text, tokens, dry=True, parts=parts)[2]
+            deficit = want - (cfg.max_tokens - tokens)
+            if deficit > 0 and tokens > reserve and parts.get("named"):
+                budget = int(planned_for - deficit * plan.used / max(1, tokens - reserve))
+                second = pack(budget)
+                if second[4] <= cfg.max_tokens:
+                    plan, file_lines, modules, text, tokens = second
         selection = plan.selected
         dropped = plan.dropped if plan.dropped is not None else []
         # The plan's costs are estimates of framing; trim the weakest items until the
@@ -479,6 +521,10 @@ class SmartContextExtractor:
                     self._drop_orphan_parents(selection)
             text = measure(selection, file_lines, deps, modules, cfg.include_scores)
             tokens = count_tokens(text, cfg.encoding)
+        if cfg.max_tokens - tokens >= FILL_MIN_FREE and selection and cat.has_code:
+            text, tokens, _ = self._fill_leftover(selection, cat, file_lines, cfg.max_tokens - tokens,
+                                               lambda: measure(selection, file_lines, deps, modules, cfg.include_scores),
+                                               text, tokens)
         warnings: list[str] = []
         nearest: list[dict[str, Any]] = []
         if not ranked:
@@ -537,6 +583,117 @@ class SmartContextExtractor:
                 exporter.render, header, cfg.encoding, selection, file_lines, deps, modules, cfg.include_scores
             )
         return result
+
+    def _fill_leftover(self, selection: list[SelectedItem], cat: Catalogue, file_lines: dict[str, list[str]],
+                       free: int, remeasure: Callable[[], str], text: str, tokens: int,
+                       dry: bool = False, parts: dict[str, int] | None = None) -> tuple[str, int, int]:
+        """Spend ``free`` tokens on the code around what is shown whole: the module-level
+        assignments it names, the statements between it and the definitions beside it,
+        then those definitions (see NAMED_STATEMENT_TOKENS). Returns the text, its tokens
+        and the tokens the additions were estimated at; additions that make the text
+        overrun the budget are taken back, last first. ``dry``: take everything back and
+        only say what the assignments and gaps would cost (``parts["named"]``: the
+        assignments alone)."""
+        cfg = self.config
+        anchors = sorted((s for s in selection if s.mode == "full" and not s.context_only
+                          and s.item.traits.body_from_file and s.item.path in file_lines
+                          and s.item.kind in (ItemKind.FUNCTION, ItemKind.METHOD, ItemKind.CLASS)),
+                         key=lambda s: -s.score)
+        if free <= 0 or not anchors:
+            return text, tokens, 0
+        shown: dict[str, list[tuple[int, int]]] = {}
+        for s in selection:
+            if s.mode in ("full", "head"):
+                shown.setdefault(s.item.path, []).append((s.item.start_line, s.item.end_line))
+
+        def covered(path: str, a: int, b: int) -> bool:
+            return any(x <= a and b <= y for x, y in shown.get(path, ()))
+
+        undo: list[Callable[[], None]] = []
+        spent = 0
+        if NAMED_STATEMENT_TOKENS:
+            statements: dict[str, list[tuple[str, int, int]]] = {}
+            modules: dict[int, StoredItem] = {}
+            for s in anchors:
+                path = s.item.path
+                lines = file_lines[path]
+                if path not in statements:
+                    statements[path] = _module_statements(cat, path, lines) if path.endswith(".py") else []
+                if not statements[path]:
+                    continue
+                named = set(_IDENT.findall("\n".join(lines[s.item.start_line - 1:s.item.end_line])))
+                for name, a, b in statements[path]:
+                    if name not in named or covered(path, a, b):
+                        continue
+                    cost = count_tokens("\n".join(lines[a - 1:b]), cfg.encoding) + PER_ITEM_OVERHEAD
+                    if cost > NAMED_STATEMENT_TOKENS or spent + cost > free:
+                        continue
+                    row = cat.module_of_path[path]
+                    if row not in modules:
+                        modules.update(self.store.items_by_rowids([row]))
+                    if row not in modules:
+                        continue
+                    # The module row cut to these lines: exporters show a "head" from its start line.
+                    cut = replace(modules[row].item, start_line=a, end_line=b, text="", tokens=cost)
+                    excerpt = SelectedItem(cut, s.score, "head", {}, context_only=True)
+                    selection.append(excerpt)
+                    undo.append(partial(selection.remove, excerpt))
+                    shown.setdefault(path, []).append((a, b))
+                    spent += cost
+        if parts is not None:
+            parts["named"] = spent
+            if not spent:
+                return text, tokens, 0  # the second plan is only for a named assignment
+        if GAP_MAX_TOKENS:
+            for s in anchors:
+                lines = file_lines[s.item.path]
+                for a, b in _gaps(cat, s.item, lines):
+                    if covered(s.item.path, a, b):
+                        continue
+                    gap = "\n".join(lines[a - 1:b])
+                    if len(gap) > _CHARS_PER_TOKEN_MAX * min(GAP_MAX_TOKENS, free - spent):
+                        continue  # surely too many tokens: not worth counting
+                    cost = count_tokens(gap, cfg.encoding) + 1
+                    if cost > GAP_MAX_TOKENS or spent + cost > free:
+                        continue
+                    before = s.item
+                    lo, hi = min(a, before.start_line), max(b, before.end_line)
+                    s.item = replace(before, start_line=lo, end_line=hi, text="\n".join(lines[lo - 1:hi]))
+                    undo.append(partial(setattr, s, "item", before))
+                    shown[s.item.path].append((a, b))
+                    spent += cost
+        if dry:
+            while undo:
+                undo.pop()()
+            return text, tokens, spent
+        if NEIGHBOUR_MAX_TOKENS:
+            ids = {s.item.id for s in selection}
+            wanted: list[tuple[int, float]] = []
+            for s in anchors[:NEIGHBOUR_ANCHORS]:
+                for r in _neighbours(cat, s.item.id):
+                    e = cat.entries[r]
+                    cost = e.tokens + PER_ITEM_OVERHEAD
+                    if (e.id in ids or e.tokens > NEIGHBOUR_MAX_TOKENS or spent + cost > free
+                            or covered(e.path, e.start_line, e.end_line)):
+                        continue
+                    wanted.append((r, s.score))
+                    ids.add(e.id)
+                    spent += cost
+            rows = self.store.items_by_rowids([r for r, _ in wanted]) if wanted else {}
+            for r, score in wanted:
+                if r in rows:
+                    neighbour = SelectedItem(rows[r].item, score, "full", {}, context_only=True)
+                    selection.append(neighbour)
+                    undo.append(partial(selection.remove, neighbour))
+        if not undo:
+            return text, tokens, 0
+        text = remeasure()
+        tokens = count_tokens(text, cfg.encoding)
+        while tokens > cfg.max_tokens and undo:
+            undo.pop()()
+            text = remeasure()
+            tokens = count_tokens(text, cfg.encoding)
+        return text, tokens, spent
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
@@ -815,6 +972,87 @@ def _enclosing_function(cat: Catalogue, rowid: int) -> int | None:
     if r is None or o is None or o.kind not in ("function", "method"):
         return None
     return r if o.tokens <= OUTER_RATIO * max(1, e.tokens) else None
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+# More characters per cl100k token than code ever averages: a text longer than this many
+# times a token limit is over it without counting.
+_CHARS_PER_TOKEN_MAX = 10
+_BINDING = re.compile(r"([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+
+
+def _module_statements(cat: Catalogue, path: str, lines: list[str]) -> list[tuple[str, int, int]]:
+    """(name, first line, last line) of each module-level assignment outside every
+    definition of ``path``: the constants, tables and registries that no item holds."""
+    mod = cat.module_of_path.get(path)
+    entry = cat.entries.get(mod) if mod is not None else None
+    if entry is None:
+        return []
+    spans = sorted((cat.entries[r].start_line, cat.entries[r].end_line) for r in cat.children.get(entry.id, ()))
+    out = []
+    start = 1
+    for a, b in spans + [(len(lines) + 1, len(lines) + 1)]:
+        i = start
+        while i < a:  # the lines between two definitions
+            m = _BINDING.match(lines[i - 1])
+            if m is None:
+                i += 1
+                continue
+            j = i
+            # The statement runs on over indented or closing lines (a dict or a call over several lines).
+            while j + 1 < a and lines[j] and lines[j][0] in " \t)]}":
+                j += 1
+            out.append((m.group(1), i, j))
+            i = j + 1
+        start = max(start, b + 1)
+    return out
+
+
+def _gaps(cat: Catalogue, item, lines: list[str]) -> list[tuple[int, int]]:
+    """The lines between ``item`` and the definitions beside it in its module or class
+    (before it, then after it), each trimmed of blank lines: none when it is not directly
+    in a module or a class."""
+    r = cat.by_id.get(item.id)
+    e = cat.entries.get(r) if r is not None else None
+    pr = cat.by_id.get(e.parent_id) if e is not None and e.parent_id else None
+    p = cat.entries.get(pr) if pr is not None else None
+    if e is None or p is None or p.kind not in (ItemKind.MODULE, ItemKind.CLASS):
+        return []
+    sibs = sorted((cat.entries[x] for x in cat.children.get(p.id, ())), key=lambda x: x.start_line)
+    prev_end = max((x.end_line for x in sibs if x.end_line < e.start_line), default=None)
+    next_start = min((x.start_line for x in sibs if x.start_line > e.end_line), default=None)
+    if prev_end is None:
+        prev_end = p.start_line if p.kind == ItemKind.CLASS else None
+    if next_start is None:
+        next_start = p.end_line + 1 if p.kind == ItemKind.MODULE else None
+    out = []
+    for a, b in ((prev_end + 1 if prev_end is not None else None, e.start_line - 1),
+                 (e.end_line + 1, next_start - 1 if next_start is not None else None)):
+        if a is None or b is None:
+            continue
+        b = min(b, len(lines))
+        while a <= b and not lines[a - 1].strip():
+            a += 1
+        while b >= a and not lines[b - 1].strip():
+            b -= 1
+        if a <= b:
+            out.append((a, b))
+    return out
+
+
+def _neighbours(cat: Catalogue, item_id: str) -> list[int]:
+    """The definitions just before and after ``item_id`` in its module or class."""
+    r = cat.by_id.get(item_id)
+    e = cat.entries.get(r) if r is not None else None
+    pr = cat.by_id.get(e.parent_id) if e is not None and e.parent_id else None
+    if r is None or pr is None:
+        return []
+    p = cat.entries.get(pr)
+    if p is None or p.kind not in (ItemKind.MODULE, ItemKind.CLASS):
+        return []
+    sibs = sorted(cat.children.get(p.id, ()), key=lambda x: cat.entries[x].start_line)
+    i = sibs.index(r)
+    return [sibs[j] for j in (i - 1, i + 1) if 0 <= j < len(sibs)]
 
 
 def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
