@@ -306,29 +306,28 @@ def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]]
             term.extend(map(numbered, tokens))
             if col == kind:  # weight 0 and no position
                 file_row = b"file" in tokens
-                runs.append((n, -1, len(tokens)))
-            else:
-                runs.append((n, col << OFFSET_BITS, len(tokens)))
+            runs.append((n, col, len(tokens)))
         shape.append((length, file_row))
-    numbers = np.array(term, np.int32)
+    numbers = np.array(term, np.int64)
     run = np.array(runs, np.int64).reshape(-1, 3)
-    rows_of = np.repeat(run[:, 0], run[:, 2]).astype(np.int32)
-    # a token's position: its column's first position + its offset there (-1 in the kind column)
-    offset = np.arange(len(numbers), dtype=np.int64) - np.repeat(np.cumsum(run[:, 2]) - run[:, 2], run[:, 2])
-    first = np.repeat(run[:, 1], run[:, 2])
-    places = np.where(first < 0, -1, first + offset).astype(np.int32)
-    order = np.lexsort((places, numbers, rows_of))  # by row, term, then position (the kind column first)
-    numbers, rows_of, places = numbers[order], rows_of[order], places[order]
-    new = np.ones(len(numbers), np.bool_)
-    new[1:] = (numbers[1:] != numbers[:-1]) | (rows_of[1:] != rows_of[:-1])
+    tokens_in = run[:, 2]
+    column = np.repeat(run[:, 1], tokens_in)
+    # a token's offset in its column (its position there: the column's base + the offset)
+    offset = np.arange(len(numbers), dtype=np.int64) - np.repeat(np.cumsum(tokens_in) - tokens_in, tokens_in)
+    # By row and term; a stable sort keeps each posting's tokens in the order of their
+    # positions (tokens are listed row by row, column by column).
+    key = np.repeat(run[:, 0], tokens_in) * max(len(number), 1) + numbers
+    order = np.argsort(key, kind="stable")
+    key, column, offset = key[order], column[order], offset[order]
+    new = np.ones(len(key), np.bool_)
+    new[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(new)
-    weight = np.where(places < 0, 0, np.asarray(_INT_WEIGHTS, np.int32)[np.maximum(places, 0) >> OFFSET_BITS])
-    placed = places >= 0
-    out_rows = rows_of[starts]
-    out_terms = numbers[starts]
+    weight = np.asarray((*_INT_WEIGHTS, 0), np.int32)[column]
+    placed = column != kind
+    out_rows, out_terms = np.divmod(key[starts], max(len(number), 1))
     wtf = np.add.reduceat(weight, starts) if len(starts) else weight[:0]
     npos = np.add.reduceat(placed.astype(np.int32), starts) if len(starts) else weight[:0]
-    pos = places[placed]
+    pos = (column[placed] << OFFSET_BITS) | offset[placed]
     terms = _decoded(number)
     if slow:
         stats = analyse([rows[n] for n in slow])
