@@ -299,6 +299,47 @@ def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg
         drop_workspace(pg_url, f"{pg_workspace}_grown")
 
 
+def test_a_first_load_upserts_each_term_once_and_counts_the_rest_by_id(sample_repo, pg_url, pg_workspace,
+                                                                      monkeypatch):
+    """A first load written in many transactions (a file each, every posting through
+    COPY) upserts a term only the first time it meets it; later files add to the counts
+    of the terms it has seen committed. The counts are those of the postings, and the
+    answers those of an index written file by file with every term upserted."""
+    import smartcontext.indexer as indexer
+    import smartcontext.store.postgres as pgstore
+
+    monkeypatch.setattr(indexer, "_BATCH_FILES", 1)
+    monkeypatch.setattr(pgstore, "_INLINE_POSTINGS", 0)
+    upserted: list[str] = []
+    execute = pgstore._Connection.execute
+
+    def spy(self, query, params=None, **kw):
+        if query is pgstore._ADD_TERMS:
+            upserted.extend(params[0].split("\n"))
+        return execute(self, query, params, **kw)
+
+    grown = _open_pg(sample_repo, pg_url, f"{pg_workspace}_grown")
+    loaded = _open_pg(sample_repo, pg_url, pg_workspace)
+    try:
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 10_000)
+        grown.index()
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 1)
+        monkeypatch.setattr(pgstore._Connection, "execute", spy)
+        loaded.index()
+        with loaded.store._conn() as conn:
+            terms = conn.execute("SELECT count(*) FROM fts_terms").fetchone()[0]
+            assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
+            fillfactor = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'fts_terms'::regclass").fetchone()[0]
+        assert sorted(upserted) == sorted(set(upserted)) and len(upserted) == terms > 100
+        assert fillfactor == [f"fillfactor={pgstore._TERMS_FILLFACTOR}"]
+        assert loaded.store.counts() == grown.store.counts()
+        assert _keyword_answers(loaded) == _keyword_answers(grown)
+    finally:
+        grown.close()
+        loaded.close()
+        drop_workspace(pg_url, f"{pg_workspace}_grown")
+
+
 _KILLED_LOAD = """
 import os, signal, sys
 from pathlib import Path
