@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from itertools import repeat
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from typing import TYPE_CHECKING, Any, cast
@@ -330,7 +331,10 @@ class _Counts:
             "FROM unnest(%s::integer[], %s::integer[], %s::integer[]) AS d(id, docs, text_docs) "
             "WHERE t.id = d.id"
         )
-        term_params = ([t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed])
+        # As text: psycopg adapts a list element by element in Python, and a first load's
+        # batch changes the counts of thousands of terms.
+        term_params = tuple("{" + ",".join(map(str, column)) + "}" for column in (
+            [t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed]))
         stats = "UPDATE fts_stats SET rows = rows + %s, tokens = tokens + %s"
         if changed and (self.rows or self.tokens):  # one round trip inside the write lock, not two
             conn.execute(f"WITH terms AS ({terms}) {stats}", (*term_params, self.rows, self.tokens))
@@ -520,7 +524,8 @@ def _copy_postings(
     if known is None:
         ids = np.full(len(slot), -1, np.int64)
     else:
-        ids = np.fromiter((added.get(t, known.get(t, -1)) for t in slot), np.int64, len(slot))
+        seen = {**known, **added} if added else known
+        ids = np.fromiter(map(seen.get, slot, repeat(-1)), np.int64, len(slot))
     old, new = np.flatnonzero(ids >= 0), np.flatnonzero(ids < 0)
     for i, d, td in zip(ids[old].tolist(), docs[old].tolist(), text_docs[old].tolist()):
         counts.add(i, d, td)
