@@ -340,6 +340,48 @@ def test_a_first_load_upserts_each_term_once_and_counts_the_rest_by_id(sample_re
         drop_workspace(pg_url, f"{pg_workspace}_grown")
 
 
+def test_a_first_load_forgets_its_term_ids_when_the_workspace_is_made_anew(sample_repo, pg_url, pg_workspace,
+                                                                          monkeypatch):
+    """The term ids a first load keeps are those of the workspace's terms table as it
+    was: when another process drops and makes the workspace anew between two of its
+    writes (an ``index --rebuild``), the load's next writes count their terms in the new
+    table, and the next index run gives the counts and answers of a workspace loaded
+    alone."""
+    import smartcontext.indexer as indexer
+    import smartcontext.store.postgres as pgstore
+
+    monkeypatch.setattr(indexer, "_BATCH_FILES", 1)
+    monkeypatch.setattr(pgstore, "_INLINE_POSTINGS", 0)
+    monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 1)
+    alone = _open_pg(sample_repo, pg_url, f"{pg_workspace}_alone")
+    loaded = _open_pg(sample_repo, pg_url, pg_workspace)
+    batch = pgstore.PostgresStore.batch
+    batches: list[int] = []
+
+    def remade(self):
+        batches.append(1)
+        if len(batches) == 3:  # two files committed, no transaction of the load open
+            drop_workspace(pg_url, pg_workspace)
+            open_store(pg_url, workspace=pg_workspace).close()
+        return batch(self)
+
+    try:
+        alone.index()
+        monkeypatch.setattr(pgstore.PostgresStore, "batch", remade)
+        loaded.index()
+        monkeypatch.setattr(pgstore.PostgresStore, "batch", batch)
+        with loaded.store._conn() as conn:
+            assert conn.execute("SELECT count(*) FROM fts_terms").fetchone()[0] > 0
+            assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
+        loaded.index()  # the two files the drop took
+        assert loaded.store.counts() == alone.store.counts()
+        assert _keyword_answers(loaded) == _keyword_answers(alone)
+    finally:
+        alone.close()
+        loaded.close()
+        drop_workspace(pg_url, f"{pg_workspace}_alone")
+
+
 _KILLED_LOAD = """
 import os, signal, sys
 from pathlib import Path

@@ -390,6 +390,21 @@ _LOAD_INDEXES = (
     ("edges_file_id_fkey", "ALTER TABLE edges ADD CONSTRAINT edges_file_id_fkey FOREIGN KEY (file_id) "
      "REFERENCES files(id) ON DELETE CASCADE", "ALTER TABLE edges DROP CONSTRAINT edges_file_id_fkey"),
 )
+class _TermIds:
+    """The term ids a first load has seen committed (``_copy_postings``), for the
+    workspace's terms table of the oid it had then: a rebuild of the workspace meanwhile
+    (another process's ``index --rebuild``) makes the tables anew, and the ids with them."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.table: int | None = None
+
+    def check(self, table: int) -> None:
+        if table != self.table:
+            self.ids.clear()
+            self.table = table
+
+
 # Percent of a page the terms fill (``first_load``).
 _TERMS_FILLFACTOR = 50
 # Deletes files with their items and edges: what their foreign keys' cascade does, done
@@ -1148,15 +1163,19 @@ class PostgresStore(StoreBase):
             yield conn
             return
         with self._pooled() as conn:  # not a snapshot's (read only)
-            counts = _Counts(getattr(self._local, "load_terms", None))
+            load = getattr(self._local, "load_terms", None)
+            counts = _Counts(None if load is None else load.ids)
             with conn.transaction():
                 # The commit does not wait for its WAL to reach the disk, as the SQLite
                 # store's (WAL, synchronous=NORMAL): a server crash may lose the last
                 # fraction of a second of index writes, never half of one, and the files
                 # are the truth (the next refresh indexes what the index missed). The wait
                 # was held inside the workspace's write lock, where 16 writers queued.
-                conn.execute("SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)",
-                             (self._lock_key,))
+                lock = "SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)"
+                if load is None:
+                    conn.execute(lock, (self._lock_key,))
+                else:
+                    load.check(_one(conn.execute(lock + ", 'fts_terms'::regclass::oid", (self._lock_key,)))[2])
                 self._local.conn = conn
                 self._local.counts = counts
                 self._local.pending = []
@@ -2068,7 +2087,7 @@ class PostgresStore(StoreBase):
                     conn.execute(f"ALTER TABLE fts_terms SET (fillfactor = {_TERMS_FILLFACTOR})")
                 else:
                     self._build_load_indexes(conn, present)
-        self._local.load_terms = {} if defer else None  # term ids, for _copy_postings
+        self._local.load_terms = _TermIds() if defer else None
         try:
             yield
         finally:
