@@ -30,7 +30,7 @@ from itertools import chain, count, repeat
 from operator import itemgetter
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ..model import kind_traits
@@ -273,7 +273,7 @@ def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]]
     number: defaultdict[bytes, int] = defaultdict(count().__next__)  # terms as UTF-8 until the end
     numbered = number.__getitem__
     term: list[int] = []  # every token's number, column after column
-    runs: list[tuple[int, int, int]] = []  # per column with tokens: (row, first position or -1, tokens)
+    runs: list[tuple[int, int, int]] = []  # per column with tokens: (row, column, tokens)
     shape: list[tuple[int, bool]] = []
     slow: list[int] = []
     kind = len(COLUMNS) - 1
@@ -346,7 +346,7 @@ def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]]
                            as_array(pos))
 
 
-def _decoded(terms: Iterable[bytes]) -> list[str]:
+def _decoded(terms: Collection[bytes]) -> list[str]:
     """UTF-8 terms as text, in one decode (no token holds a newline)."""
     return b"\n".join(terms).decode("utf-8", "surrogatepass").split("\n") if terms else []
 

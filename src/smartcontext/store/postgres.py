@@ -390,6 +390,8 @@ _LOAD_INDEXES = (
     ("edges_file_id_fkey", "ALTER TABLE edges ADD CONSTRAINT edges_file_id_fkey FOREIGN KEY (file_id) "
      "REFERENCES files(id) ON DELETE CASCADE", "ALTER TABLE edges DROP CONSTRAINT edges_file_id_fkey"),
 )
+
+
 class _TermIds:
     """The term ids a first load has seen committed (``_copy_postings``), for the
     workspace's terms table of the oid it had then: a rebuild of the workspace meanwhile
@@ -407,6 +409,7 @@ class _TermIds:
 
 # Percent of a page the terms fill (``first_load``).
 _TERMS_FILLFACTOR = 50
+
 # Deletes files with their items and edges: what their foreign keys' cascade does, done
 # here too, in the same statement, for a first load writes without those keys (a second
 # writer may rewrite a file meanwhile).
@@ -534,7 +537,6 @@ def _copy_postings(
     row, term, wtf, npos, pos = (np.concatenate(c) for c in zip(*parts))
     docs = np.bincount(term, minlength=len(slot))
     text_docs = np.bincount(term[wtf > 0], minlength=len(slot))
-    # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
     known, added = counts.known, counts.added
     if known is None:
         ids = np.full(len(slot), -1, np.int64)
@@ -546,6 +548,7 @@ def _copy_postings(
         counts.add(i, d, td)
     if len(new):
         terms = list(slot)
+        # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
         counted = ["{" + ",".join(map(str, c[new].tolist())) + "}" for c in (docs, text_docs)]
         got = dict(conn.execute(_ADD_TERMS, ("\n".join([terms[k] for k in new.tolist()]), *counted)).fetchall())
         ids[new] = [got[terms[k]] for k in new.tolist()]
@@ -2082,8 +2085,8 @@ class PostgresStore(StoreBase):
                         if name in present:
                             conn.execute(drop)
                     # Room on each page for the terms' new counts: an update in place
-                    # (HOT, no index entry) costs a third of one moved to another page,
-                    # and a load updates every common term once a batch.
+                    # (HOT, no index entry) cost less than half of one moved to another
+                    # page, and a load updates every common term once a batch.
                     conn.execute(f"ALTER TABLE fts_terms SET (fillfactor = {_TERMS_FILLFACTOR})")
                 else:
                     self._build_load_indexes(conn, present)
