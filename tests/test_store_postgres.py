@@ -251,6 +251,15 @@ def _keyword_answers(ws: Workspace) -> list[list[tuple[str, float]]]:
     return [[(h.id, h.score) for h in ws.search(q, mode="keyword")] for q in _QUESTIONS]
 
 
+def _assert_like(ws: Workspace, reference: Workspace) -> None:
+    """``ws`` has term counts those of its postings, and the counts and keyword answers
+    of ``reference``."""
+    with ws.store._conn() as conn:
+        assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
+    assert ws.store.counts() == reference.store.counts()
+    assert _keyword_answers(ws) == _keyword_answers(reference)
+
+
 def _load_indexes(conn) -> list[str]:
     """The indexes and foreign keys of this workspace a first load builds at its end,
     those there now."""
@@ -328,12 +337,10 @@ def test_a_first_load_upserts_each_term_once_and_counts_the_rest_by_id(sample_re
         loaded.index()
         with loaded.store._conn() as conn:
             terms = conn.execute("SELECT count(*) FROM fts_terms").fetchone()[0]
-            assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
             fillfactor = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'fts_terms'::regclass").fetchone()[0]
         assert sorted(upserted) == sorted(set(upserted)) and len(upserted) == terms > 100
         assert fillfactor == [f"fillfactor={pgstore._TERMS_FILLFACTOR}"]
-        assert loaded.store.counts() == grown.store.counts()
-        assert _keyword_answers(loaded) == _keyword_answers(grown)
+        _assert_like(loaded, grown)
     finally:
         grown.close()
         loaded.close()
@@ -374,8 +381,7 @@ def test_a_first_load_forgets_its_term_ids_when_the_workspace_is_made_anew(sampl
             assert conn.execute("SELECT count(*) FROM fts_terms").fetchone()[0] > 0
             assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
         loaded.index()  # the two files the drop took
-        assert loaded.store.counts() == alone.store.counts()
-        assert _keyword_answers(loaded) == _keyword_answers(alone)
+        _assert_like(loaded, alone)
     finally:
         alone.close()
         loaded.close()

@@ -550,7 +550,7 @@ def _copy_postings(
         terms = list(slot)
         # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
         counted = ["{" + ",".join(map(str, c[new].tolist())) + "}" for c in (docs, text_docs)]
-        got = dict(conn.execute(_ADD_TERMS, ("\n".join([terms[k] for k in new.tolist()]), *counted)).fetchall())
+        got: dict[str, int] = dict(conn.execute(_ADD_TERMS, ("\n".join([terms[k] for k in new.tolist()]), *counted)).fetchall())
         ids[new] = [got[terms[k]] for k in new.tolist()]
         if known is not None:
             added.update(got)
