@@ -251,6 +251,15 @@ def _keyword_answers(ws: Workspace) -> list[list[tuple[str, float]]]:
     return [[(h.id, h.score) for h in ws.search(q, mode="keyword")] for q in _QUESTIONS]
 
 
+def _assert_like(ws: Workspace, reference: Workspace) -> None:
+    """``ws`` has term counts those of its postings, and the counts and keyword answers
+    of ``reference``."""
+    with ws.store._conn() as conn:
+        assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
+    assert ws.store.counts() == reference.store.counts()
+    assert _keyword_answers(ws) == _keyword_answers(reference)
+
+
 def _load_indexes(conn) -> list[str]:
     """The indexes and foreign keys of this workspace a first load builds at its end,
     those there now."""
@@ -297,6 +306,86 @@ def test_a_first_load_builds_the_posting_indexes_once_at_its_end(sample_repo, pg
         grown.close()
         loaded.close()
         drop_workspace(pg_url, f"{pg_workspace}_grown")
+
+
+def test_a_first_load_upserts_each_term_once_and_counts_the_rest_by_id(sample_repo, pg_url, pg_workspace,
+                                                                      monkeypatch):
+    """A first load written in many transactions (a file each, every posting through
+    COPY) upserts a term only the first time it meets it; later files add to the counts
+    of the terms it has seen committed. The counts are those of the postings, and the
+    answers those of an index written file by file with every term upserted."""
+    import smartcontext.indexer as indexer
+    import smartcontext.store.postgres as pgstore
+
+    monkeypatch.setattr(indexer, "_BATCH_FILES", 1)
+    monkeypatch.setattr(pgstore, "_INLINE_POSTINGS", 0)
+    upserted: list[str] = []
+    execute = pgstore._Connection.execute
+
+    def spy(self, query, params=None, **kw):
+        if query is pgstore._ADD_TERMS:
+            upserted.extend(params[0].split("\n"))
+        return execute(self, query, params, **kw)
+
+    grown = _open_pg(sample_repo, pg_url, f"{pg_workspace}_grown")
+    loaded = _open_pg(sample_repo, pg_url, pg_workspace)
+    try:
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 10_000)
+        grown.index()
+        monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 1)
+        monkeypatch.setattr(pgstore._Connection, "execute", spy)
+        loaded.index()
+        with loaded.store._conn() as conn:
+            terms = conn.execute("SELECT count(*) FROM fts_terms").fetchone()[0]
+            fillfactor = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'fts_terms'::regclass").fetchone()[0]
+        assert sorted(upserted) == sorted(set(upserted)) and len(upserted) == terms > 100
+        assert fillfactor == [f"fillfactor={pgstore._TERMS_FILLFACTOR}"]
+        _assert_like(loaded, grown)
+    finally:
+        grown.close()
+        loaded.close()
+        drop_workspace(pg_url, f"{pg_workspace}_grown")
+
+
+def test_a_first_load_forgets_its_term_ids_when_the_workspace_is_made_anew(sample_repo, pg_url, pg_workspace,
+                                                                          monkeypatch):
+    """The term ids a first load keeps are those of the workspace's terms table as it
+    was: when another process drops and makes the workspace anew between two of its
+    writes (an ``index --rebuild``), the load's next writes count their terms in the new
+    table, and the next index run gives the counts and answers of a workspace loaded
+    alone."""
+    import smartcontext.indexer as indexer
+    import smartcontext.store.postgres as pgstore
+
+    monkeypatch.setattr(indexer, "_BATCH_FILES", 1)
+    monkeypatch.setattr(pgstore, "_INLINE_POSTINGS", 0)
+    monkeypatch.setattr(pgstore, "FIRST_LOAD_FILES", 1)
+    alone = _open_pg(sample_repo, pg_url, f"{pg_workspace}_alone")
+    loaded = _open_pg(sample_repo, pg_url, pg_workspace)
+    batch = pgstore.PostgresStore.batch
+    batches: list[int] = []
+
+    def remade(self):
+        batches.append(1)
+        if len(batches) == 3:  # two files committed, no transaction of the load open
+            drop_workspace(pg_url, pg_workspace)
+            open_store(pg_url, workspace=pg_workspace).close()
+        return batch(self)
+
+    try:
+        alone.index()
+        monkeypatch.setattr(pgstore.PostgresStore, "batch", remade)
+        loaded.index()
+        monkeypatch.setattr(pgstore.PostgresStore, "batch", batch)
+        with loaded.store._conn() as conn:
+            assert conn.execute("SELECT count(*) FROM fts_terms").fetchone()[0] > 0
+            assert conn.execute(_TERM_COUNTS_OFF).fetchone()[0] == 0
+        loaded.index()  # the two files the drop took
+        _assert_like(loaded, alone)
+    finally:
+        alone.close()
+        loaded.close()
+        drop_workspace(pg_url, f"{pg_workspace}_alone")
 
 
 _KILLED_LOAD = """

@@ -30,7 +30,7 @@ from itertools import chain, count, repeat
 from operator import itemgetter
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ..model import kind_traits
@@ -262,34 +262,36 @@ _first, _second = itemgetter(0), itemgetter(1)
 def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]], Postings]:
     """Each row's (length, stands for its file) and the ``Postings`` of rows of (name,
     path, body, kind) values: ``postings(analyse(rows))``, in another order. Text is
-    tokenized as ``_analyse_ascii`` does (words past ASCII by FTS5), but Python only
-    numbers each token (a ``defaultdict`` whose missing keys get the next number, in C)
-    and numpy groups the tokens of all rows by row and term: a parse worker's tokenizing
-    was most of the CPU a PostgreSQL cold index spends beyond SQLite's. A row with a
-    column past the packed offsets goes through ``analyse``."""
+    tokenized as ``_analyse_ascii`` does, as UTF-8 bytes (``_ASCII_FOLD``, then
+    ``bytes.split``; words past ASCII by FTS5), and Python only numbers each token (a
+    ``defaultdict`` whose missing keys get the next number, in C); numpy groups the
+    tokens of all rows by row and term: a parse worker's tokenizing was most of the CPU
+    a PostgreSQL cold index spends beyond SQLite's. A row with a column past the packed
+    offsets goes through ``analyse``."""
     import numpy as np
 
-    number: defaultdict[str, int] = defaultdict(count().__next__)
+    number: defaultdict[bytes, int] = defaultdict(count().__next__)  # terms as UTF-8 until the end
     numbered = number.__getitem__
     term: list[int] = []  # every token's number, column after column
-    runs: list[tuple[int, int, int]] = []  # per column with tokens: (row, first position or -1, tokens)
+    runs: list[tuple[int, int, int]] = []  # per column with tokens: (row, column, tokens)
     shape: list[tuple[int, bool]] = []
     slow: list[int] = []
     kind = len(COLUMNS) - 1
     plain = [all(v.isascii() for v in values) for values in rows]
-    # Outside ASCII: the words holding a character past it are tokenized by FTS5 (unicode61
-    # reads each character alone, and every ASCII character but letters and digits
-    # separates), the rest as in ASCII.
-    outside = list(dict.fromkeys(w for values, ascii in zip(rows, plain) if not ascii for text in values
-                                 if not text.isascii() for w in _WORD.findall(text) if not w.isascii()))
-    words = dict(zip(outside, _fts5_tokens(outside))) if outside else {}
+    # Outside ASCII: a word is a run of characters none of which is an ASCII separator,
+    # its ASCII letters folded (FTS5 folds them alike wherever they are); one holding a
+    # character past ASCII is tokenized by FTS5 (unicode61 reads each character alone).
+    mixed = {n: [text.encode("utf-8", "surrogatepass").translate(_ASCII_FOLD).split() for text in rows[n]]
+             for n, ascii in enumerate(plain) if not ascii}
+    outside = list(dict.fromkeys(w for columns in mixed.values() for words in columns for w in words
+                                 if not w.isascii()))
+    found = _fts5_tokens([w.decode("utf-8", "surrogatepass") for w in outside]) if outside else []
+    split = {w: tuple(t.encode("utf-8", "surrogatepass") for t in tokens) for w, tokens in zip(outside, found)}
     for n, values in enumerate(rows):
         if plain[n]:
-            columns = [_ASCII_TOKEN.findall(text.lower()) for text in values]
+            columns = [text.encode("ascii").translate(_ASCII_FOLD).split() for text in values]
         else:
-            columns = [_ASCII_TOKEN.findall(text.lower()) if text.isascii() else
-                       [t for w in _WORD.findall(text) for t in (words[w] if w in words else (w.lower(),))]
-                       for text in values]
+            columns = [[t for w in words for t in split.get(w, (w,))] for words in mixed[n]]
         if any(len(tokens) > _MAX_OFFSET + 1 for tokens in columns):
             slow.append(n)  # offsets past the packed range: analyse's way
             shape.append((0, False))
@@ -298,51 +300,55 @@ def file_postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple[int, bool]]
         for col, (text, tokens) in enumerate(zip(values, columns)):
             if not tokens:
                 continue
-            if len(text) > MAX_TERM_BYTES and len(max(tokens, key=len)) > MAX_TERM_BYTES:
+            if len(text) > MAX_TERM_BYTES and max(map(len, tokens)) > MAX_TERM_BYTES:
                 tokens = [t[:MAX_TERM_BYTES] for t in tokens]
             length += len(tokens)
             term.extend(map(numbered, tokens))
             if col == kind:  # weight 0 and no position
-                file_row = "file" in tokens
-                runs.append((n, -1, len(tokens)))
-            else:
-                runs.append((n, col << OFFSET_BITS, len(tokens)))
+                file_row = b"file" in tokens
+            runs.append((n, col, len(tokens)))
         shape.append((length, file_row))
-    numbers = np.array(term, np.int32)
+    numbers = np.array(term, np.int64)
     run = np.array(runs, np.int64).reshape(-1, 3)
-    rows_of = np.repeat(run[:, 0], run[:, 2]).astype(np.int32)
-    # a token's position: its column's first position + its offset there (-1 in the kind column)
-    offset = np.arange(len(numbers), dtype=np.int64) - np.repeat(np.cumsum(run[:, 2]) - run[:, 2], run[:, 2])
-    first = np.repeat(run[:, 1], run[:, 2])
-    places = np.where(first < 0, -1, first + offset).astype(np.int32)
-    order = np.lexsort((places, numbers, rows_of))  # by row, term, then position (the kind column first)
-    numbers, rows_of, places = numbers[order], rows_of[order], places[order]
-    new = np.ones(len(numbers), np.bool_)
-    new[1:] = (numbers[1:] != numbers[:-1]) | (rows_of[1:] != rows_of[:-1])
+    tokens_in = run[:, 2]
+    column = np.repeat(run[:, 1], tokens_in)
+    # a token's offset in its column (its position there: the column's base + the offset)
+    offset = np.arange(len(numbers), dtype=np.int64) - np.repeat(np.cumsum(tokens_in) - tokens_in, tokens_in)
+    # By row and term; a stable sort keeps each posting's tokens in the order of their
+    # positions (tokens are listed row by row, column by column).
+    key = np.repeat(run[:, 0], tokens_in) * max(len(number), 1) + numbers
+    order = np.argsort(key, kind="stable")
+    key, column, offset = key[order], column[order], offset[order]
+    new = np.ones(len(key), np.bool_)
+    new[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(new)
-    weight = np.where(places < 0, 0, np.asarray(_INT_WEIGHTS, np.int32)[np.maximum(places, 0) >> OFFSET_BITS])
-    placed = places >= 0
-    out_rows = rows_of[starts]
-    out_terms = numbers[starts]
+    weight = np.asarray((*_INT_WEIGHTS, 0), np.int32)[column]
+    placed = column != kind
+    out_rows, out_terms = np.divmod(key[starts], max(len(number), 1))
     wtf = np.add.reduceat(weight, starts) if len(starts) else weight[:0]
     npos = np.add.reduceat(placed.astype(np.int32), starts) if len(starts) else weight[:0]
-    pos = places[placed]
-    terms = list(number)
+    pos = (column[placed] << OFFSET_BITS) | offset[placed]
+    terms = _decoded(number)
     if slow:
         stats = analyse([rows[n] for n in slow])
         extra = postings(stats)
         for n, st in zip(slow, stats):
             shape[n] = (st.length, st.file_row)
         out_rows = np.concatenate([out_rows, np.asarray(slow, np.int32)[np.frombuffer(extra.row, np.int32)]])
-        out_terms = np.concatenate([out_terms, np.asarray([numbered(t) for t in extra.terms], np.int32)
-                                    [np.frombuffer(extra.term, np.int32)]])
-        terms = list(number)
+        out_terms = np.concatenate([out_terms, np.asarray(
+            [numbered(t.encode("utf-8", "surrogatepass")) for t in extra.terms], np.int32)[np.frombuffer(extra.term, np.int32)]])
+        terms = _decoded(number)
         wtf = np.concatenate([wtf, np.frombuffer(extra.wtf, np.int32)])
         npos = np.concatenate([npos, np.frombuffer(extra.npos, np.int32)])
         pos = np.concatenate([pos, np.frombuffer(extra.pos, np.int32)])
     as_array = lambda values: array("i", np.ascontiguousarray(values, np.int32).tobytes())  # noqa: E731
     return shape, Postings(terms, as_array(out_rows), as_array(out_terms), as_array(wtf), as_array(npos),
                            as_array(pos))
+
+
+def _decoded(terms: Collection[bytes]) -> list[str]:
+    """UTF-8 terms as text, in one decode (no token holds a newline)."""
+    return b"\n".join(terms).decode("utf-8", "surrogatepass").split("\n") if terms else []
 
 
 def _fts5_tokens(words: Sequence[str]) -> list[tuple[str, ...]]:
@@ -354,9 +360,12 @@ def _fts5_tokens(words: Sequence[str]) -> list[tuple[str, ...]]:
     return [tuple(t for _, t in sorted(f)) for f in found]
 
 
-# A run of characters none of which is an ASCII separator: FTS5 splits it further only
-# where it holds characters past ASCII.
-_WORD = re.compile(r"[A-Za-z0-9\x80-\U0010ffff]+")
+# ``_ASCII_TOKEN``'s tokens of ASCII text, by ``bytes.split`` after this table: letters
+# folded to lower case, every other ASCII character but digits a space (a third of the
+# time of ``findall``, in C); bytes past ASCII are kept, so a UTF-8 word holding one
+# stays whole.
+_ASCII_FOLD = bytes(c | 0x20 if chr(c).isalpha() else c if chr(c).isdigit() else 0x20 for c in range(128)) + bytes(
+    range(128, 256))
 # The column weights as whole numbers, for a weighted frequency summed in numpy.
 _INT_WEIGHTS = tuple(int(w) for w in WEIGHTS[:-1])
 

@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from itertools import repeat
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from typing import TYPE_CHECKING, Any, cast
@@ -306,10 +307,14 @@ class _Counts:
     updating a common term's row for every file of a batch left a chain of row versions
     that each later update walked (46 ms a file)."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: dict[str, int] | None = None) -> None:
         self.terms: dict[int, list[int]] = {}  # term id -> [docs, text_docs] deltas
         self.rows = 0
         self.tokens = 0
+        # In a first load: the term ids its committed writes added, and this write's
+        # (``_copy_postings``; kept once it commits, forgotten if it rolls back).
+        self.known = known
+        self.added: dict[str, int] = {}
 
     def add(self, term_id: int, docs: int, text_docs: int) -> None:
         entry = self.terms.get(term_id)
@@ -326,7 +331,10 @@ class _Counts:
             "FROM unnest(%s::integer[], %s::integer[], %s::integer[]) AS d(id, docs, text_docs) "
             "WHERE t.id = d.id"
         )
-        term_params = ([t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed])
+        # As text: psycopg adapts a list element by element in Python, and a first load's
+        # batch changes the counts of thousands of terms.
+        term_params = tuple("{" + ",".join(map(str, column)) + "}" for column in (
+            [t for t, _ in changed], [d[0] for _, d in changed], [d[1] for _, d in changed]))
         stats = "UPDATE fts_stats SET rows = rows + %s, tokens = tokens + %s"
         if changed and (self.rows or self.tokens):  # one round trip inside the write lock, not two
             conn.execute(f"WITH terms AS ({terms}) {stats}", (*term_params, self.rows, self.tokens))
@@ -382,6 +390,26 @@ _LOAD_INDEXES = (
     ("edges_file_id_fkey", "ALTER TABLE edges ADD CONSTRAINT edges_file_id_fkey FOREIGN KEY (file_id) "
      "REFERENCES files(id) ON DELETE CASCADE", "ALTER TABLE edges DROP CONSTRAINT edges_file_id_fkey"),
 )
+
+
+class _TermIds:
+    """The term ids a first load has seen committed (``_copy_postings``), for the
+    workspace's terms table of the oid it had then: a rebuild of the workspace meanwhile
+    (another process's ``index --rebuild``) makes the tables anew, and the ids with them."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.table: int | None = None
+
+    def check(self, table: int) -> None:
+        if table != self.table:
+            self.ids.clear()
+            self.table = table
+
+
+# Percent of a page the terms fill (``first_load``).
+_TERMS_FILLFACTOR = 50
+
 # Deletes files with their items and edges: what their foreign keys' cascade does, done
 # here too, in the same statement, for a first load writes without those keys (a second
 # writer may rewrite a file meanwhile).
@@ -451,7 +479,7 @@ def _write_keywords(
             (text, list(rowids)),
         )
     elif total:
-        _copy_postings(conn, rowids, items, postings)
+        _copy_postings(conn, rowids, items, postings, counts)
     counts.rows += len(items)
     counts.tokens += sum(length for length, _ in items)
 
@@ -484,10 +512,15 @@ def _copy_record(positions: int) -> tuple:
 
 def _copy_postings(
     conn: "psycopg.Connection", rowids: Sequence[int], items: Sequence[tuple[int, bool]],
-    postings: Sequence[tuple[int, "bm25.Postings"]],
+    postings: Sequence[tuple[int, "bm25.Postings"]], counts: _Counts,
 ) -> None:
     """``_write_keywords`` of many postings: the terms in one statement, the postings as
-    binary COPY rows built by numpy."""
+    binary COPY rows built by numpy. In a first load, the terms whose ids this load has
+    seen committed or added (``_Counts.known``, ``added``; a term's row is never
+    deleted) have their counts added with the write's other count changes (one UPDATE
+    by id before the commit) and only the others are upserted: an upsert of a term
+    already there, most of a first load's after its first batches, cost the server
+    about twice an update by id."""
     import numpy as np
 
     postings = [(first, p) for first, p in postings if len(p)]
@@ -504,10 +537,24 @@ def _copy_postings(
     row, term, wtf, npos, pos = (np.concatenate(c) for c in zip(*parts))
     docs = np.bincount(term, minlength=len(slot))
     text_docs = np.bincount(term[wtf > 0], minlength=len(slot))
-    # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
-    counted = ["{" + ",".join(map(str, c.tolist())) + "}" for c in (docs, text_docs)]
-    ids: dict[str, int] = dict(conn.execute(_ADD_TERMS, ("\n".join(slot), *counted)).fetchall())
-    term_id = np.array([ids[t] for t in slot], np.int64)[term]
+    known, added = counts.known, counts.added
+    if known is None:
+        ids = np.full(len(slot), -1, np.int64)
+    else:
+        seen = {**known, **added} if added else known
+        ids = np.fromiter(map(seen.get, slot, repeat(-1)), np.int64, len(slot))
+    old, new = np.flatnonzero(ids >= 0), np.flatnonzero(ids < 0)
+    for i, d, td in zip(ids[old].tolist(), docs[old].tolist(), text_docs[old].tolist()):
+        counts.add(i, d, td)
+    if len(new):
+        terms = list(slot)
+        # As text: psycopg adapts a list item by item in Python (a tenth of a second a batch).
+        counted = ["{" + ",".join(map(str, c[new].tolist())) + "}" for c in (docs, text_docs)]
+        got: dict[str, int] = dict(conn.execute(_ADD_TERMS, ("\n".join([terms[k] for k in new.tolist()]), *counted)).fetchall())
+        ids[new] = [got[terms[k]] for k in new.tolist()]
+        if known is not None:
+            added.update(got)
+    term_id = ids[term]
     item = np.asarray(rowids, np.int64)[row]
     lengths = np.array([length for length, _ in items], np.int64)[row]
     file_row = np.array([file_row for _, file_row in items], np.bool_)[row]
@@ -1119,15 +1166,19 @@ class PostgresStore(StoreBase):
             yield conn
             return
         with self._pooled() as conn:  # not a snapshot's (read only)
-            counts = _Counts()
+            load = getattr(self._local, "load_terms", None)
+            counts = _Counts(None if load is None else load.ids)
             with conn.transaction():
                 # The commit does not wait for its WAL to reach the disk, as the SQLite
                 # store's (WAL, synchronous=NORMAL): a server crash may lose the last
                 # fraction of a second of index writes, never half of one, and the files
                 # are the truth (the next refresh indexes what the index missed). The wait
                 # was held inside the workspace's write lock, where 16 writers queued.
-                conn.execute("SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)",
-                             (self._lock_key,))
+                lock = "SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)"
+                if load is None:
+                    conn.execute(lock, (self._lock_key,))
+                else:
+                    load.check(_one(conn.execute(lock + ", 'fts_terms'::regclass::oid", (self._lock_key,)))[2])
                 self._local.conn = conn
                 self._local.counts = counts
                 self._local.pending = []
@@ -1140,6 +1191,8 @@ class PostgresStore(StoreBase):
                     self._local.counts = None
                     self._local.pending = None
                     self._meta = None
+            if counts.known is not None:  # committed
+                counts.known.update(counts.added)
 
     def _counts(self) -> "_Counts":
         """The keyword count changes of this thread's open write."""
@@ -2031,11 +2084,17 @@ class PostgresStore(StoreBase):
                     for name, _, drop in _LOAD_INDEXES:
                         if name in present:
                             conn.execute(drop)
+                    # Room on each page for the terms' new counts: an update in place
+                    # (HOT, no index entry) cost less than half of one moved to another
+                    # page, and a load updates every common term once a batch.
+                    conn.execute(f"ALTER TABLE fts_terms SET (fillfactor = {_TERMS_FILLFACTOR})")
                 else:
                     self._build_load_indexes(conn, present)
+        self._local.load_terms = _TermIds() if defer else None
         try:
             yield
         finally:
+            self._local.load_terms = None
             if defer:
                 self._build_after_load(check, names)
 
