@@ -84,17 +84,22 @@ def ask(ws, scoring, question: str, opts: dict[str, str], default_tokens: int):
             "context_files": list(dict.fromkeys(si.item.path for si in res.items))}
 
 
-def run_swebench(name: str, work: Path, variants, Workspace, scoring) -> dict[str, list[dict]]:
-    instances = sw.load_instances(SETS[name])
+def indexed_trees(instances: list[dict], work: Path):
+    """(tree, instances) for each base commit of ``instances`` whose tree under
+    ``WORK/repos`` has an index (one tree serves every instance of its commit)."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for inst in instances:
         groups[(inst["repo"], inst["base_commit"])].append(inst)
     trees = {p.name: p for p in (work / "repos").iterdir() if (p / ".smartcontext").is_dir()}
-    results: dict[str, list[dict]] = {v: [] for v, _ in variants}
     for members in groups.values():
         tree = next((trees[i["instance_id"]] for i in members if i["instance_id"] in trees), None)
-        if tree is None:
-            continue
+        if tree is not None:
+            yield tree, members
+
+
+def run_swebench(name: str, work: Path, variants, Workspace, scoring) -> dict[str, list[dict]]:
+    results: dict[str, list[dict]] = {v: [] for v, _ in variants}
+    for tree, members in indexed_trees(sw.load_instances(SETS[name]), work):
         with Workspace.open(tree) as ws:
             for inst in members:
                 for vname, opts in variants:

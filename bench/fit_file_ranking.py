@@ -35,7 +35,6 @@ import json
 import math
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -169,15 +168,7 @@ def collect(out: Path, only: set[str] | None, constants: dict[str, str] | None =
     for name, kind, work in REPORT_SETS:
         if only and name not in only:
             continue
-        instances = sw.load_instances(ablate.SETS[kind])
-        trees = {p.name: p for p in (work / "repos").iterdir() if (p / ".smartcontext").is_dir()}
-        groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-        for inst in instances:
-            groups[(inst["repo"], inst["base_commit"])].append(inst)
-        for members in groups.values():
-            tree = next((trees[i["instance_id"]] for i in members if i["instance_id"] in trees), None)
-            if tree is None:
-                continue
+        for tree, members in ablate.indexed_trees(sw.load_instances(ablate.SETS[kind]), work):
             with Workspace.open(tree) as ws:
                 for inst in members:
                     res = ws.context(inst["problem_statement"], max_tokens=8000, format="markdown")

@@ -15,7 +15,7 @@ import argparse
 import ast
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -78,16 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     from smartcontext import Workspace
     from smartcontext.retrieval import scoring
 
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for inst in sw.load_instances(ablate.SETS[args.set]):
-        groups[(inst["repo"], inst["base_commit"])].append(inst)
-    trees = {t.name: t for t in (args.work / "repos").iterdir() if (t / ".smartcontext").is_dir()}
     counts: Counter[str] = Counter()
     total = shown_count = 0
-    for members in groups.values():
-        tree = next((trees[i["instance_id"]] for i in members if i["instance_id"] in trees), None)
-        if tree is None:
-            continue
+    for tree, members in ablate.indexed_trees(sw.load_instances(ablate.SETS[args.set]), args.work):
         with Workspace.open(tree) as ws:
             for inst in members:
                 hunks = sw.parse_hunks(inst["patch"])
