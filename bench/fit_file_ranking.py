@@ -94,16 +94,7 @@ class Recorder:
             return out
 
         def rank_spy(ranked, cat, file_rank):
-            best: dict[str, float] = {}
-            extra: dict[str, float] = {}
-            for s in ranked:
-                e = cat.entries.get(s.rowid)
-                if e is None:
-                    continue
-                if e.path not in best:
-                    best[e.path] = s.score
-                else:
-                    extra[e.path] = extra.get(e.path, 0.0) + s.score
+            best, extra = pipeline._item_scores_by_file(ranked, cat)
             self.current["best"], self.current["extra"] = best, extra
             self.current["items"] = {p: len(cat.by_path.get(p, ())) for p in set(file_rank) | set(best)}
             return rank_files(ranked, cat, file_rank)

@@ -1083,9 +1083,9 @@ def _add_namesakes(pool: list[ScoredItem], cat: Catalogue) -> None:
     pool[:] = out
 
 
-def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
-    """Files by their file-level score plus their best symbol after fusion (names, graph,
-    vectors); files reached only through symbols follow, by their symbols."""
+def _item_scores_by_file(ranked: list[ScoredItem], cat: Catalogue) -> tuple[dict[str, float], dict[str, float]]:
+    """Per file, the score of its best item in ``ranked`` (best first) and the sum of the
+    others' (bench/fit_file_ranking.py records both)."""
     best: dict[str, float] = {}
     extra: dict[str, float] = {}
     for s in ranked:
@@ -1096,6 +1096,13 @@ def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, f
             best[e.path] = s.score
         else:
             extra[e.path] = extra.get(e.path, 0.0) + s.score
+    return best, extra
+
+
+def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, float]) -> list[str]:
+    """Files by their file-level score plus their best symbol after fusion (names, graph,
+    vectors); files reached only through symbols follow, by their symbols."""
+    best, extra = _item_scores_by_file(ranked, cat)
     top = max(file_rank.values(), default=0.0) or 1.0
     combined = {p: v / top + FILE_BEST_ITEM_WEIGHT * best.get(p, 0.0) for p, v in file_rank.items()}
     first = sorted(combined, key=lambda p: -combined[p])
