@@ -6,6 +6,7 @@ and replaced on its own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -156,12 +157,42 @@ class Item:
 
     @property
     def doc_summary(self) -> str:
-        """The first line of the docstring (what signatures are shown with)."""
-        lines = self.docstring.strip().splitlines()
-        return lines[0] if lines else ""
+        """The docstring's summary (what signatures are shown with): see ``summary_of``."""
+        return summary_of(self.docstring)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+SUMMARY_MAX_CHARS = 100
+_SENTENCE_END = re.compile(r"(?<=[\w)\]`'\"][.!?])\s+(?=\S)")
+# A period that ends these ends no sentence ("e.g. a list", "see Fig. 2").
+_NOT_AN_END = frozenset("e.g i.e etc vs cf al fig eq no approx resp".split())
+
+
+def summary_of(docstring: str) -> str:
+    """The first sentence of a docstring, joined across the lines it wraps over, when it
+    is at most SUMMARY_MAX_CHARS long; else its first line, ending in "..." when the
+    sentence goes on. A first line alone can hold two sentences and half of a third
+    ("Metaclass for the Schema class. Binds the declared fields to")."""
+    paragraph: list[str] = []
+    for line in docstring.strip().splitlines():
+        if not line.strip():
+            if paragraph:
+                break
+            continue
+        paragraph.append(line.strip())
+    if not paragraph:
+        return ""
+    text = " ".join(paragraph)
+    for end in _SENTENCE_END.finditer(text):
+        word = text[: end.start()].rsplit(None, 1)[-1].lstrip("(`'\"").rstrip(".!?").lower()
+        if len(word) > 1 and word not in _NOT_AN_END:
+            text = text[: end.start()]
+            break
+    if len(text) <= max(SUMMARY_MAX_CHARS, len(paragraph[0])):
+        return text
+    return paragraph[0] + " ..."
 
 
 @dataclass
