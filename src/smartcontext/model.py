@@ -164,35 +164,23 @@ class Item:
         return asdict(self)
 
 
-SUMMARY_MAX_CHARS = 100
 _SENTENCE_END = re.compile(r"(?<=[\w)\]`'\"][.!?])\s+(?=\S)")
 # A period that ends these ends no sentence ("e.g. a list", "see Fig. 2").
 _NOT_AN_END = frozenset("e.g i.e etc vs cf al fig eq no approx resp".split())
 
 
 def summary_of(docstring: str) -> str:
-    """The first sentence of a docstring, joined across the lines it wraps over, when it
-    is at most SUMMARY_MAX_CHARS long; else its first line, ending in "..." when the
-    sentence goes on. A first line alone can hold two sentences and half of a third
-    ("Metaclass for the Schema class. Binds the declared fields to")."""
-    paragraph: list[str] = []
-    for line in docstring.strip().splitlines():
-        if not line.strip():
-            if paragraph:
-                break
-            continue
-        paragraph.append(line.strip())
-    if not paragraph:
-        return ""
-    text = " ".join(paragraph)
-    for end in _SENTENCE_END.finditer(text):
-        word = text[: end.start()].rsplit(None, 1)[-1].lstrip("(`'\"").rstrip(".!?").lower()
+    """A docstring's first line, cut after its first sentence when another begins on it
+    ("Metaclass for the Schema class. Binds the declared fields to" ends mid-sentence: the
+    summary is "Metaclass for the Schema class."). Never longer than the first line: a
+    signature's summary is paid for in every context that shows it."""
+    lines = docstring.strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    for end in _SENTENCE_END.finditer(first):
+        word = first[: end.start()].rsplit(None, 1)[-1].lstrip("(`'\"").rstrip(".!?").lower()
         if len(word) > 1 and word not in _NOT_AN_END:
-            text = text[: end.start()]
-            break
-    if len(text) <= max(SUMMARY_MAX_CHARS, len(paragraph[0])):
-        return text
-    return paragraph[0] + " ..."
+            return first[: end.start()]
+    return first
 
 
 @dataclass
