@@ -1,6 +1,6 @@
 """Source before tests: with test files kept (the default), the source a question is about
-ranks above the tests that exercise it, unless the question names a test. Demoted, not
-removed: the tests stay in the ranking and can still reach the context."""
+ranks above the tests that exercise it, unless a question (not a long bug report) names a
+test. Demoted, not removed: the tests stay in the ranking and can still reach the context."""
 
 from __future__ import annotations
 
@@ -94,6 +94,39 @@ def test_a_question_that_names_a_test_keeps_it_first(repo):
     res = _context(repo, "Why does test_header_colon_in_value fail after the parser change?")
     assert res.files[0] == "tests/test_headers.py"
     assert "def test_header_colon_in_value" in res.text
+
+
+# A bug report of a reader who ran the test suite: the traceback goes through the test, the
+# report links to it; the fix is in the source the test calls.
+REPORT = """test_header_colon_in_value fails on the new release
+
+Running the test suite after upgrading, one header test fails. The failing test is
+tests/test_headers.py (test_header_colon_in_value), which checks that a header value may
+hold a colon and that only the first colon splits the header line:
+
+```
+______________ tests/test_headers.py:test_header_colon_in_value _______________
+  File "tests/test_headers.py", line 12, in test_header_colon_in_value
+    assert parse_header("a: b:c") == ("a", "b:c")
+AssertionError
+```
+
+I was able to reproduce this locally on a laptop running the latest operating system with
+a fresh virtual environment, nothing else installed, and the same failure appears on our
+build machines. Expected the value to keep everything after the first colon, as the
+documentation promises for header lines of a config file. It worked in the previous
+release, so something in how header lines are read must have changed between them.
+"""
+
+
+def test_a_bug_report_that_names_a_test_ranks_the_source_first(repo, monkeypatch):
+    res = _context(repo, REPORT)
+    assert res.files[0] == "src/pkg/headers.py"
+    assert "tests/test_headers.py" in res.files[:3]  # demoted, not removed: it reproduces the fault
+    assert "def test_header_colon_in_value" in res.text
+    # Kept as a named test, it comes first: the check above is not vacuous.
+    monkeypatch.setattr(scoring, "DEMOTE_TESTS_A_REPORT_NAMES", False)
+    assert _context(repo, REPORT).files[0] == "tests/test_headers.py"
 
 
 def test_exclude_tests_still_leaves_them_out(repo):

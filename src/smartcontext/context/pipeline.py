@@ -233,7 +233,7 @@ class SmartContextExtractor:
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
         frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
-        named = scoring.names_a_test(cat, entities, placed)
+        named = scoring.names_a_test(cat, entities, placed, asked)
         demoted = (cat.test_paths - {cat.entries[r].path for r in named if r in cat.entries}
                    if scoring.TEST_PRIOR < 1.0 else set())
         titled = scoring.title_files(

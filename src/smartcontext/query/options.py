@@ -203,7 +203,7 @@ DEPTH = Option(
 )
 EXCLUDE_TESTS = Option(
     "exclude_tests", "bool",
-    "Leave out test files (kept by default, ranked below the source unless the question names a test).",
+    "Leave out test files (kept by default, ranked below the source unless a question, not a long bug report, names a test).",
     default=False, flags=("--exclude-tests",), off_flag="--include-tests", config_key="exclude_tests",
 )
 IMPORTS = Option(

@@ -142,6 +142,11 @@ def _shape(word: str) -> str | None:
     return None
 
 
+def is_long_text(text: str) -> bool:
+    """A text of more than LONG_TEXT_WORDS distinct words: a bug report, not a question."""
+    return _more_words_than(text, LONG_TEXT_WORDS)
+
+
 def _more_words_than(text: str, n: int) -> bool:
     """More than ``n`` distinct words (a repeated line of a log counts once)."""
     seen: set[str] = set()

@@ -19,7 +19,7 @@ from ..query.fusion import weighted_sum
 from ..query.profiles import CODE_CONTEXT
 from .catalogue import Catalogue
 from .english import COMMON_WORDS
-from .entities import ExtractedEntity
+from .entities import ExtractedEntity, is_long_text
 from .keyword import STOPWORDS
 from .graph import Neighbour
 
@@ -386,10 +386,23 @@ def add_graph(
 TEST_PRIOR = CODE_CONTEXT.constants["test_prior"]
 
 
-def names_a_test(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None) -> set[int]:
+# A bug report names a test to say what fails (a traceback through the test, a link to the
+# test case to add or to change); the fix is in the source the test exercises, so a long
+# report's named tests are demoted like the others (still shown when they score: they
+# reproduce the fault). A short question that names a test asks about it: kept. Measured
+# with bench/ablate.py (docs/benchmarks.md, "Tests a bug report names"). False: kept always.
+DEMOTE_TESTS_A_REPORT_NAMES = True
+
+
+def names_a_test(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None = None,
+                 question: str = "") -> set[int]:
     """The rows of the tests a question names: by path, by a traceback frame, or by a name
     that says test (``test_parse``, ``TestLoader``). A bug report's snippet (``ds.update``,
-    ``xr.Dataset``) also matches names inside test modules: that is no reason to keep them."""
+    ``xr.Dataset``) also matches names inside test modules: that is no reason to keep them.
+    None for a long report (``question`` past LONG_TEXT_WORDS distinct words): see
+    DEMOTE_TESTS_A_REPORT_NAMES."""
+    if DEMOTE_TESTS_A_REPORT_NAMES and is_long_text(question):
+        return set()
     named = [e for e in entities if e.kind in ("path", "frame") or "test" in e.text.lower()]
     return set(entity_scores(cat, named, placed)) if named else set()
 
