@@ -14,8 +14,8 @@ the bug reports we have rank better on repositories the fit never saw.
     python bench/fit_file_ranking.py collect --set OWNER=0.5 --out runs/owner05.json
     python bench/fit_file_ranking.py select runs/*.json        # runs/base.json: no --set
 
-``collect`` reopens the indexes bench/ablate.py reads (SWE-bench dev, the three dev2
-samples, both question sets), asks each question once (with ``--set``'s constants, else the
+``collect`` reopens the indexes bench/ablate.py reads (SWE-bench dev, the dev2 design
+sample and held-out pool, both question sets; a set whose trees are not built is left out), asks each question once (with ``--set``'s constants, else the
 current ones) and keeps, for every ranked file, its ``scoring.file_components`` (the
 unweighted signals), the depth of its traceback frame and whether the report writes its
 path, its item count and its best item's final score. ``fit`` re-ranks those files under
@@ -46,13 +46,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _swebench as sw
 import ablate
 
-# (set name, ablate set, work folder). The dev2 samples are the trees indexed under each
-# folder; the dataset is dev2.json for all three.
+# (set name, ablate set, work folder). The dev2 sets are the trees indexed under each
+# folder; the dataset is dev2.json for both.
 REPORT_SETS = (
     ("dev", "dev", sw.WORK_DIR),
     ("dev2", "dev2", sw.WORK_DIR / "dev2"),
-    ("dev2b", "dev2", Path("/tmp/dev2b")),
-    ("dev2c", "dev2", Path("/tmp/dev2c")),
+    # bench/dev2_pool.py: the one-file reports outside the design sample (held out)
+    ("dev2pool", "dev2", Path("/tmp/dev2-pool")),
 )
 QUESTION_SETS = (
     ("questions", Path(ablate.cq.DEFAULT_DATASET), sw.WORK_DIR / "code-questions"),
@@ -158,6 +158,9 @@ def collect(out: Path, only: set[str] | None, constants: dict[str, str] | None =
     t0 = time.perf_counter()
     for name, kind, work in REPORT_SETS:
         if only and name not in only:
+            continue
+        if not (work / "repos").is_dir():
+            print(f"{name}: no trees under {work / 'repos'}, left out (see the docstring)", file=sys.stderr)
             continue
         for tree, members in ablate.indexed_trees(sw.load_instances(ablate.SETS[kind]), work):
             with Workspace.open(tree) as ws:
@@ -405,7 +408,7 @@ def run_select(paths: list[Path]) -> int:
         return sum(per_row[v][i] for i in chosen_ids)
 
     per_row = {v: {i: row_value(rows0[i], ranks[v][i]) for i in ids} for v in names}
-    print("variant (all reports, one-file Acc@1/Acc@5/Acc@10; per set dev, dev2, dev2b, dev2c Acc@1/Acc@5; questions any@1)")
+    print("variant (all reports, one-file Acc@1/Acc@5/Acc@10; per set dev, dev2, dev2pool Acc@1/Acc@5; questions any@1)")
     for v in names:
         def t(sub):
             return table([runs[v][i] for i in sub], ranks[v])
@@ -529,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("collect", help="ask every set once and keep each ranked file's signals")
     c.add_argument("--out", type=Path, required=True)
-    c.add_argument("--sets", default="", help="comma-separated subset of: dev,dev2,dev2b,dev2c,questions,questions2")
+    c.add_argument("--sets", default="", help="comma-separated subset of: dev,dev2,dev2pool,questions,questions2")
     c.add_argument("--set", dest="constants", default="",
                    help="NAME=VALUE,... constants to answer with (bench/ablate.py's names; cfg.NAME for fusion weights)")
     f = sub.add_parser("fit", help="fit the constants, leave one repository out, print the tables")
