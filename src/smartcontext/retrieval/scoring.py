@@ -399,7 +399,7 @@ def names_a_test(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed
     """The rows of the tests a question names: by path, by a traceback frame, or by a name
     that says test (``test_parse``, ``TestLoader``). A bug report's snippet (``ds.update``,
     ``xr.Dataset``) also matches names inside test modules: that is no reason to keep them.
-    None for a long report (``question`` past LONG_TEXT_WORDS distinct words): see
+    Nothing for a long report (``question`` past LONG_TEXT_WORDS distinct words): see
     DEMOTE_TESTS_A_REPORT_NAMES."""
     if DEMOTE_TESTS_A_REPORT_NAMES and is_long_text(question):
         return set()
