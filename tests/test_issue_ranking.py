@@ -8,6 +8,7 @@ indexed in tmp_path, with a decoy that the old weighing put first.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -314,6 +315,36 @@ def test_docs_examples_and_vendored_code_rank_below_the_library(tmp_path):
     assert files[0] == "pkg/plotting.py"
     assert files.index("docs/examples/legend_demo.py") > 0
     assert files.index("pkg/packages/vendored_lib/legend.py") > 0
+
+
+def test_message_catalogues_rank_below_the_code(tmp_path, monkeypatch):
+    # A gettext catalogue holds the project's user-facing strings: the words of a report
+    # about them, once per language.
+    catalogue = "Documentation.addTranslations(" + json.dumps({"messages": {
+        "Search results": "Suchergebnisse", "Search the index terms": "Indexbegriffe suchen",
+        "No search results: the index misses the terms": "Keine Ergebnisse"}}) + ");"
+    others = {f"pkg/{name}.py": f'''
+        def {name}_open(path):
+            """Open the {name} store at path and return a handle."""
+            return open(path)
+        ''' for name in ("cache", "queue", "ledger", "socket", "pool", "archive", "mailbox", "index_store")}
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/search.py": '''
+            def build(doc):
+                """Search."""
+                return sorted(set(doc.split()))
+            ''',
+        "pkg/locale/de/LC_MESSAGES/pkg.js": catalogue,
+        **others,
+    })
+    question = "search results miss index terms"
+    files, _ = _files(tmp_path, question)
+    assert files[0] == "pkg/search.py"
+    # Without the rule the catalogue's repeated words win: the check above is not vacuous.
+    monkeypatch.setattr(scoring, "AUX_FOLDERS", scoring.AUX_FOLDERS - {"lc_messages"})
+    files, _ = _files(tmp_path, question)
+    assert files[0] == "pkg/locale/de/LC_MESSAGES/pkg.js"
 
 
 def test_docs_folders_of_a_vault_are_not_demoted(tmp_path):
