@@ -93,6 +93,7 @@ def test_the_source_ranks_above_its_tests_by_default(repo, monkeypatch):
 def test_a_question_that_names_a_test_keeps_it_first(repo):
     res = _context(repo, "Why does test_header_colon_in_value fail after the parser change?")
     assert res.files[0] == "tests/test_headers.py"
+    assert res.stats["report_named_tests"] == []
     assert "def test_header_colon_in_value" in res.text
 
 
@@ -124,6 +125,7 @@ def test_a_bug_report_that_names_a_test_ranks_the_source_first(repo, monkeypatch
     assert res.files[0] == "src/pkg/headers.py"
     assert "tests/test_headers.py" in res.files[:3]  # demoted, not removed: it reproduces the fault
     assert "def test_header_colon_in_value" in res.text
+    assert res.stats["report_named_tests"] == ["tests/test_headers.py"]  # what --verbose lists
     # Kept as a named test, it comes first: the check above is not vacuous.
     monkeypatch.setattr(scoring, "DEMOTE_TESTS_A_REPORT_NAMES", False)
     assert _context(repo, REPORT).files[0] == "tests/test_headers.py"
@@ -133,3 +135,16 @@ def test_exclude_tests_still_leaves_them_out(repo):
     res = _context(repo, QUESTION, exclude_tests=True)
     assert "tests/test_headers.py" not in res.files
     assert res.stats["tests_demoted"] == 0
+
+
+def test_verbose_names_the_tests_a_report_names(repo):
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "smartcontext", "context", REPORT, str(repo), "--verbose"],
+        capture_output=True, text=True, timeout=180, env={**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "tests the report names" in proc.stderr and "tests/test_headers.py" in proc.stderr

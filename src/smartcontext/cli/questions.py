@@ -123,6 +123,10 @@ def _print_stats(result) -> None:
     if s.get("tests_demoted"):
         # Short: the table cuts a long cell at the terminal's width.
         t.add_row("tests demoted", f"{s['tests_demoted']} below the source (--exclude-tests drops them)")
+    if s.get("report_named_tests"):
+        named = s["report_named_tests"]
+        t.add_row("tests the report names", ", ".join(named[:3]) + (f" (+{len(named) - 3})" if len(named) > 3 else "")
+                  + ": demoted too, a long report's fix is in the source")
     if s.get("docstring_demoted"):
         n = s["docstring_demoted"]
         t.add_row("docstring demoted", f"{n} function{'s that are' if n != 1 else ' that is'} mostly docstring")

@@ -234,6 +234,8 @@ class SmartContextExtractor:
         frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
         named = scoring.names_a_test(cat, entities, placed, asked)
+        # The test files a long report names, demoted with the others (--verbose says so).
+        report_named_tests = sorted(scoring.tests_a_report_names(cat, entities, placed, asked))
         demoted = (cat.test_paths - {cat.entries[r].path for r in named if r in cat.entries}
                    if scoring.TEST_PRIOR < 1.0 else set())
         titled = scoring.title_files(
@@ -299,6 +301,7 @@ class SmartContextExtractor:
                 },
                 "signals": signals_used,
                 "tests_demoted": tests_demoted,
+                "report_named_tests": report_named_tests,
                 "docstring_demoted": docs_demoted,
                 "title_files": sorted(p for p in titled if p in file_rank),
                 "selected": len(result.items),

@@ -407,6 +407,15 @@ def names_a_test(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed
     return set(entity_scores(cat, named, placed)) if named else set()
 
 
+def tests_a_report_names(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None,
+                         question: str) -> set[str]:
+    """The test files a long report names (demoted all the same: DEMOTE_TESTS_A_REPORT_NAMES)."""
+    if not DEMOTE_TESTS_A_REPORT_NAMES or TEST_PRIOR == 1.0 or not is_long_text(question):
+        return set()
+    rows = names_a_test(cat, entities, placed)
+    return {cat.entries[r].path for r in rows if r in cat.entries and cat.entries[r].path in cat.test_paths}
+
+
 def demote_tests(scored: dict[int, ScoredItem], cat: Catalogue, named: set[int]) -> int:
     """Scale the items of test files by TEST_PRIOR unless the question names them
     (``named``: rows from names_a_test); returns how many were demoted."""
