@@ -409,10 +409,13 @@ def names_a_test(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed
 
 def tests_a_report_names(cat: Catalogue, entities: list[ExtractedEntity], placed: Placed | None,
                          question: str) -> set[str]:
-    """The test files a long report names (demoted all the same: DEMOTE_TESTS_A_REPORT_NAMES)."""
+    """The test files a long report names by path or traceback frame (demoted all the same:
+    DEMOTE_TESTS_A_REPORT_NAMES). A name that says test (``sympy.test()``) reaches every
+    ``tests/__init__.py``: no list for a reader."""
     if not DEMOTE_TESTS_A_REPORT_NAMES or TEST_PRIOR == 1.0 or not is_long_text(question):
         return set()
-    rows = names_a_test(cat, entities, placed)
+    named = [e for e in entities if e.kind in ("path", "frame")]
+    rows = entity_scores(cat, named, placed) if named else {}
     return {cat.entries[r].path for r in rows if r in cat.entries and cat.entries[r].path in cat.test_paths}
 
 
