@@ -207,9 +207,11 @@ async def phase(url: str, clients: int, calls: int, seconds: float, notes: list[
     server_cpu = (process_cpu(server_pid) - server0) / n * 1000 if server_pid else float("nan")
     every = [s for _, s in latencies]
     reads = [s for w, s in latencies if not w]
+    writes = [s for w, s in latencies if w]
     return {"clients": clients, "calls": len(latencies), "errors": errors, "written": written,
             "p50": quantile(every, 0.5) * 1000, "p95": quantile(every, 0.95) * 1000,
             "mean": sum(every) / n * 1000, "read_p95": quantile(reads, 0.95) * 1000,
+            "write_p50": quantile(writes, 0.5) * 1000, "write_p95": quantile(writes, 0.95) * 1000,
             "rate": len(latencies) / wall if wall else 0.0, "seconds": wall,
             "server_cpu": server_cpu, "client_cpu": client_cpu}
 
@@ -599,6 +601,10 @@ def compare_stores(args, pg: str, server_cpus: set[int] | None = None) -> dict:
     row(f"mixed read/write, {args.clients} clients, p95 ms", lite["mixed"]["p95"], post["mixed"]["p95"], 2.0)
     row(f"mixed read/write, {args.clients} clients, reads' p95 ms", lite["mixed"]["read_p95"],
         post["mixed"]["read_p95"], None)
+    row(f"mixed read/write, {args.clients} clients, writes' p50 ms", lite["mixed"]["write_p50"],
+        post["mixed"]["write_p50"], None)
+    row(f"mixed read/write, {args.clients} clients, writes' p95 ms", lite["mixed"]["write_p95"],
+        post["mixed"]["write_p95"], None)
     row("index build before the runs, s", index_s["SQLite"], index_s["PostgreSQL"], None, ".1f")
     return {"results": results, "index_seconds": index_s, "notes": len(notes), "rows": rows,
             "failed": lite["failed"] or post["failed"]}

@@ -76,6 +76,62 @@ def test_questions_answer_while_a_write_is_held_mid_way(tmp_path):
         reg.close()
 
 
+def test_a_write_does_not_wait_for_another_writes_reindexing(tmp_path):
+    # The first append stops while re-indexing its note (this thread holds the store's
+    # write). Writes hold the vault's lock for their file change only: a preference saved
+    # and a second note appended to meanwhile are on disk before the first re-index ends
+    # (16 MCP clients saving at once queued each save behind every re-index before them).
+    vault = make_vault(tmp_path / "vault")
+    reg = ToolRegistry.open(vault, refresh_interval=-1)
+    try:
+        assert reg.call("search", {"query": "tomatoes", "mode": "keyword"})["count"] > 0
+        store = reg.context.workspace.store
+        with store.transaction():
+            first, wrote_first = call_in_thread(reg, "append_to_file",
+                                                {"path": "Journal.md", "content": "A quokka on the pier."})
+            time.sleep(0.3)  # the append is now waiting to store the note's rows
+            assert not wrote_first
+            saving, saved = call_in_thread(reg, "save_preference", {"preference": "Answer in French."})
+            saving.join(WAIT)
+            assert saved and saved[0]["success"], saved
+            second, wrote_second = call_in_thread(reg, "append_to_file",
+                                                  {"path": "Note 1.md", "content": "A wombat in the garden."})
+            deadline = time.monotonic() + WAIT
+            while "wombat" not in (vault / "Note 1.md").read_text() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert "wombat" in (vault / "Note 1.md").read_text()
+            assert not wrote_first  # all while the first re-index was still held
+        first.join(WAIT)
+        second.join(WAIT)
+        assert wrote_first and wrote_first[0]["success"], wrote_first
+        assert wrote_second and wrote_second[0]["success"], wrote_second
+        for word, path in (("quokka", "Journal.md"), ("wombat", "Note 1.md")):
+            found = reg.call("search", {"query": word, "mode": "keyword"})
+            assert [r["path"] for r in found["results"]] == [path], word
+    finally:
+        reg.close()
+
+
+def test_a_write_whose_reindexing_fails_is_saved_with_a_warning(tmp_path, monkeypatch):
+    vault = make_vault(tmp_path / "vault")
+    reg = ToolRegistry.open(vault, refresh_interval=-1)
+    try:
+        reg.call("search", {"query": "tomatoes", "mode": "keyword"})
+
+        def broken(paths):
+            raise RuntimeError("the index is on a disk that went away")
+
+        monkeypatch.setattr(reg.context, "files_changed", broken)
+        answer = reg.call("append_to_file", {"path": "Journal.md", "content": "A quokka on the pier."})
+        assert answer["success"], answer
+        assert answer["warning"] == (
+            "the change is saved but the search index was not updated (the index is on a disk that "
+            "went away); run `smartcontext index` to catch up")
+        assert "quokka" in (vault / "Journal.md").read_text()
+    finally:
+        reg.close()
+
+
 def test_a_snapshot_does_not_see_a_commit_made_during_it(tmp_path):
     reg = ToolRegistry.open(make_vault(tmp_path / "vault"), refresh_interval=-1)
     try:

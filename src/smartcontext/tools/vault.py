@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .spec import ToolContext, ToolSpec
@@ -25,9 +28,25 @@ class _IndexForVault:
     def __init__(self, ctx: ToolContext):
         self._ctx = ctx
         self._indexed = False
+        self._deferred = threading.local()
 
     def update_files(self, paths: list[str]) -> None:
+        collected = getattr(self._deferred, "paths", None)
+        if collected is not None:
+            collected.extend(paths)
+            return
         self._ctx.files_changed(paths)
+
+    @contextmanager
+    def deferring(self) -> Iterator[list[str]]:
+        """Collect the paths this thread's writes change, for ``files_changed`` after the
+        vault's write lock is released (``vault_tools``)."""
+        collected: list[str] = []
+        self._deferred.paths = collected
+        try:
+            yield collected
+        finally:
+            self._deferred.paths = None
 
     def links_to(self, name: str):
         """The links that may resolve to the note ``name``, from the index
@@ -55,22 +74,47 @@ class _IndexForVault:
 def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
     """The vault tools (files, links, frontmatter, preferences, search) of smartcontext.vault."""
     from ..vault import TOOL_SPECS, VaultTools
+    from ..vault.base import index_not_updated
 
-    tools = ctx.shared("vault", lambda: VaultTools(ctx.root, workspace=_IndexForVault(ctx)))
+    index = ctx.shared("vault-index", lambda: _IndexForVault(ctx))
+    tools = ctx.shared("vault", lambda: VaultTools(ctx.root, workspace=index))
+
+    def read(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return tools.call_checked(name, args)
+
+    def write(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        # Writes run one at a time (across processes the vault's file lock serialises them
+        # too); the files they changed are re-indexed after the lock is let go, so a write
+        # waits for the writes before it, not for their re-indexing as well (16 MCP clients
+        # saving at once queued every save behind every re-index, 2 s on PostgreSQL), and
+        # re-indexings that meet are written together (``Workspace.update_files``). The
+        # index reads each file as it is then: the later of two writes to one file wins.
+        with index.deferring() as changed:
+            try:
+                with ctx.vault_lock:
+                    data = tools.call_checked(name, args)
+            finally:
+                warning = None
+                if changed:
+                    try:
+                        ctx.files_changed(list(dict.fromkeys(changed)))
+                    except Exception as exc:  # the write happened: a warning, not a failed call
+                        warning = index_not_updated(exc)
+        return data if warning is None else {**data, "warning": warning}
+
     specs = []
     for s in TOOL_SPECS:
         name = s["name"]
         read_only = name not in VAULT_WRITE_TOOLS
-        def handler(args: dict[str, Any], _name: str = name) -> dict[str, Any]:
-            return tools.call_checked(_name, args)
 
+        def handler(args: dict[str, Any], _name: str = name, _run=read if read_only else write) -> dict[str, Any]:
+            return _run(_name, args)
+
+        # Reads take no lock: a note is replaced whole (temp file + rename), so a read sees
+        # it before or after a write, and never waits for one, nor for the re-indexing that
+        # follows it.
         specs.append(ToolSpec(
             name, s["description"], s["parameters"], handler,
             read_only=read_only, destructive=name in VAULT_DESTRUCTIVE_TOOLS, provider="vault",
-            # Writes run one at a time (across processes the vault's file lock serialises
-            # them too). Reads take no lock: a note is replaced whole (temp file + rename),
-            # so a read sees it before or after a write, and never waits for one, nor for
-            # the re-indexing that follows it.
-            lock=None if read_only else ctx.vault_lock,
         ))
     return specs

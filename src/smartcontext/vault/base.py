@@ -236,12 +236,16 @@ class VaultBase:
         try:
             update(list(dict.fromkeys(paths)))
         except Exception as exc:
-            return {"warning": f"the change is saved but the search index was not updated ({exc}); "
-                               "run `smartcontext index` to catch up"}
+            return {"warning": index_not_updated(exc)}
         return {}
 
     def _now(self) -> _dt.datetime:
         return self.clock()
+
+
+def index_not_updated(exc: Exception) -> str:
+    """The warning of a write whose file is saved but whose re-indexing failed."""
+    return f"the change is saved but the search index was not updated ({exc}); run `smartcontext index` to catch up"
 
 
 def local_date(timestamp: float) -> _dt.date:
