@@ -65,6 +65,7 @@ COMMANDS = [
       "--include-tests", "--scores", "--encoding", "o200k_base"], None),
     (["context", "AuthService login", "--json", "--exclude-tests", "-f", "mu"], None),
     (["context", "How does AuthService handle login?", "-t", "40"], None),  # budget warnings
+    (["context", "How does AuthService handle login?", "--budget", "1500"], None),  # -t's other name
     (["context", "zzqqy wobblefrotz"], None),  # nothing found: a warning and nearest names
     (["context", "-", "-t", "800"], "How are prices discounted?"),
     (["context", "odd_markup_helper grüße_helper", "-v"], None),
@@ -106,6 +107,11 @@ def test_the_fast_path_prints_what_typer_prints(indexed):
         assert _steady(quick.stderr) == _steady(full.stderr), args
     # The cases the fast path takes did answer (not only fail alike).
     assert "AuthService" in _run(FAST_ONLY, COMMANDS[0][0], indexed).stdout
+    # --budget is --max-tokens by another name: the same context, not the default budget's.
+    question = "How does AuthService handle login?"
+    budget = _run(FAST_ONLY, ["context", question, "--budget", "40"], indexed)
+    assert budget.stdout == _run(FAST_ONLY, ["context", question, "-t", "40"], indexed).stdout
+    assert budget.stdout != _run(FAST_ONLY, ["context", question], indexed).stdout
 
 
 def test_which_forms_the_fast_path_takes():

@@ -191,7 +191,7 @@ QUESTION = Option(
 QUERY = Option("query", "str", "What to look for.", max_length=MAX_QUESTION_CHARS)
 MAX_TOKENS = Option(
     "max_tokens", "int", "Token budget of the context (exact count of what a model reads).",
-    default=8000, flags=("--max-tokens", "-t"), config_key="max_tokens", minimum=1, maximum=MAX_BUDGET,
+    default=8000, flags=("--max-tokens", "-t", "--budget"), config_key="max_tokens", minimum=1, maximum=MAX_BUDGET,
 )
 FORMAT = Option(
     "format", "str", "mu (sigils, fewest tokens), json (for programs) or markdown (fenced code).",
