@@ -38,13 +38,12 @@ class _IndexForVault:
         self._ctx.files_changed(paths)
 
     @contextmanager
-    def deferring(self) -> Iterator[list[str]]:
-        """Collect the paths this thread's writes change, for ``files_changed`` after the
-        vault's write lock is released (``vault_tools``)."""
-        collected: list[str] = []
-        self._deferred.paths = collected
+    def deferring(self, into: list[str]) -> Iterator[None]:
+        """Collect the paths this thread's writes change into ``into``, for
+        ``files_changed`` once the vault's write lock is let go (``vault_tools``)."""
+        self._deferred.paths = into
         try:
-            yield collected
+            yield
         finally:
             self._deferred.paths = None
 
@@ -86,20 +85,19 @@ def vault_tools(ctx: ToolContext) -> list[ToolSpec]:
         # Writes run one at a time (across processes the vault's file lock serialises them
         # too); the files they changed are re-indexed after the lock is let go, so a write
         # waits for the writes before it, not for their re-indexing as well (16 MCP clients
-        # saving at once queued every save behind every re-index, 2 s on PostgreSQL), and
-        # re-indexings that meet are written together (``Workspace.update_files``). The
+        # saving at once queued every save behind every re-index, 2 s on PostgreSQL). The
         # index reads each file as it is then: the later of two writes to one file wins.
-        with index.deferring() as changed:
-            try:
-                with ctx.vault_lock:
-                    data = tools.call_checked(name, args)
-            finally:
-                warning = None
-                if changed:
-                    try:
-                        ctx.files_changed(list(dict.fromkeys(changed)))
-                    except Exception as exc:  # the write happened: a warning, not a failed call
-                        warning = index_not_updated(exc)
+        changed: list[str] = []
+        try:
+            with index.deferring(changed), ctx.vault_lock:
+                data = tools.call_checked(name, args)
+        finally:
+            warning = None
+            if changed:  # also when the tool failed part-way: what it wrote is re-indexed
+                try:
+                    ctx.files_changed(list(dict.fromkeys(changed)))
+                except Exception as exc:  # the write happened: a warning, not a failed call
+                    warning = index_not_updated(exc)
         return data if warning is None else {**data, "warning": warning}
 
     specs = []
