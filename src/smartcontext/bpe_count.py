@@ -194,7 +194,7 @@ def pieces_path(table_path: Path) -> Path:
 def _read_memo(table_path: Path) -> None:
     saved = load_sealed(pieces_path(table_path), _PIECES_MAGIC)
     if isinstance(saved, dict):
-        if _pieces:  # pieces this process counted first keep their place (the newest are kept)
+        if _pieces:  # pieces this process counted before the read keep their count and order
             for piece, n in saved.items():
                 _pieces.setdefault(piece, n)
         else:  # the usual case, one call in C: the loop was half of reading 50,000 pieces
