@@ -132,6 +132,29 @@ def test_a_write_whose_reindexing_fails_is_saved_with_a_warning(tmp_path, monkey
         reg.close()
 
 
+def test_a_nested_deferral_gives_the_outer_one_back():
+    from smartcontext.tools.vault import _IndexForVault
+
+    class Context:
+        def __init__(self):
+            self.updated: list[list[str]] = []
+
+        def files_changed(self, paths):
+            self.updated.append(list(paths))
+
+    ctx = Context()
+    index = _IndexForVault(ctx)
+    outer: list[str] = []
+    inner: list[str] = []
+    with index.deferring(outer):
+        index.update_files(["a.md"])
+        with index.deferring(inner):
+            index.update_files(["b.md"])
+        index.update_files(["c.md"])  # the outer deferral again, not re-indexed at once
+    index.update_files(["d.md"])  # no deferral: re-indexed at once
+    assert (outer, inner, ctx.updated) == (["a.md", "c.md"], ["b.md"], [["d.md"]])
+
+
 def test_a_snapshot_does_not_see_a_commit_made_during_it(tmp_path):
     reg = ToolRegistry.open(make_vault(tmp_path / "vault"), refresh_interval=-1)
     try:

@@ -40,12 +40,14 @@ class _IndexForVault:
     @contextmanager
     def deferring(self, into: list[str]) -> Iterator[None]:
         """Collect the paths this thread's writes change into ``into``, for
-        ``files_changed`` once the vault's write lock is let go (``vault_tools``)."""
+        ``files_changed`` once the vault's write lock is let go (``vault_tools``). A nested
+        deferral gives the outer one back when it ends."""
+        outer = getattr(self._deferred, "paths", None)
         self._deferred.paths = into
         try:
             yield
         finally:
-            self._deferred.paths = None
+            self._deferred.paths = outer
 
     def links_to(self, name: str):
         """The links that may resolve to the note ``name``, from the index
