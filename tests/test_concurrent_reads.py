@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,19 +44,26 @@ def call_in_thread(reg: ToolRegistry, name: str, args: dict) -> tuple[threading.
     return thread, answers
 
 
+@contextmanager
+def append_held_mid_reindex(reg: ToolRegistry) -> Iterator[tuple[threading.Thread, list]]:
+    """An append_to_file of "A quokka on the pier." to Journal.md, stopped while
+    re-indexing the note (this thread holds the store's write) until the block ends."""
+    assert reg.call("search", {"query": "tomatoes", "mode": "keyword"})["count"] > 0
+    with reg.context.workspace.store.transaction():
+        writer, wrote = call_in_thread(reg, "append_to_file",
+                                       {"path": "Journal.md", "content": "A quokka on the pier."})
+        time.sleep(0.3)  # the append is now waiting to store the note's rows
+        assert not wrote
+        yield writer, wrote
+
+
 def test_questions_answer_while_a_write_is_held_mid_way(tmp_path):
     # The writer's transaction is held open by this thread, so append_to_file stops while
     # re-indexing the note it wrote. Questions and vault reads must answer meanwhile, from
     # the index as it was; once the write goes through, they see it.
     reg = ToolRegistry.open(make_vault(tmp_path / "vault"), refresh_interval=-1)
     try:
-        assert reg.call("search", {"query": "tomatoes", "mode": "keyword"})["count"] > 0
-        store = reg.context.workspace.store
-        with store.transaction():
-            writer, wrote = call_in_thread(reg, "append_to_file",
-                                           {"path": "Journal.md", "content": "A quokka on the pier."})
-            time.sleep(0.3)  # the append is now waiting to store the note's rows
-            assert not wrote
+        with append_held_mid_reindex(reg) as (writer, wrote):
             reads = [
                 call_in_thread(reg, "search", {"query": "quokka", "mode": "keyword"}),
                 call_in_thread(reg, "context", {"question": "harbour", "max_tokens": 500}),
@@ -84,13 +93,7 @@ def test_a_write_does_not_wait_for_another_writes_reindexing(tmp_path):
     vault = make_vault(tmp_path / "vault")
     reg = ToolRegistry.open(vault, refresh_interval=-1)
     try:
-        assert reg.call("search", {"query": "tomatoes", "mode": "keyword"})["count"] > 0
-        store = reg.context.workspace.store
-        with store.transaction():
-            first, wrote_first = call_in_thread(reg, "append_to_file",
-                                                {"path": "Journal.md", "content": "A quokka on the pier."})
-            time.sleep(0.3)  # the append is now waiting to store the note's rows
-            assert not wrote_first
+        with append_held_mid_reindex(reg) as (first, wrote_first):
             saving, saved = call_in_thread(reg, "save_preference", {"preference": "Answer in French."})
             saving.join(WAIT)
             assert saved and saved[0]["success"], saved
