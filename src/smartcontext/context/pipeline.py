@@ -117,6 +117,16 @@ NEIGHBOUR_ANCHORS = 5
 # room) and kept when it fits. 0: the fill takes only what is left free.
 FILL_REPLAN = 300
 FILL_MIN_FREE = 20  # fewer free tokens hold no statement and its framing: not worth a recount
+# For a question (not a report), the helpers the best code shown whole calls, listed by
+# signature (a line each) when they are not shown: where the answer to "how does X work"
+# goes on, named in the text already. At most this many, from the CALLEE_ANCHORS best
+# functions shown whole, each scored CALLEE_SHARE of its best caller so the weakest matches
+# make room for it. A report's fix needs bodies: there the leftover goes to the code around
+# what is shown (see _fill_leftover); listing callees cost dev and dev2 a hunk each. 0: none.
+# Measured with bench/ablate.py (docs/benchmarks.md, "Helpers the shown code calls").
+CALLEE_SIGNATURES = 6
+CALLEE_ANCHORS = 5
+CALLEE_SHARE = 0.8
 # A second plan when the exact count leaves over this share of the budget free, the
 # first having spent at least REFILL_SPENT of its estimate; its budget is scaled by the
 # estimates' overrun, less REFILL_MARGIN (see _refill_budget). Measured with
@@ -454,6 +464,7 @@ class SmartContextExtractor:
         file_costs = {p: PER_FILE_OVERHEAD + _imports_tokens(d) for p, d in deps.items()}
         exporter = EXPORTERS[format]
         measure = exporter.measure
+        callees = CALLEE_SIGNATURES and cat.has_code and asks(question)
 
         def pack(budget: int | None):
             # A refill plans as if the budget were larger: the estimates, not the text, fit it.
@@ -494,6 +505,11 @@ class SmartContextExtractor:
                     plan, file_lines, modules, text, tokens = second
         selection = plan.selected
         dropped = plan.dropped if plan.dropped is not None else []
+        if callees and selection and self._add_callees(selection, cat):
+            if any(s.item.path not in modules for s in selection):
+                file_lines, modules = self._file_context(selection, cat)
+            text = measure(selection, file_lines, deps, modules, cfg.include_scores)
+            tokens = count_tokens(text, cfg.encoding)
         # The plan's costs are estimates of framing; trim the weakest items until the
         # exact count fits, several at a time when far over.
         while tokens > cfg.max_tokens and selection:
@@ -697,6 +713,54 @@ class SmartContextExtractor:
             text = remeasure()
             tokens = count_tokens(text, cfg.encoding)
         return text, tokens, spent
+
+    def _add_callees(self, selection: list[SelectedItem], cat: Catalogue) -> bool:
+        """Add, by signature, the functions the best functions shown whole call and the
+        selection does not show (see CALLEE_SIGNATURES). A call whose name is ambiguous
+        (defined in several other files) is not followed. Whether anything was added."""
+        code = (ItemKind.FUNCTION, ItemKind.METHOD)
+        anchors = sorted((s for s in selection if s.mode == "full" and not s.context_only
+                          and s.item.kind in code), key=lambda s: -s.score)[:CALLEE_ANCHORS]
+        if not anchors:
+            return False
+        score_of = {s.item.id: s.score for s in anchors}
+        shown = {s.item.id for s in selection}
+        spans = [(s.item.path, s.item.start_line, s.item.end_line) for s in selection if s.mode == "full"]
+        callers: dict[int, list[float]] = {}
+        for src, kind, dst, dst_name in self.store.edges_from(list(score_of)):
+            src_row = cat.by_id.get(src)
+            if kind != "calls" or src_row is None:
+                continue
+            from_path = cat.entries[src_row].path
+            targets = [cat.by_id[dst]] if dst and dst in cat.by_id else (
+                cat.resolve_name(dst_name, from_path) if dst_name else [])
+            same = [t for t in targets if cat.entries[t].path == from_path]
+            if len(same if same else targets) != 1:
+                continue
+            target = (same or targets)[0]
+            e = cat.entries[target]
+            if (e.kind not in code or e.id in shown or e.path in cat.test_paths
+                    or any(p == e.path and a <= e.start_line and e.end_line <= b for p, a, b in spans)):
+                continue
+            callers.setdefault(target, []).append(score_of[src] if src in score_of else 0.0)
+        best = sorted(callers, key=lambda r: (-len(callers[r]), -max(callers[r])))[:CALLEE_SIGNATURES]
+        rows = self.store.items_by_rowids(best) if best else {}
+        parent_ids = {rows[r].item.parent_id for r in best if r in rows and rows[r].item.parent_id} - shown
+        parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
+        added = False
+        for r in best:
+            if r not in rows:
+                continue
+            item = rows[r].item
+            parent = parents.get(item.parent_id) if item.parent_id else None
+            if parent is not None and parent.item.id not in shown and item.traits.brings_parent_header:
+                selection.append(SelectedItem(parent.item, CALLEE_SHARE * max(callers[r]), "signature", {},
+                                              context_only=True))
+                shown.add(parent.item.id)
+            selection.append(SelectedItem(item, CALLEE_SHARE * max(callers[r]), "signature", {}))
+            shown.add(item.id)
+            added = True
+        return added
 
     def _pin_top_file(self, pool: list[ScoredItem], cat: Catalogue, files: list[str]) -> set[int]:
         """Show all of the best file when it is small enough: the likeliest place of an
