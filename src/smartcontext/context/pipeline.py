@@ -742,10 +742,10 @@ class SmartContextExtractor:
             if (e.kind not in code or e.id in shown or e.path in cat.test_paths
                     or any(p == e.path and a <= e.start_line and e.end_line <= b for p, a, b in spans)):
                 continue
-            callers.setdefault(target, []).append(score_of[src] if src in score_of else 0.0)
+            callers.setdefault(target, []).append(score_of.get(src, 0.0))
         best = sorted(callers, key=lambda r: (-len(callers[r]), -max(callers[r])))[:CALLEE_SIGNATURES]
         rows = self.store.items_by_rowids(best) if best else {}
-        parent_ids = {rows[r].item.parent_id for r in best if r in rows and rows[r].item.parent_id} - shown
+        parent_ids = {pid for r in best if r in rows and (pid := rows[r].item.parent_id)} - shown
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
         added = False
         for r in best:
