@@ -153,6 +153,42 @@ def test_settings_in_a_question_reach_config_in_the_code(tmp_path, monkeypatch):
         assert "finder.py" not in ws.context(question, max_tokens=2000, format="json").files
 
 
+@pytest.mark.parametrize("british, american", [
+    ("colour", "color"), ("colours", "colors"), ("behaviour", "behavior"), ("flavour", "flavor"),
+    ("recognises", "recognizes"), ("normalisation", "normalization"), ("analyse", "analyze"),
+    ("centre", "center"), ("catalogue", "catalog"), ("labelled", "labeled"),
+    ("cancelling", "canceling"), ("licence", "license"), ("grey", "gray"),
+])
+def test_british_spellings_have_their_american_form(british, american):
+    assert english.american(british) == american
+
+
+@pytest.mark.parametrize("word", ["color", "called", "four", "hour", "source", "raise", "filling", "parse"])
+def test_words_that_are_not_british_spellings_have_none(word):
+    assert english.american(word) is None
+
+
+def test_a_british_spelling_reaches_code_spelt_the_american_way(tmp_path, monkeypatch):
+    """"colour" in the question, ``color`` in the code (issue 20: rich's ``Color.downgrade``
+    for "a colour by hex code"); the word as written is asked too."""
+    assert code_spellings("How is the colour of a cell chosen?") == ["color"]
+    (tmp_path / "style.py").write_text(
+        'def cell_color(cell, theme):\n    """The theme entry for a cell."""\n'
+        "    return theme.get(cell.kind)\n"
+    )
+    (tmp_path / "layout.py").write_text(
+        'def cell_width(cell):\n    """The width of a cell, in columns: each cell of the cell grid."""\n'
+        "    return len(cell.text)\n"
+    )
+    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    question = "How is the colour of a cell chosen?"
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        assert ws.context(question, max_tokens=2000, format="json").files[0] == "style.py"
+        monkeypatch.setattr(english, "AMERICAN_SPELLINGS", False)
+        assert ws.context(question, max_tokens=2000, format="json").files[0] == "layout.py"
+
+
 def test_a_phrasal_verb_reaches_the_verb_code_uses(tmp_path, monkeypatch):
     """"switches off" in the question, ``disable`` in the code (issue 20: pylint's pragma
     handling for "a comment that switches off a warning"); "set up" asks for nothing."""

@@ -11,7 +11,8 @@ Two helpers, used at query time only so the index format never changes:
   indexed words with the same stem.
 - What code calls a question's words: ``ABBREVIATIONS`` ("temporary" -> tmp),
   ``EVERYDAY`` ("settings" -> config) and ``PHRASAL_VERBS`` ("switch off" -> disable),
-  asked by the code-context pipeline for short questions (keyword.code_spellings).
+  asked by the code-context pipeline for short questions (keyword.code_spellings), and
+  ``american``: the American form of a British spelling ("colour" -> color).
 """
 
 from __future__ import annotations
@@ -191,3 +192,39 @@ def phrasal_spellings(text: str) -> list[str]:
         for w in _PHRASAL_INDEX.get(pair, ()):
             found[w] = None
     return list(found)
+
+
+# British spellings a question may use where code (and most of its comments) spells the
+# American way: "colour" -> color, "behaviour" -> behavior, "serialise" -> serialize,
+# "analyse" -> analyze, "centre" -> center, "catalogue" -> catalog, "labelled" -> labeled.
+# Asked like ABBREVIATIONS, as well as the word as written (a British-spelled project,
+# like sqlfluff's "capitalisation", keeps its match), and only when the index holds the
+# other form, so a word the rules misread ("promise" -> promize) asks for nothing.
+AMERICAN_SPELLINGS = True
+_OUR = ("colour", "behaviour", "favour", "flavour", "neighbour", "honour", "labour", "humour",
+        "rumour", "vapour", "armour", "harbour", "odour", "savour", "endeavour", "vigour", "rigour")
+_WHOLE = {"licence": "license", "licences": "licenses", "defence": "defense", "offence": "offense",
+          "grey": "gray", "programme": "program", "programmes": "programs"}
+_ISE = re.compile(r"^([a-z]{3,})is(e|es|ed|ing|er|ers|ation|ations)$")
+_YSE = re.compile(r"^([a-z]+)ys(e|es|ed|ing)$")
+_TRE = re.compile(r"^([a-z]+)(?:tre|tres|tred)$")
+_OGUE = re.compile(r"^([a-z]{3,})ogue(s?)$")
+_LL = re.compile(r"^([a-z]{2,}[aeiou])ll(ed|ing|er|ers)$")
+
+
+def american(word: str) -> str | None:
+    """The American spelling of a British-spelled ``word`` (lower case), or None."""
+    if not AMERICAN_SPELLINGS:
+        return None
+    if word in _WHOLE:
+        return _WHOLE[word]
+    for british in _OUR:
+        if british in word:
+            return word.replace(british, british[:-2] + "r")
+    for pattern, repl in ((_ISE, r"\1iz\2"), (_YSE, r"\1yz\2"), (_OGUE, r"\1og\2"), (_LL, r"\1l\2")):
+        if pattern.match(word):
+            return pattern.sub(repl, word)
+    m = _TRE.match(word)
+    if m:
+        return m.group(1) + {"tre": "ter", "tres": "ters", "tred": "tered"}[word[len(m.group(1)):]]
+    return None

@@ -261,6 +261,9 @@ def code_spellings(text: str) -> list[str]:
         word = m.group(0).lower()
         for short in ABBREVIATIONS.get(word, ()) + everyday.get(word, ()):
             out[short] = None
+        other = english.american(word)
+        if other is not None:
+            out[other] = None
     for w in english.phrasal_spellings(text):
         out[w] = None
     return list(out)
