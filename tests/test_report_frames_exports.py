@@ -210,6 +210,34 @@ def test_package_exports_are_top_level_definitions_outside_tests(tmp_path):
     assert scoring._exported(cat, "grid.order") == []
 
 
+def test_of_two_exported_namesakes_the_one_the_package_imports_is_meant(tmp_path, monkeypatch):
+    """``xarray.where``: xarray/core/computation.py and duck_array_ops.py both define a
+    top-level ``where``; xarray/__init__.py imports the first, so that one is meant."""
+    _write(tmp_path, {
+        "grid/__init__.py": "from grid.core.compute import where\n",
+        "grid/core/__init__.py": "",
+        "grid/core/compute.py": "def where(cond, x, y):\n    return x if cond else y\n",
+        "grid/core/ops.py": "def where(cond, x, y):\n    return [a if c else b for c, a, b in zip(cond, x, y)]\n",
+    })
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        cat = Catalogue(ws.store)
+        assert "grid.core.compute.where" in cat.package_imports("grid")
+        assert {cat.entries[r].path for r in scoring._exported(cat, "grid.where")} == {"grid/core/compute.py"}
+        monkeypatch.setattr(scoring, "PACKAGE_INIT_IMPORTS", False)
+        assert {cat.entries[r].path for r in scoring._exported(cat, "grid.where")} == {
+            "grid/core/compute.py", "grid/core/ops.py"}
+        # A package whose __init__ imports neither keeps both; the catalogue brought up to
+        # date after the edit forgets what the old __init__ imported.
+        monkeypatch.setattr(scoring, "PACKAGE_INIT_IMPORTS", True)
+        (tmp_path / "grid/__init__.py").write_text("")
+        ws.index(embeddings=False)
+        fresh = cat.updated(ws.store)
+        assert fresh is not cat and fresh.package_imports("grid") == []
+        assert len(scoring._exported(fresh, "grid.where")) == 2
+        assert "grid.core.compute.where" in cat.package_imports("grid")  # the old one as it was
+
+
 def _sessions_tree(root: Path) -> None:
     _write(root, {
         "web/__init__.py": "",

@@ -67,6 +67,7 @@ class Catalogue:
         self._by_basename: dict[str, list[str]] | None = None
         self._tags: list[tuple[int, str]] | None = None
         self._note_names: NoteNames | None = None
+        self._package_imports: dict[str, list[str]] = {}
 
     def _read_all(self, store: Store) -> None:
         for e in store.item_light_rows():
@@ -143,6 +144,7 @@ class Catalogue:
             return None
         cat._link_resolver, cat._tags, cat._by_basename = None, None, None
         cat._note_names = None
+        cat._package_imports = {}
 
         def read_whole() -> None:
             # A damaged bucket: every map is taken from the index instead, and a good
@@ -196,6 +198,7 @@ class Catalogue:
         copied first and lists are replaced, never edited: the old catalogue may be in use
         on another thread."""
         store = self._store
+        self._package_imports = {}  # a new dict: the old catalogue may be reading its own
         gone = {r for p in changed for r in self.by_path.get(p, ())}
         rows = store.item_light_rows(sorted(changed))
         for name in ("entries", "by_id", "by_name", "by_fqname", "by_path", "module_of_path",
@@ -304,6 +307,18 @@ class Catalogue:
         search ranks)."""
         e = self.entries.get(rowid)
         return e is not None and e.start_line == 1 and kind_traits(e.kind).file_row
+
+    def package_imports(self, package: str) -> list[str]:
+        """The full names a package's ``__init__`` imports (``xarray`` ->
+        xarray.core.computation.where, ...): what ``package.name`` means to its users.
+        Read from the store's import edges once per catalogue."""
+        low = package.lower()
+        if low not in self._package_imports:
+            inits = [r for r in self.by_fqname.get(low, ())
+                     if self.entries[r].path.endswith("__init__.py") and kind_traits(self.entries[r].kind).whole_file]
+            edges = self._store.edges_from([self.entries[r].id for r in inits], kinds=("imports",)) if inits else []
+            self._package_imports[low] = [e[3] for e in edges if e[3]]
+        return self._package_imports[low]
 
     def is_known(self, name: str) -> bool:
         low = name.lower()

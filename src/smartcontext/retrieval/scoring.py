@@ -160,6 +160,8 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
 # ``xarray.concat`` or ``sympy.fcode``: a package's name and a name it exports, defined at
 # the top of one of its modules (xarray/core/concat.py's ``concat``), not a method.
 PACKAGE_EXPORTS = True
+# Among several, the one the package's ``__init__`` imports (Catalogue.package_imports).
+PACKAGE_INIT_IMPORTS = True
 EXPORTED = 0.95
 
 
@@ -168,11 +170,19 @@ def _exported(cat: Catalogue, dotted: str) -> list[int]:
     if not package:
         return []
     prefix = package + "."
-    return [
+    found = [
         r for r in cat.by_name.get(last, [])
         if "." not in (e := cat.entries[r]).qualname and e.fqname.lower().startswith(prefix)
         and e.path not in cat.test_paths and not kind_traits(e.kind).whole_file
     ]
+    if len(found) > 1 and PACKAGE_INIT_IMPORTS:
+        # Two modules define ``where``: the one the package's __init__ imports is the
+        # package's ``where`` (xarray.core.computation's, not duck_array_ops').
+        imported = {n.lower() for n in cat.package_imports(package) if n.lower().endswith("." + last)}
+        chosen = [r for r in found if cat.entries[r].fqname.lower() in imported]
+        if chosen:
+            return chosen
+    return found
 
 
 def _owner_named(entry, named: set[str]) -> bool:
