@@ -9,6 +9,7 @@ from conftest import write_tree
 
 from smartcontext import Workspace
 from smartcontext.context import pipeline
+from smartcontext.retrieval import scoring
 
 _QUESTION = "How does a schema collect the fields declared on its class?"
 _REPORT = ("collect_fields drops the fields a schema declares on its class\n\n"
@@ -70,3 +71,20 @@ def test_a_report_gets_no_callee_list(tmp_path):
     text = _context(tmp_path, _REPORT)
     assert "declared = _gather(vars(cls))" in text
     assert "- `def _gather(attrs):` lines" not in text
+
+
+def test_a_listed_helper_ranks_below_every_strong_match(tmp_path):
+    """Like any graph neighbour: trimming to make room for it never takes a strong match."""
+    _tree(tmp_path)
+    # A second match, strong but well below the best (about half its score).
+    write_tree(tmp_path, {"pkg/names.py": 'def declared_names(schema):\n'
+                          '    """The names of the fields a schema declares."""\n'
+                          '    return sorted(schema.fields)\n'})
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        items = ws.context(_QUESTION, max_tokens=2000, format="markdown", depth=0).items
+    helper = next(s for s in items if s.item.name == "_gather")
+    assert helper.mode == "signature"
+    matches = [s.score for s in items if not s.context_only and s is not helper]
+    strong = [m for m in matches if m >= scoring.STRONG_SHARE * max(matches)]
+    assert len(strong) >= 2 and helper.score < min(strong)

@@ -120,8 +120,8 @@ FILL_MIN_FREE = 20  # fewer free tokens hold no statement and its framing: not w
 # For a question (not a report), the helpers the best code shown whole calls, listed by
 # signature (a line each) when they are not shown: where the answer to "how does X work"
 # goes on, named in the text already. At most this many, from the CALLEE_ANCHORS best
-# functions shown whole, each scored CALLEE_SHARE of its best caller so the weakest matches
-# make room for it. A report's fix needs bodies: there the leftover goes to the code around
+# functions shown whole, each scored CALLEE_SHARE of its best caller (capped below every
+# strong match, as graph neighbours are) so the weakest matches make room for it. A report's fix needs bodies: there the leftover goes to the code around
 # what is shown (see _fill_leftover); listing callees cost dev and dev2 a hunk each. 0: none.
 # Measured with bench/ablate.py (docs/benchmarks.md, "Helpers the shown code calls").
 CALLEE_SIGNATURES = 6
@@ -744,6 +744,11 @@ class SmartContextExtractor:
                 continue
             callers.setdefault(target, []).append(score_of.get(src, 0.0))
         best = sorted(callers, key=lambda r: (-len(callers[r]), -max(callers[r])))[:CALLEE_SIGNATURES]
+        # As for every graph neighbour (scoring.add_graph): below each strong direct match,
+        # so the trimming that makes room for them takes only weak ones.
+        matches = [s.score for s in selection if not s.context_only]
+        top = max(matches, default=0.0)
+        cap = 0.99 * min((m for m in matches if m >= scoring.STRONG_SHARE * top), default=top)
         rows = self.store.items_by_rowids(best) if best else {}
         parent_ids = {pid for r in best if r in rows and (pid := rows[r].item.parent_id)} - shown
         parents = self.store.items_by_ids(list(parent_ids)) if parent_ids else {}
@@ -754,10 +759,10 @@ class SmartContextExtractor:
             item = rows[r].item
             parent = parents.get(item.parent_id) if item.parent_id else None
             if parent is not None and parent.item.id not in shown and item.traits.brings_parent_header:
-                selection.append(SelectedItem(parent.item, CALLEE_SHARE * max(callers[r]), "signature", {},
-                                              context_only=True))
+                selection.append(SelectedItem(parent.item, min(cap, CALLEE_SHARE * max(callers[r])), "signature",
+                                              {}, context_only=True))
                 shown.add(parent.item.id)
-            selection.append(SelectedItem(item, CALLEE_SHARE * max(callers[r]), "signature", {}))
+            selection.append(SelectedItem(item, min(cap, CALLEE_SHARE * max(callers[r])), "signature", {}))
             shown.add(item.id)
             added = True
         return added
