@@ -16,8 +16,8 @@ exactly as they do (their ``score`` functions). A variant names the profile cons
 ``exclude=1`` leaves test files out (``--exclude-tests``); ``tokens=N`` sets the budget; any
 other ``NAME=VALUE`` sets ``scoring.NAME`` for that variant (``pipeline.NAME`` sets a
 constant of ``context/pipeline.py``, e.g. ``pipeline.REFILL=0``; likewise ``budgeter.``,
-``entities.``, ``keyword.`` and ``english.`` for the budgeter, the entity extractor, the
-keyword search and its word tables). SWE-bench instances are those whose base commit has a
+``entities.``, ``keyword.``, ``english.`` and ``model.`` for the budgeter, the entity extractor,
+the keyword search, its word tables and the items' summaries). SWE-bench instances are those whose base commit has a
 tree with an index under ``WORK/repos``; multi-file instances are reported apart. Questions
 are reported whole and by kind.
 """
@@ -43,7 +43,8 @@ OPTIONS = ("exclude", "tokens")
 # Modules whose constants a variant may set as ``MODULE.NAME``.
 MODULES = {"pipeline": "smartcontext.context.pipeline", "budgeter": "smartcontext.context.budgeter",
            "entities": "smartcontext.retrieval.entities", "keyword": "smartcontext.retrieval.keyword",
-           "reports": "smartcontext.retrieval.reports", "english": "smartcontext.retrieval.english"}
+           "reports": "smartcontext.retrieval.reports", "english": "smartcontext.retrieval.english",
+           "model": "smartcontext.model"}
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:

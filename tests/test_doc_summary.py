@@ -11,9 +11,24 @@ def test_a_first_line_holding_two_sentences_and_half_a_third_is_cut_at_the_first
     assert summary_of(doc) == "Metaclass for the Schema class."
 
 
-def test_a_summary_is_never_longer_than_the_first_line():
+def test_a_summary_is_never_longer_than_the_first_line_and_says_when_it_is_cut():
     doc = "Collect fields from a class, following its\nresolution order.\n\nThe class itself is excluded."
-    assert summary_of(doc) == "Collect fields from a class, following its"
+    assert summary_of(doc) == "Collect fields from a class, following its …"
+
+
+def test_a_first_line_that_ends_its_sentence_or_paragraph_is_not_marked():
+    assert summary_of("Return the value.\nMore about it.") == "Return the value."
+    assert summary_of("Lay out rows\n\nin columns") == "Lay out rows"
+    assert summary_of("Options:\n  width: columns") == "Options:"
+    assert summary_of("Return the value") == "Return the value"
+
+
+def test_the_mark_can_be_switched_off(monkeypatch):
+    from smartcontext import model
+
+    monkeypatch.setattr(model, "SUMMARY_MARKS_WRAP", False)
+    assert summary_of("Collect fields from a class, following its\nresolution order.") == (
+        "Collect fields from a class, following its")
 
 
 def test_abbreviations_and_initials_end_no_sentence():
