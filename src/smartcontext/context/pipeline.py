@@ -743,7 +743,9 @@ class SmartContextExtractor:
                     or any(p == e.path and a <= e.start_line and e.end_line <= b for p, a, b in spans)):
                 continue
             callers.setdefault(target, []).append(score_of.get(src, 0.0))
-        best = sorted(callers, key=lambda r: (-len(callers[r]), -max(callers[r])))[:CALLEE_SIGNATURES]
+        # Ties by place, not by the order a store returns edges in: both stores list the same.
+        best = sorted(callers, key=lambda r: (-len(callers[r]), -max(callers[r]), cat.entries[r].path,
+                                              cat.entries[r].start_line))[:CALLEE_SIGNATURES]
         # As for every graph neighbour (scoring.add_graph): below each strong direct match,
         # so the trimming that makes room for them takes only weak ones.
         matches = [s.score for s in selection if not s.context_only]
