@@ -72,6 +72,11 @@ def test_a_question_word_meets_other_forms_in_the_index(tmp_path):
     assert hits and hits[0].name == "rewrite_module"
 
 
+def _unrelated_module(root: Path) -> None:
+    # Eight small functions no question is about: an index's ordinary background.
+    (root / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+
+
 def test_code_spellings_are_the_usual_abbreviations():
     assert code_spellings("How are temporary directories cleaned?") == ["tmp", "temp", "dirs", "dir"]
     assert code_spellings("Where is the session cookie signed?") == []
@@ -86,7 +91,7 @@ def _abbreviated_tree(root: Path) -> None:
         'def list_directory(path):\n    """Every entry of a directory, sorted."""\n'
         "    return sorted(path.iterdir())\n"
     )
-    (root / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    _unrelated_module(root)
 
 
 def test_a_question_in_words_reaches_code_that_abbreviates_them(tmp_path, monkeypatch):
@@ -120,7 +125,7 @@ def test_a_verb_in_the_question_meets_its_noun_in_the_code(tmp_path, monkeypatch
         'def register(plugin, table):\n    """Add one plugin to the table of plugins."""\n'
         "    table[plugin.name] = plugin\n"
     )
-    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    _unrelated_module(tmp_path)
     question = "How does the tool discover its plugins?"
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
@@ -141,7 +146,7 @@ def test_settings_in_a_question_reach_config_in_the_code(tmp_path, monkeypatch):
         'def run_linter(paths):\n    """Lint every path and print what the linter found."""\n'
         "    return [p for p in paths]\n"
     )
-    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    _unrelated_module(tmp_path)
     question = "Where does the linter get its settings?"
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
@@ -180,7 +185,7 @@ def test_a_british_spelling_reaches_code_spelt_the_american_way(tmp_path, monkey
         'def cell_width(cell):\n    """The width of a cell, in columns: each cell of the cell grid."""\n'
         "    return len(cell.text)\n"
     )
-    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    _unrelated_module(tmp_path)
     question = "How is the colour of a cell chosen?"
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
@@ -204,7 +209,7 @@ def test_a_phrasal_verb_reaches_the_verb_code_uses(tmp_path, monkeypatch):
         'def print_warning(msg):\n    """Print one warning with its line."""\n'
         "    print(msg)\n"
     )
-    (tmp_path / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    _unrelated_module(tmp_path)
     question = "How does a comment switch off a warning?"
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
@@ -220,7 +225,7 @@ def _recipe_tree(root: Path) -> None:
         f"    total = 0\n{body}    return total\n\n"
         for i in range(80)
     ))
-    (root / "other.py").write_text("".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(8)))
+    _unrelated_module(root)
 
 
 def _shown(res) -> tuple[int, int]:
