@@ -121,8 +121,9 @@ FILL_MIN_FREE = 20  # fewer free tokens hold no statement and its framing: not w
 # signature (a line each) when they are not shown: where the answer to "how does X work"
 # goes on, named in the text already. At most this many, from the CALLEE_ANCHORS best
 # functions shown whole, each scored CALLEE_SHARE of its best caller (capped below every
-# strong match, as graph neighbours are) so the weakest matches make room for it. A report's fix needs bodies: there the leftover goes to the code around
-# what is shown (see _fill_leftover); listing callees cost dev and dev2 a hunk each. 0: none.
+# strong match, as graph neighbours are) so weak matches make room for it. A report's fix
+# needs bodies: there the leftover goes to the code around what is shown (_fill_leftover);
+# listing callees for reports cost SWE-bench dev and the dev2 pool a hunk each. 0: none.
 # Measured with bench/ablate.py (docs/benchmarks.md, "Helpers the shown code calls").
 CALLEE_SIGNATURES = 6
 CALLEE_ANCHORS = 5
