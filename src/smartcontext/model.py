@@ -172,9 +172,9 @@ _NOT_AN_END = frozenset("e.g i.e etc vs cf al fig eq no approx resp".split())
 # A first line whose sentence goes on in the next line ends in " …" in the summary, so a
 # reader sees it is cut ("... the ``code`` packer of the …"). Measured with bench/ablate.py
 # (model.SUMMARY_MARKS_WRAP=0): the question sets, dev2 and the Lite held-out 40 unchanged,
-# SWE-bench dev hunks shown 81.6 -> 82.7 (the one token moves a plan's edge); reading
-# on to the sentence's end instead cost the questions (dev whole bodies 0.682 -> 0.663,
-# the second set's definitions 0.675 -> 0.664).
+# SWE-bench dev one hunk either way (the token moves a plan's edge); reading on to the
+# sentence's end instead cost the questions (dev whole bodies 0.682 -> 0.663, the second
+# set's definitions 0.675 -> 0.664).
 SUMMARY_MARKS_WRAP = True
 
 
