@@ -479,6 +479,98 @@ def test_an_issue_template_does_not_pull_in_the_template_file(tmp_path):
     assert ".github/ISSUE_TEMPLATE/bug_report.md" not in files
 
 
+_PRINTS_DUPLICATE = '''
+    import logging
+
+    logger = logging.getLogger(__name__)
+
+
+    class Registry:
+        def __init__(self):
+            self.objects = {}
+
+        def note_object(self, name, objtype, location):
+            if name in self.objects:
+                other = self.objects[name]
+                logger.warning("duplicate object description of %s, other instance in %s, "
+                               "use :noindex: for one of them", name, other)
+            self.objects[name] = (location, objtype)
+    '''
+_DUPLICATE_REPORT = """Dataclass attributes are documented twice
+
+When I document a dataclass, every attribute of the dataclass is described again and the build log says:
+
+    WARNING: duplicate object description of pkg.Point.x, other instance in api, use :noindex: for one of them
+
+Each dataclass attribute should be described once.
+"""
+
+
+def test_a_pasted_log_line_finds_the_file_that_prints_it(tmp_path, monkeypatch):
+    from smartcontext.context import pipeline
+    from smartcontext.retrieval import keyword
+
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/registry.py": _PRINTS_DUPLICATE,
+        # The decoy holds more of the report's own words (described, attribute, dataclass).
+        "pkg/describe.py": '''
+            """The object description directive: describes a documented object."""
+
+
+            class ObjectDescription:
+                """A directive that describes an object: its description, its signature and the
+                attributes of a dataclass the description documents."""
+
+                def run(self, attributes):
+                    """Describe each attribute of the object once, in the description."""
+                    return [self.describe(a) for a in attributes]
+
+                def describe(self, attribute):
+                    """The description of one dataclass attribute."""
+                    return attribute
+            ''',
+    })
+    # The unquoted log line is a message (its phrases meet the literal, %s and all), and the
+    # file holding it counts as a frame.
+    assert "duplicate object description" in message_phrases(_DUPLICATE_REPORT, logs_only=True)
+    files, _ = _files(tmp_path, _DUPLICATE_REPORT)
+    assert files[0] == "pkg/registry.py"
+    monkeypatch.setattr(pipeline, "MESSAGE_SOURCE", 0.0)
+    monkeypatch.setattr(keyword, "LOG_LINES", False)
+    assert _files(tmp_path, _DUPLICATE_REPORT)[0][0] == "pkg/describe.py"
+
+
+def test_a_message_that_many_files_print_names_no_source(tmp_path):
+    from smartcontext.retrieval import keyword
+
+    _write(tmp_path, {"pkg/__init__.py": "", **{f"pkg/registry_{n}.py": _PRINTS_DUPLICATE for n in range(3)}})
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        searcher = keyword.KeywordSearcher(ws.store)
+        assert searcher.message_sources(_DUPLICATE_REPORT, lambda rowid: True) == []
+    (tmp_path / "pkg/registry_2.py").unlink()
+    (tmp_path / "pkg/registry_1.py").unlink()
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        searcher = keyword.KeywordSearcher(ws.store)
+        assert searcher.message_sources(_DUPLICATE_REPORT, lambda rowid: True) == ["pkg/registry_0.py"]
+        # Only the rows the caller allows are read (tests, module rows and prose are not).
+        assert searcher.message_sources(_DUPLICATE_REPORT, lambda rowid: False) == []
+
+
+def test_log_lines_are_messages_but_only_their_text_after_the_label():
+    from smartcontext.retrieval.keyword import message_phrases
+
+    log = "build output:\nERROR: the toctree references an unknown document\nWarning:\n  cannot cache unpickable configuration value"
+    phrases = message_phrases(log, logs_only=True)
+    assert "the toctree references" in phrases and "cannot cache unpickable" in phrases
+    assert not any("output" in ph or "error" in ph for ph in phrases)
+    # logs_only: quoted spans are not log lines.
+    assert message_phrases('It says "no number is assigned for table"', logs_only=True) == []
+    assert message_phrases('A traceback:\nError:\nTraceback (most recent call last):', logs_only=True) == []
+
+
 def test_message_phrases_come_from_quoted_prose_only():
     from smartcontext.retrieval.keyword import message_phrases
 

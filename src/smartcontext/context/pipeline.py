@@ -53,6 +53,11 @@ HEAD_MAX_TOKENS = 400
 HEAD_EXACT = 1
 MIN_BUDGET_FOR_FILES = 2000  # below this, whole files and file headers crowd out matches
 FILE_BEST_ITEM_WEIGHT = 0.5
+# The file whose code holds a message the report's log prints ("WARNING: duplicate object
+# description of ...", keyword.message_sources) counts as a traceback frame of this
+# strength, a named path's: the program printed it there. At 1.0 the file that prints a
+# caller's message outranked the one the fix edits (pytest-8987 1 -> 2).
+MESSAGE_SOURCE = 0.5
 MAX_IMPORTS_SHOWN = 12  # modules on a file's imports line
 # The best file's leading symbols when it is too large to show whole: its few best matches,
 # not its long tail (measured on bench/code_context.py: the tail, or a share of 0.5, crowded
@@ -244,6 +249,10 @@ class SmartContextExtractor:
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
         frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
+        if MESSAGE_SOURCE:
+            for p in self.keyword.message_sources(asked, partial(_is_source_code, cat)):
+                if p in cat.module_of_path and allowed(cat.module_of_path[p]):
+                    frames[p] = max(frames.get(p, 0.0), MESSAGE_SOURCE)
         named = scoring.names_a_test(cat, entities, placed, asked)
         # The test files a long report names, demoted with the others (--verbose says so).
         report_named_tests = sorted(scoring.tests_a_report_names(cat, entities, placed, asked))
@@ -1189,6 +1198,15 @@ def _rank_files(ranked: list[ScoredItem], cat: Catalogue, file_rank: dict[str, f
 
 
 __all__ = ["SmartContextExtractor"]
+
+
+def _is_source_code(cat: Catalogue, rowid: int) -> bool:
+    """A definition in a source file: not a test, a module row or prose."""
+    e = cat.entries.get(rowid)
+    if e is None or e.path in cat.test_paths:
+        return False
+    traits = kind_traits(e.kind)
+    return not (traits.whole_file or traits.prose)
 
 
 def _is_prose(cat: Catalogue, rowid: int) -> bool:
