@@ -192,6 +192,7 @@ class SmartContextExtractor:
         entities = scoring.without_project_names(cat, EntityExtractor(is_known=cat.is_known).extract(asked))
         placed = scoring.placed_frames(cat, entities)
         ent = scoring.entity_scores(cat, entities, placed)
+        scoring.add_constructors(cat, ent, asked)
         timings["entities"] = time.perf_counter() - t
 
         t = time.perf_counter()

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from ..model import kind_traits
+from ..model import ItemKind, kind_traits
 from ..query.fusion import weighted_sum
 from ..query.profiles import CODE_CONTEXT
 from .catalogue import Catalogue
@@ -155,6 +155,50 @@ def entity_scores(cat: Catalogue, entities: list[ExtractedEntity], placed: Place
                 confidence = max(confidence, MEMBER_OF_NAMED)
             hit(r, confidence * m * ambiguity)
     return {r: 1.0 - v for r, v in miss.items() if v < 1.0}
+
+
+# A class the question calls (``Interval(oo, oo)``, ``Range(3, j, 2)``) runs its
+# constructor: its ``__new__`` and ``__init__`` match at this share of the class's own
+# match. 0: off.
+CONSTRUCTOR_SHARE = 0.9
+_CONSTRUCTORS = ("__new__", "__init__")
+
+
+def _without_repl_output(text: str) -> str:
+    """``text`` less what an interactive session printed: in a run of lines with ``>>>``
+    prompts, the lines after a prompt that carry none (a repr like ``Range(3, 5, 2)`` is
+    what ran, not what was called)."""
+    out: list[str] = []
+    in_session = False
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith((">>>", "...")):
+            in_session = True
+            out.append(line)
+        elif in_session and stripped and not stripped.startswith("```"):
+            continue
+        else:
+            in_session = False
+            out.append(line)
+    return "\n".join(out)
+
+
+def add_constructors(cat: Catalogue, ent: dict[int, float], text: str) -> None:
+    """Give the constructors of each matched class written as a call in ``text`` a share
+    of the class's match (see CONSTRUCTOR_SHARE)."""
+    if not CONSTRUCTOR_SHARE:
+        return
+    called = set(re.findall(r"\b([A-Za-z_]\w*)\(", _without_repl_output(text)))
+    if not called:
+        return
+    for r, score in list(ent.items()):
+        e = cat.entries.get(r)
+        if e is None or e.kind != ItemKind.CLASS or e.name not in called:
+            continue
+        for c in cat.children.get(e.id, ()):
+            m = cat.entries[c]
+            if m.name in _CONSTRUCTORS:
+                ent[c] = max(ent.get(c, 0.0), CONSTRUCTOR_SHARE * score)
 
 
 # ``xarray.concat`` or ``sympy.fcode``: a package's name and a name it exports, defined at
