@@ -9,6 +9,9 @@ indexed in tmp_path, with a decoy that the old weighing put first.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -536,6 +539,12 @@ def test_a_pasted_log_line_finds_the_file_that_prints_it(tmp_path, monkeypatch):
     assert "duplicate object description" in message_phrases(_DUPLICATE_REPORT, logs_only=True)
     files, _ = _files(tmp_path, _DUPLICATE_REPORT)
     assert files[0] == "pkg/registry.py"
+    proc = subprocess.run(
+        [sys.executable, "-m", "smartcontext", "context", _DUPLICATE_REPORT, str(tmp_path), "--verbose"],
+        capture_output=True, text=True, timeout=180, env={**os.environ, "SMARTCONTEXT_EMBEDDING_MODEL": "none"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "prints the pasted log" in proc.stderr and "pkg/registry.py" in proc.stderr
     monkeypatch.setattr(pipeline, "MESSAGE_SOURCE", 0.0)
     monkeypatch.setattr(keyword, "LOG_LINES", False)
     assert _files(tmp_path, _DUPLICATE_REPORT)[0][0] == "pkg/describe.py"

@@ -132,6 +132,8 @@ def _print_stats(result) -> None:
         t.add_row("docstring demoted", f"{n} function{'s that are' if n != 1 else ' that is'} mostly docstring")
     if s.get("title_files"):
         t.add_row("named by the title", ", ".join(s["title_files"][:5]))
+    if s.get("message_sources"):
+        t.add_row("prints the pasted log", ", ".join(s["message_sources"]))
     if s.get("note"):
         t.add_row("note", s["note"])
     t.add_row("selected", str(s.get("selected")))

@@ -250,10 +250,12 @@ class SmartContextExtractor:
         scored = scoring.fuse(cat, cfg, ent, kw, vec)
         frames = {p: v for p, v in scoring.frame_files(cat, entities, placed).items()
                   if p in cat.module_of_path and allowed(cat.module_of_path[p])}
+        printing: list[str] = []
         if MESSAGE_SOURCE:
-            for p in self.keyword.message_sources(asked, partial(_is_source_code, cat)):
-                if p in cat.module_of_path and allowed(cat.module_of_path[p]):
-                    frames[p] = max(frames.get(p, 0.0), MESSAGE_SOURCE)
+            printing = [p for p in self.keyword.message_sources(asked, partial(_is_source_code, cat))
+                        if p in cat.module_of_path and allowed(cat.module_of_path[p])]
+        for p in printing:
+            frames[p] = max(frames.get(p, 0.0), MESSAGE_SOURCE)
         named = scoring.names_a_test(cat, entities, placed, asked)
         # The test files a long report names, demoted with the others (--verbose says so).
         report_named_tests = sorted(scoring.tests_a_report_names(cat, entities, placed, asked))
@@ -325,6 +327,7 @@ class SmartContextExtractor:
                 "report_named_tests": report_named_tests,
                 "docstring_demoted": docs_demoted,
                 "title_files": sorted(p for p in titled if p in file_rank),
+                "message_sources": printing,
                 "selected": len(result.items),
                 "tokens_used": result.token_count,
                 "max_tokens": cfg.max_tokens,
