@@ -695,7 +695,7 @@ def _in_minority_language(cat: Catalogue, path: str) -> bool:
     if lang is None:
         return False
     shares = cat.language_shares()
-    return max(shares.values()) > 0.5 and shares.get(lang, 0.0) < MINORITY_LANGUAGE_SHARE
+    return max(shares.values(), default=0.0) > 0.5 and shares.get(lang, 0.0) < MINORITY_LANGUAGE_SHARE
 
 
 FILE_SYMBOL_WEIGHT = 0.5
