@@ -345,10 +345,6 @@ def test_message_catalogues_rank_below_the_code(tmp_path, monkeypatch):
     files, _ = _files(tmp_path, question)
     assert files[0] == "pkg/search.py"
     # Without the rule the catalogue's repeated words win: the check above is not vacuous.
-    # (Its one .js file among the .py is a minority language too, weighed down on its own.)
-    monkeypatch.setattr(scoring, "MINORITY_LANGUAGE_PRIOR", 1.0)
-    files, _ = _files(tmp_path, question)
-    assert files[0] == "pkg/search.py"
     monkeypatch.setattr(scoring, "AUX_FOLDERS", scoring.AUX_FOLDERS - {"lc_messages"})
     files, _ = _files(tmp_path, question)
     assert files[0] == "pkg/locale/de/LC_MESSAGES/pkg.js"

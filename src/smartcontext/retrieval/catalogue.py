@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from ..memory import collector_paused
 from ..model import kind_traits
 from ..notes.tags import normalise_tag, tag_matches
-from ..sources.lang.paths import language_for_path
 from ..store.base import CatalogueRow, Store
 from . import catalogue_file
 
@@ -69,7 +68,6 @@ class Catalogue:
         self._tags: list[tuple[int, str]] | None = None
         self._note_names: NoteNames | None = None
         self._package_imports: dict[str, list[str]] = {}
-        self._language_shares: dict[str, float] | None = None
 
     def _read_all(self, store: Store) -> None:
         for e in store.item_light_rows():
@@ -147,7 +145,6 @@ class Catalogue:
         cat._link_resolver, cat._tags, cat._by_basename = None, None, None
         cat._note_names = None
         cat._package_imports = {}
-        cat._language_shares = None
 
         def read_whole() -> None:
             # A damaged bucket: every map is taken from the index instead, and a good
@@ -253,7 +250,6 @@ class Catalogue:
             if self._link_resolver is not None:
                 self._link_resolver = self._link_resolver.updated(after - before, before - after)
             self._by_basename = None
-            self._language_shares = None
         if self._tags is not None:
             self._tags = [(r, t) for r, t in self._tags if r not in gone] + [
                 (r, normalise_tag(t)) for r, t in store.tag_rows(sorted(changed))
@@ -323,15 +319,6 @@ class Catalogue:
             edges = self._store.edges_from([self.entries[r].id for r in inits], kinds=("imports",)) if inits else []
             self._package_imports[low] = [e[3] for e in edges if e[3]]
         return self._package_imports[low]
-
-    def language_shares(self) -> dict[str, float]:
-        """Each language's share of the indexed code files (by extension; files no grammar
-        reads are not counted), computed once per set of paths."""
-        if self._language_shares is None:
-            counts = Counter(lang for lang in map(language_for_path, self.paths) if lang)
-            total = sum(counts.values())
-            self._language_shares = {lang: n / total for lang, n in counts.items()}
-        return self._language_shares
 
     def is_known(self, name: str) -> bool:
         low = name.lower()

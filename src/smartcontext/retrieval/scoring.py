@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from ..model import ItemKind, kind_traits
 from ..query.fusion import weighted_sum
 from ..query.profiles import CODE_CONTEXT
-from ..sources.lang.paths import language_for_path
 from .catalogue import Catalogue
 from .english import COMMON_WORDS
 from .entities import ExtractedEntity, is_long_text
@@ -660,42 +659,17 @@ AUX_FOLDERS = frozenset(
 AUX_PRIOR = 0.5
 
 
-# Code in a language the repository barely uses (sqlfluff's Rust port beside its Python,
-# sphinx's bundled search JavaScript) repeats the main code's words and names, yet a
-# question or report is about the main code: when one language holds most of the code
-# files, a language holding under MINORITY_LANGUAGE_SHARE of them weighs
-# MINORITY_LANGUAGE_PRIOR (1: off). A question that is about that code still finds it: its
-# files are weighed down, not left out. Measured with bench/ablate.py (docs/benchmarks.md,
-# session 13): third question set Acc@5 0.90 -> 0.93, second set whole bodies 0.419 ->
-# 0.428, dev2 held-out pool Acc@10 88.5 -> 89.6, hunks 54.6 -> 54.9; no set lost.
-MINORITY_LANGUAGE_PRIOR = 0.5
-MINORITY_LANGUAGE_SHARE = 0.25
-
-
 def path_prior(cat: Catalogue, path: str) -> float:
-    """AUX_PRIOR for a code file under an auxiliary folder (see AUX_FOLDERS), and
-    MINORITY_LANGUAGE_PRIOR for one in a minority language; the lower of the two, else 1.
+    """AUX_PRIOR for a code file under an auxiliary folder (see AUX_FOLDERS), else 1.
     Notes and text under docs/ are what a prose question is about: they keep 1."""
     parts = path.lower().split("/")[:-1]
     # "packages" at the top is a monorepo's code; inside a package (requests/packages/)
     # it holds vendored copies of other projects.
-    aux = any(p in AUX_FOLDERS or (p == "packages" and n > 0) for n, p in enumerate(parts))
-    minority = MINORITY_LANGUAGE_PRIOR < 1.0 and _in_minority_language(cat, path)
-    if not (aux or minority):
+    if not any(p in AUX_FOLDERS or (p == "packages" and n > 0) for n, p in enumerate(parts)):
         return 1.0
     mod = cat.module_of_path.get(path)
     entry = cat.entries.get(mod) if mod is not None else None
-    if entry is None or not kind_traits(entry.kind).whole_file:
-        return 1.0
-    return min(AUX_PRIOR if aux else 1.0, MINORITY_LANGUAGE_PRIOR if minority else 1.0)
-
-
-def _in_minority_language(cat: Catalogue, path: str) -> bool:
-    lang = language_for_path(path)
-    if lang is None:
-        return False
-    shares = cat.language_shares()
-    return max(shares.values(), default=0.0) > 0.5 and shares.get(lang, 0.0) < MINORITY_LANGUAGE_SHARE
+    return AUX_PRIOR if entry is not None and kind_traits(entry.kind).whole_file else 1.0
 
 
 FILE_SYMBOL_WEIGHT = 0.5
