@@ -551,26 +551,22 @@ def test_a_pasted_log_line_finds_the_file_that_prints_it(tmp_path, monkeypatch):
 
 
 def test_a_message_that_many_files_print_names_no_source(tmp_path):
-    from smartcontext.retrieval import keyword
-
     _write(tmp_path, {"pkg/__init__.py": "", **{f"pkg/registry_{n}.py": _PRINTS_DUPLICATE for n in range(3)}})
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
-        searcher = keyword.KeywordSearcher(ws.store)
+        searcher = KeywordSearcher(ws.store)
         assert searcher.message_sources(_DUPLICATE_REPORT, lambda rowid: True) == []
     (tmp_path / "pkg/registry_2.py").unlink()
     (tmp_path / "pkg/registry_1.py").unlink()
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
-        searcher = keyword.KeywordSearcher(ws.store)
+        searcher = KeywordSearcher(ws.store)
         assert searcher.message_sources(_DUPLICATE_REPORT, lambda rowid: True) == ["pkg/registry_0.py"]
         # Only the rows the caller allows are read (tests, module rows and prose are not).
         assert searcher.message_sources(_DUPLICATE_REPORT, lambda rowid: False) == []
 
 
 def test_log_lines_are_messages_but_only_their_text_after_the_label():
-    from smartcontext.retrieval.keyword import message_phrases
-
     log = "build output:\nERROR: the toctree references an unknown document\nWarning:\n  cannot cache unpickable configuration value"
     phrases = message_phrases(log, logs_only=True)
     assert "the toctree references" in phrases and "cannot cache unpickable" in phrases
