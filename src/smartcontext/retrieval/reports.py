@@ -15,6 +15,10 @@ a heading ("Output of ``xr.show_versions()``"): beside the versions, the block h
 lines the listing function prints ("INSTALLED VERSIONS", ``python-bits: 64``,
 ``byteorder: little``), which match that function better than anything the reporter wrote.
 ``without_environment_blocks`` drops a block made mostly of version lines, with its heading.
+
+A pasted interactive session holds what ran (``>>> Range(3, 5, 2)``) and what it printed
+(``Range(3, 5, 2)``, a repr): ``without_session_output`` keeps the prompts' lines only, for
+the rules that read what the reporter called.
 """
 
 from __future__ import annotations
@@ -90,3 +94,22 @@ def without_environment_blocks(text: str) -> str:
         return m.group(0)
 
     return _BLOCK.sub(drop, text)
+
+
+def without_session_output(text: str) -> str:
+    """``text`` less what an interactive session printed: in a run of lines with ``>>>``
+    prompts, the lines after a prompt that carry none (a repr like ``Range(3, 5, 2)`` is
+    what the session printed, not what the reporter called)."""
+    out: list[str] = []
+    in_session = False
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith((">>>", "...")):
+            in_session = True
+            out.append(line)
+        elif in_session and stripped and not stripped.startswith("```"):
+            continue
+        else:
+            in_session = False
+            out.append(line)
+    return "\n".join(out)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ..model import ItemKind, kind_traits
 from ..query.fusion import weighted_sum
 from ..query.profiles import CODE_CONTEXT
+from . import reports
 from .catalogue import Catalogue
 from .english import COMMON_WORDS
 from .entities import ExtractedEntity, is_long_text
@@ -164,31 +165,12 @@ CONSTRUCTOR_SHARE = 0.9
 _CONSTRUCTORS = ("__new__", "__init__")
 
 
-def _without_repl_output(text: str) -> str:
-    """``text`` less what an interactive session printed: in a run of lines with ``>>>``
-    prompts, the lines after a prompt that carry none (a repr like ``Range(3, 5, 2)`` is
-    what ran, not what was called)."""
-    out: list[str] = []
-    in_session = False
-    for line in text.splitlines():
-        stripped = line.lstrip()
-        if stripped.startswith((">>>", "...")):
-            in_session = True
-            out.append(line)
-        elif in_session and stripped and not stripped.startswith("```"):
-            continue
-        else:
-            in_session = False
-            out.append(line)
-    return "\n".join(out)
-
-
 def add_constructors(cat: Catalogue, ent: dict[int, float], text: str) -> None:
     """Give the constructors of each matched class written as a call in ``text`` a share
     of the class's match (see CONSTRUCTOR_SHARE)."""
     if not CONSTRUCTOR_SHARE:
         return
-    called = set(re.findall(r"\b([A-Za-z_]\w*)\(", _without_repl_output(text)))
+    called = set(re.findall(r"\b([A-Za-z_]\w*)\(", reports.without_session_output(text)))
     if not called:
         return
     for r, score in list(ent.items()):
