@@ -37,6 +37,9 @@ def test_reads_vault_toml_plugin_table(tmp_path):
         ("[index]\nexclude = 'x'\n", "list of strings"),
         ("[chat]\nhistory_tokens = -1\n", r"\[chat\] history_tokens must be 0 .* or a positive number"),
         ("[chat]\ncontext_tokens = 1.5\n", "must be an integer"),
+        ("[index]\nexclude = ['build/', '!']\n", r"\[index\] exclude: '!' is not a gitignore-style pattern"),
+        # TOML's "\\" is one backslash, a pattern pathspec cannot read.
+        ('[index]\ninclude = ["\\\\"]\n', r"\[index\] include: .* is not a gitignore-style pattern"),
     ],
 )
 def test_bad_config_gets_a_clear_error(tmp_path, text, message):

@@ -82,6 +82,18 @@ def test_text_files_setting_turns_off_the_optional_sources(tmp_path):
     assert on == ["app.py", "guide.rst", "notes.md"] and off == ["app.py", "notes.md"]
 
 
+def test_a_line_git_cannot_read_is_skipped_as_git_skips_it(tmp_path):
+    """A bare ``!`` (black keeps one in a test fixture's .gitignore) once stopped the whole
+    repository from being indexed; git ignores the line and applies the others."""
+    _write(tmp_path, "pkg/a.py")
+    _write(tmp_path, "tests/data/.gitignore", "!\n\\\n*.gen.py\n")
+    _write(tmp_path, "tests/data/b.gen.py")
+    _write(tmp_path, "tests/data/c.py")
+    d = discover(tmp_path)
+    assert paths(d) == ["pkg/a.py", "tests/data/c.py"]
+    assert d.skipped["ignored"] == 1
+
+
 def test_ignore_matcher_answers_as_pathspec_does():
     """The one-expression matcher agrees with pathspec on random patterns and paths,
     negations included (where it defers to pathspec)."""

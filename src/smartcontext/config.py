@@ -192,6 +192,14 @@ class Config:
             store=_build(StoreConfig, table.get("store", {}), prefix + "store"),
             chat=_build(ChatConfig, chat_table, prefix + "chat"),
         )
+        for key in ("include", "exclude"):
+            if getattr(config.index, key):
+                from .sources.discover import gitignore_patterns
+
+                try:  # before any walk: a pattern the walk would skip is the user's mistake
+                    gitignore_patterns(getattr(config.index, key), strict=True)
+                except ValueError as exc:
+                    raise ConfigError(f"[{prefix}index] {key}: {exc}") from None
         for key in ("history_tokens", "context_tokens"):
             if getattr(config.chat, key) < 0:
                 raise ConfigError(f"[{prefix}chat] {key} must be 0 (no limit or none) or a positive number of tokens")

@@ -141,6 +141,24 @@ def git_exclude_patterns(root: Path) -> list[str]:
     return patterns
 
 
+def gitignore_patterns(lines: Iterable[str], strict: bool = False) -> list:
+    """pathspec's patterns for ``lines``. A line git cannot read (a bare ``!``, which
+    black's own tests keep in a .gitignore) is skipped, as git skips it, so one odd line
+    in a repository never stops it being indexed; with ``strict`` (patterns a user wrote
+    in a setting) it is a ValueError naming the line instead."""
+    from pathspec.util import lookup_pattern  # here: a walk answered from its cache needs none
+
+    pattern = lookup_pattern("gitignore")
+    out = []
+    for line in lines:
+        try:
+            out.append(pattern(line))
+        except ValueError as exc:
+            if strict:
+                raise ValueError(f"{line!r} is not a gitignore-style pattern ({exc})") from None
+    return out
+
+
 class IgnoreMatcher:
     """The patterns of one ignore file. When none negates (the usual case) they are one
     regular expression, so a path is tested once instead of once per pattern (sympy's
@@ -148,11 +166,11 @@ class IgnoreMatcher:
     (the last matching pattern wins). Either way the answer is pathspec's."""
 
     def __init__(self, lines: Iterable[str]):
-        import pathspec  # here: a walk answered from its cache (``walk_cache``) needs none
+        import pathspec
         from pathspec.util import normalize_file
 
         self._normalize = normalize_file
-        self.spec = pathspec.PathSpec.from_lines("gitignore", lines)
+        self.spec = pathspec.PathSpec(gitignore_patterns(lines))
         patterns = [p for p in self.spec.patterns if p.include is not None and p.regex is not None]
         self.regex: re.Pattern[str] | None = None
         if all(p.include for p in patterns):
