@@ -130,6 +130,9 @@ def _print_stats(result) -> None:
     if s.get("docstring_demoted"):
         n = s["docstring_demoted"]
         t.add_row("docstring demoted", f"{n} function{'s that are' if n != 1 else ' that is'} mostly docstring")
+    if s.get("translations_demoted"):
+        n = s["translations_demoted"]
+        t.add_row("translations demoted", f"{n} page{'s' if n != 1 else ''} below {'their' if n != 1 else 'its'} English copy")
     if s.get("title_files"):
         t.add_row("named by the title", ", ".join(s["title_files"][:5]))
     if s.get("message_sources"):

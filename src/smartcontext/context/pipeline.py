@@ -273,6 +273,9 @@ class SmartContextExtractor:
             docs_demoted = scoring.demote_doc_heavy(
                 scored, {r: (len(si.item.docstring), len(si.item.text)) for r, si in read.items()})
         scoring.add_file_prior(scored, cat, file_rank)
+        translated = cat.translated_copies() if scoring.TRANSLATION_PRIOR < 1.0 else set()
+        translations_demoted = len({p for p in (cat.entries[r].path for r in scored if r in cat.entries)
+                                    if p in translated})
         seeds = [s.rowid for s in sorted(scored.values(), key=lambda s: -s.score)[:GRAPH_SEEDS]]
         neighbours = graph.expand(self.store, cat, seeds, depth=cfg.expand_depth)
         neighbours = {r: n for r, n in neighbours.items() if allowed(r)}
@@ -326,6 +329,7 @@ class SmartContextExtractor:
                 "tests_demoted": tests_demoted,
                 "report_named_tests": report_named_tests,
                 "docstring_demoted": docs_demoted,
+                "translations_demoted": translations_demoted,
                 "title_files": sorted(p for p in titled if p in file_rank),
                 "message_sources": printing,
                 "selected": len(result.items),

@@ -68,6 +68,7 @@ class Catalogue:
         self._tags: list[tuple[int, str]] | None = None
         self._note_names: NoteNames | None = None
         self._package_imports: dict[str, list[str]] = {}
+        self._translated: set[str] | None = None
 
     def _read_all(self, store: Store) -> None:
         for e in store.item_light_rows():
@@ -145,6 +146,7 @@ class Catalogue:
         cat._link_resolver, cat._tags, cat._by_basename = None, None, None
         cat._note_names = None
         cat._package_imports = {}
+        cat._translated = None
 
         def read_whole() -> None:
             # A damaged bucket: every map is taken from the index instead, and a good
@@ -250,6 +252,7 @@ class Catalogue:
             if self._link_resolver is not None:
                 self._link_resolver = self._link_resolver.updated(after - before, before - after)
             self._by_basename = None
+            self._translated = None
         if self._tags is not None:
             self._tags = [(r, t) for r, t in self._tags if r not in gone] + [
                 (r, normalise_tag(t)) for r, t in store.tag_rows(sorted(changed))
@@ -319,6 +322,15 @@ class Catalogue:
             edges = self._store.edges_from([self.entries[r].id for r in inits], kinds=("imports",)) if inits else []
             self._package_imports[low] = [e[3] for e in edges if e[3]]
         return self._package_imports[low]
+
+    def translated_copies(self) -> set[str]:
+        """The indexed pages that translate one whose English copy is indexed at the same
+        place (retrieval/translations.py), computed once per set of paths."""
+        if self._translated is None:
+            from .translations import translated_copies
+
+            self._translated = translated_copies(self.paths)
+        return self._translated
 
     def is_known(self, name: str) -> bool:
         low = name.lower()

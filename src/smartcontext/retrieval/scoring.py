@@ -639,15 +639,34 @@ AUX_FOLDERS = frozenset(
     "asv_bench vendor vendored _vendor third_party thirdparty extern externals lc_messages".split()
 )
 AUX_PRIOR = 0.5
+# An AUX_FOLDERS name first in a compound name counts too (AUX_COMPOUND): fastapi's
+# ``docs_src`` holds the 1,300 example programs of its documentation.
+AUX_COMPOUND = True
+_NAME_PIECES = re.compile(r"[-_.]")
+
+
+def _is_aux_folder(name: str) -> bool:
+    return name in AUX_FOLDERS or (AUX_COMPOUND and _NAME_PIECES.split(name, 1)[0] in AUX_FOLDERS)
+
+
+# A page that translates one whose English copy is indexed beside it (docs/pt/... next to
+# docs/en/...; retrieval/translations.py) repeats that copy's code and names, so each
+# language's copy matched as well as the English one: fastapi's 13 languages filled a
+# context with one page seven times. Weighed down, not left out: a question asked in that
+# language still finds its own copy by its own words.
+TRANSLATION_PRIOR = 0.5
 
 
 def path_prior(cat: Catalogue, path: str) -> float:
     """AUX_PRIOR for a code file under an auxiliary folder (see AUX_FOLDERS), else 1.
-    Notes and text under docs/ are what a prose question is about: they keep 1."""
+    Notes and text under docs/ are what a prose question is about: they keep 1, unless
+    they translate a page indexed in English beside them (TRANSLATION_PRIOR)."""
+    if TRANSLATION_PRIOR < 1.0 and path in cat.translated_copies():
+        return TRANSLATION_PRIOR
     parts = path.lower().split("/")[:-1]
     # "packages" at the top is a monorepo's code; inside a package (requests/packages/)
     # it holds vendored copies of other projects.
-    if not any(p in AUX_FOLDERS or (p == "packages" and n > 0) for n, p in enumerate(parts)):
+    if not any(_is_aux_folder(p) or (p == "packages" and n > 0) for n, p in enumerate(parts)):
         return 1.0
     mod = cat.module_of_path.get(path)
     entry = cat.entries.get(mod) if mod is not None else None
