@@ -149,3 +149,20 @@ def test_verbose_says_how_many_translations_were_weighed_down(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "translations demoted" in proc.stderr and "5 pages below their English copy" in proc.stderr
+
+
+def test_a_search_by_a_pages_file_name_lists_the_english_copy_first(tmp_path):
+    """Every copy of fastapi's "dependencies-with-yield" page matches its file name whole, so
+    all score 1.0; the Turkish one, shorter and as full of the words, came first."""
+    english = "# Dependencies with yield\n\n" + "FastAPI runs extra steps after the response is sent. " * 20
+    turkish = "# `yield` ile Dependencies\n\nDependencies with yield: yield ile dependencies.\n"
+    for rel, text in {"docs/en/docs/dependencies-with-yield.md": english,
+                      "docs/tr/docs/dependencies-with-yield.md": turkish}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    with Workspace.open(tmp_path) as ws:
+        ws.index(embeddings=False)
+        hits = ws.search("dependencies with yield", limit=10, mode="keyword")
+    assert [h.path for h in hits][:2] == [ENGLISH, "docs/tr/docs/dependencies-with-yield.md"], \
+        [(h.path, h.score) for h in hits]
+    assert hits[0].score == hits[1].score == 1.0

@@ -257,7 +257,16 @@ def search(
             named = {**defined, **named}
     before = fused
     fused = {**fused, **{r: 1.0 for r in named}}
-    ordered = sorted(fused.items(), key=lambda kv: (-kv[1], -named.get(kv[0], 0), -before.get(kv[0], 0.0)))
+    # Among equals (fastapi's page named "dependencies-with-yield" in thirteen languages, each
+    # a whole-name match), a translation follows its English copy (retrieval/translations.py).
+    translated = cat.translated_copies()
+
+    def copy_of_english(rowid: int) -> bool:
+        e = cat.entries.get(rowid)
+        return e is not None and e.path in translated
+
+    ordered = sorted(fused.items(), key=lambda kv: (-kv[1], -named.get(kv[0], 0), copy_of_english(kv[0]),
+                                                    -before.get(kv[0], 0.0)))
     candidates = []
     for r, s in ordered:
         if s < min_score:
