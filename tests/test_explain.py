@@ -82,6 +82,22 @@ def test_a_function_cut_by_a_small_budget_is_omitted_with_its_cost(ws):
     assert not any(o.name == cut[0].name and o.reason == "over budget" for o in large.omitted)
 
 
+def test_a_module_whose_function_is_shown_is_no_budget_warning(tmp_path):
+    """A one-function file: the function is shown whole and the module row that holds it
+    would fit, but repeats it. It was reported "over budget" ("needs 23 tokens, 465 free")
+    with the warning that the budget was constraining."""
+    root = write_tree(tmp_path / "calc", {
+        "pkg/calc.py": 'def add(a, b):\n    """Add two numbers."""\n    return a + b\n'})
+    with Workspace.open(root) as w:
+        w.config.embeddings.enabled = False
+        w.index()
+        result = w.context("how are two numbers added", max_tokens=500)
+    assert "def add(a, b):" in result.text
+    assert not any("constraining" in warning for warning in result.warnings), result.warnings
+    module = [o for o in result.omitted if o.kind == "module"]
+    assert [(o.reason, o.detail) for o in module] == [("duplicate of a shown item", "its members are shown")]
+
+
 def test_a_test_file_left_out_says_so(ws):
     result = ws.context("How does AuthService handle login?", max_tokens=1500, exclude_tests=True)
     tests = [o for o in result.omitted if o.path == "tests/test_auth.py"]

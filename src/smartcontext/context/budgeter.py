@@ -138,7 +138,8 @@ def plan_budget(
         )
         # A container whose members were already chosen shows only its header: the
         # members ranked higher, and repeating them inside the whole body wastes tokens.
-        if full_ok and any(_is_inside(c.item, item) for c in chosen.values() if not c.context_only):
+        members_shown = full_ok and any(_is_inside(c.item, item) for c in chosen.values() if not c.context_only)
+        if members_shown:
             full_ok = False
         full_cost = item.tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
         sig_cost = si.sig_tokens + PER_ITEM_OVERHEAD + file_cost + parent_cost
@@ -147,6 +148,11 @@ def plan_budget(
         imports_cost = max(0, file_cost - PER_FILE_OVERHEAD)
         mode, cost = _mode(full_ok, full_cost, sig_cost if si.sig_tokens > 0 else None, room,
                            full_budget - full_used + imports_cost)
+        if mode is None and members_shown and si.sig_tokens <= 0 and full_cost <= room:
+            # A module (no signature of its own) whose members are shown: it would fit, and
+            # is left out as a repeat of them, not for the budget (no "constraining" warning).
+            _drop(plan, cand, OMIT_DUPLICATE, full_cost, "its members are shown")
+            return PASS
         if mode is None:
             if cand.score >= TRUNCATION_WARNING_SCORE:
                 plan.truncated = True
