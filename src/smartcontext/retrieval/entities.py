@@ -35,6 +35,18 @@ _FRAME_RE = re.compile(
     re.MULTILINE,
 )
 MAX_FRAMES = 60
+# A place written as ``path:line`` in another language's error: a Rust panic
+# (``crates/ignore/src/walk.rs:1300:17``), a Node stack (``(/app/node_modules/express/lib/
+# response.js:135:22)``), a Go trace (``.../cobra@v1.8.0/command.go:1784 +0x71``), a
+# compiler's ``src/main.c:12:5: error``. Where no function is named, the definition holding
+# that line is the frame's function (scoring._frame_hits). Their stacks list the deepest
+# frame first. Python's frames name their function and keep the forms above.
+LINE_FRAMES = True
+_LINE_PLACE_RE = re.compile(
+    r"(?<![\w.\\/@+:-])((?:[A-Za-z]:)?[\w./\\@+-]{0,400}?\."
+    r"(?:js|jsx|mjs|cjs|ts|tsx|go|rs|java|c|h|cc|cpp|cxx|hpp|hh|cs|rb|php|kt|swift|scala))"
+    r":(\d{1,7})(?::\d{1,5})?(?![\w.])"
+)
 # pytest's long traceback names a frame's place on a line of its own under the frame's
 # source (``astropy/table/column.py:329: FutureWarning``, or nothing after the colon when an
 # inner frame follows); the function is the last ``def`` shown above it in that frame.
@@ -103,6 +115,7 @@ class ExtractedEntity:
     known: bool = False
     symbol: str = ""
     frame: int = -1
+    line: int = 0  # a frame placed by its line (LINE_FRAMES), with no function named
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -251,13 +264,27 @@ class EntityExtractor:
             found[f"frame:{path}:{func}"] = ExtractedEntity(
                 path, "frame", CONFIDENCE["frame"], False, symbol=func, frame=n
             )
-        if kept:
+        count = len(kept)
+        if LINE_FRAMES:
+            places: dict[tuple[str, int], None] = {}
+            for m in _LINE_PLACE_RE.finditer(text):
+                path = _as_path(m.group(1).replace("\\", "/"))
+                if path is not None:
+                    places.setdefault((path, int(m.group(2))), None)
+            lined = list(places)[:MAX_FRAMES]
+            for i, (path, line) in enumerate(lined):
+                # Deepest first in the text: the first place gets the deepest number.
+                found[f"frame:{path}:L{line}"] = ExtractedEntity(
+                    path, "frame", CONFIDENCE["frame"], False, frame=len(kept) + len(lined) - 1 - i, line=line
+                )
+            count += len(lined)
+        if count:
             for m in _RAISED_RE.finditer(text):
                 for name in _CALLED_RE.findall(m.group(1)):
                     found[f"callee:{name}"] = ExtractedEntity(
-                        name, "callee", CONFIDENCE["callee"], False, symbol=name, frame=len(kept)
+                        name, "callee", CONFIDENCE["callee"], False, symbol=name, frame=count
                     )
-        return len(kept)
+        return count
 
 
 def _frame_places(text: str) -> Iterable[tuple[str, str]]:

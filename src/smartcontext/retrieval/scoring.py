@@ -297,16 +297,33 @@ def _frame_hits(cat: Catalogue, frames: list[ExtractedEntity], placed: Placed, h
             mod = cat.module_of_path.get(p)
             if mod is not None:
                 hit(mod, strength)
+            if ent.line:  # placed by its line: the innermost definition holding it
+                holding = _innermost_at(cat, p, ent.line, mod)
+                if holding is not None:
+                    hit(holding, strength)
+                continue
             for r in cat.by_path[p]:
                 if r != mod and cat.entries[r].name.lower() == func:
                     hit(r, strength)
     for ent in frames:
-        if ent.kind == "frame" and not cat.paths_matching(ent.text):
+        if ent.kind == "frame" and ent.symbol and not cat.paths_matching(ent.text):
             # A file this tree does not have (renamed since, or another project): the
             # function's name may still be ours.
             named = cat.by_name.get(ent.symbol.lower().rsplit(".", 1)[-1], [])
             for r in named:
                 hit(r, UNPLACED_FRAME * ent.confidence / (1.0 + math.log(len(named))))
+
+
+def _innermost_at(cat: Catalogue, path: str, line: int, module: int | None) -> int | None:
+    """The smallest definition of ``path`` whose lines hold ``line`` (not the module)."""
+    best: tuple[int, int] | None = None
+    for r in cat.by_path[path]:
+        e = cat.entries[r]
+        if r != module and not kind_traits(e.kind).whole_file and e.start_line <= line <= e.end_line:
+            span = e.end_line - e.start_line
+            if best is None or span < best[0]:
+                best = (span, r)
+    return best[1] if best is not None else None
 
 
 def _names(e, dotted: str) -> bool:
