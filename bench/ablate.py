@@ -153,9 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=None,
                    help="the bench's --work folder (default: bench/.work, or bench/.work/code-questions)")
     p.add_argument("--out", type=Path, default=None, help="write the per-question rows as JSON here")
-    p.add_argument("--dataset", type=Path, default=cq.DEFAULT_DATASET,
-                   help="questions: another question set of the same format "
-                        "(bench/data/code-questions-2.json, with the --work its run used)")
+    p.add_argument("--dataset", type=Path, default=None,
+                   help="another set of the same format, with the --work its run used: for questions "
+                        "bench/data/code-questions-2.json; for dev or dev2 a file of SWE-bench instances "
+                        "(bench/heldout.py's, bench/dev2_pool.py's)")
     args = p.parse_args(argv)
     variants = [parse_variant(v) for v in args.variants]
     work = args.work or (sw.WORK_DIR / "code-questions" if args.set == "questions" else sw.WORK_DIR)
@@ -167,8 +168,10 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     if args.set == "questions":
-        results = run_questions(work, variants, Workspace, scoring, args.dataset)
+        results = run_questions(work, variants, Workspace, scoring, args.dataset or cq.DEFAULT_DATASET)
     else:
+        if args.dataset is not None:
+            SETS[args.set] = args.dataset
         results = run_swebench(args.set, work, variants, Workspace, scoring)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
