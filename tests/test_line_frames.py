@@ -48,13 +48,19 @@ def test_places_in_other_languages_are_read_with_their_lines():
         at ServerResponse.send (/app/node_modules/express/lib/response.js:135:22)
     \t/home/u/go/pkg/mod/github.com/spf13/cobra@v1.8.0/command.go:1784 +0x71
     src\\main.c:12:5: error: expected ';'
+       at Shop.Worker.Run() in /build/Shop/Worker.cs:line 42
+    #0 /var/www/src/Cart.php(57): Cart->total()
+    src/app.ts(12,5): error TS2304: Cannot find name 'x'.
     see http://example.com/a.js:3 at 10:30, and pkg/mod.py:12"""
     frames = {(e.text, e.line, e.frame) for e in EntityExtractor().extract(text) if e.kind == "frame"}
     assert frames == {
-        ("crates/ignore/src/walk.rs", 1300, 3),  # first in the text: the deepest
-        ("app/node_modules/express/lib/response.js", 135, 2),
-        ("home/u/go/pkg/mod/github.com/spf13/cobra@v1.8.0/command.go", 1784, 1),
-        ("src/main.c", 12, 0),
+        ("crates/ignore/src/walk.rs", 1300, 6),  # first in the text: the deepest
+        ("app/node_modules/express/lib/response.js", 135, 5),
+        ("home/u/go/pkg/mod/github.com/spf13/cobra@v1.8.0/command.go", 1784, 4),
+        ("src/main.c", 12, 3),
+        ("build/Shop/Worker.cs", 42, 2),
+        ("var/www/src/Cart.php", 57, 1),
+        ("src/app.ts", 12, 0),
     }
 
 

@@ -38,14 +38,15 @@ MAX_FRAMES = 60
 # A place written as ``path:line`` in another language's error: a Rust panic
 # (``crates/ignore/src/walk.rs:1300:17``), a Node stack (``(/app/node_modules/express/lib/
 # response.js:135:22)``), a Go trace (``.../cobra@v1.8.0/command.go:1784 +0x71``), a
-# compiler's ``src/main.c:12:5: error``. Where no function is named, the definition holding
-# that line is the frame's function (scoring._frame_hits). Their stacks list the deepest
-# frame first. Python's frames name their function and keep the forms above.
+# compiler's ``src/main.c:12:5: error``, .NET's ``Worker.cs:line 42``, PHP's and tsc's
+# ``src/Foo.php(12)``, ``src/app.ts(12,5)``. Where no function is named, the definition
+# holding that line is the frame's function (scoring._frame_hits). Their stacks list the
+# deepest frame first. Python's frames name their function and keep the forms above.
 LINE_FRAMES = True
 _LINE_PLACE_RE = re.compile(
     r"(?<![\w.\\/@+:-])((?:[A-Za-z]:)?[\w./\\@+-]{0,400}?\."
     r"(?:js|jsx|mjs|cjs|ts|tsx|go|rs|java|c|h|cc|cpp|cxx|hpp|hh|cs|rb|php|kt|swift|scala))"
-    r":(\d{1,7})(?::\d{1,5})?(?![\w.])"
+    r"(?::(?:line )?(\d{1,7})(?::\d{1,5})?(?![\w.])|\((\d{1,7})(?:,\d{1,5})?\))"
 )
 # pytest's long traceback names a frame's place on a line of its own under the frame's
 # source (``astropy/table/column.py:329: FutureWarning``, or nothing after the colon when an
@@ -270,7 +271,7 @@ class EntityExtractor:
             for m in _LINE_PLACE_RE.finditer(text):
                 path = _as_path(m.group(1).replace("\\", "/"))
                 if path is not None:
-                    places.setdefault((path, int(m.group(2))), None)
+                    places.setdefault((path, int(m.group(2) or m.group(3))), None)
             lined = list(places)[:MAX_FRAMES]
             for i, (path, line) in enumerate(lined):
                 # Deepest first in the text: the first place gets the deepest number.
