@@ -51,16 +51,18 @@ def test_places_in_other_languages_are_read_with_their_lines():
        at Shop.Worker.Run() in /build/Shop/Worker.cs:line 42
     #0 /var/www/src/Cart.php(57): Cart->total()
     src/app.ts(12,5): error TS2304: Cannot find name 'x'.
+        at file:///srv/app/lib/boot.mjs:7:3
     see http://example.com/a.js:3 at 10:30, and pkg/mod.py:12"""
     frames = {(e.text, e.line, e.frame) for e in EntityExtractor().extract(text) if e.kind == "frame"}
     assert frames == {
-        ("crates/ignore/src/walk.rs", 1300, 6),  # first in the text: the deepest
-        ("app/node_modules/express/lib/response.js", 135, 5),
-        ("home/u/go/pkg/mod/github.com/spf13/cobra@v1.8.0/command.go", 1784, 4),
-        ("src/main.c", 12, 3),
-        ("build/Shop/Worker.cs", 42, 2),
-        ("var/www/src/Cart.php", 57, 1),
-        ("src/app.ts", 12, 0),
+        ("crates/ignore/src/walk.rs", 1300, 7),  # first in the text: the deepest
+        ("app/node_modules/express/lib/response.js", 135, 6),
+        ("home/u/go/pkg/mod/github.com/spf13/cobra@v1.8.0/command.go", 1784, 5),
+        ("src/main.c", 12, 4),
+        ("build/Shop/Worker.cs", 42, 3),
+        ("var/www/src/Cart.php", 57, 2),
+        ("src/app.ts", 12, 1),
+        ("srv/app/lib/boot.mjs", 7, 0),
     }
 
 

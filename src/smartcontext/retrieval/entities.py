@@ -268,7 +268,9 @@ class EntityExtractor:
         count = len(kept)
         if LINE_FRAMES:
             places: dict[tuple[str, int], None] = {}
-            for m in _LINE_PLACE_RE.finditer(text):
+            # Node's ES modules print file URLs (``at file:///app/server.mjs:12:7``); other URLs
+            # (``https://host/a.js:3``) are no place in the repository.
+            for m in _LINE_PLACE_RE.finditer(text.replace("file://", "")):
                 path = _as_path(m.group(1).replace("\\", "/"))
                 if path is not None:
                     places.setdefault((path, int(m.group(2) or m.group(3))), None)
