@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import write_tree
+
 from smartcontext import Workspace
 from smartcontext.retrieval import entities
 from smartcontext.retrieval.entities import EntityExtractor
@@ -67,8 +69,7 @@ def test_places_in_other_languages_are_read_with_their_lines():
 
 
 def test_a_rust_panic_shows_the_function_holding_its_line(tmp_path, monkeypatch):
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "walk.rs").write_text(WALK_RS, encoding="utf-8")
+    write_tree(tmp_path, {"src/walk.rs": WALK_RS})
     assert WALK_RS.splitlines()[PANIC_LINE - 1].strip().startswith("let entry")
     body = "let entry = self.stack.pop().unwrap().unwrap();"
     assert body in _context(tmp_path, PANIC)

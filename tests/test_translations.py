@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from conftest import write_tree
 
 from smartcontext import Workspace
 from smartcontext.retrieval import scoring
@@ -86,10 +87,7 @@ def _tree(root: Path) -> None:
             finally:
                 close_dependencies([db])
         '''
-    for rel, body in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(body).lstrip(), encoding="utf-8")
+    write_tree(root, files)
 
 
 def _best_scores(root: Path, question: str) -> dict[str, float]:
@@ -156,10 +154,8 @@ def test_a_search_by_a_pages_file_name_lists_the_english_copy_first(tmp_path):
     all score 1.0; the Turkish one, shorter and as full of the words, came first."""
     english = "# Dependencies with yield\n\n" + "FastAPI runs extra steps after the response is sent. " * 20
     turkish = "# `yield` ile Dependencies\n\nDependencies with yield: yield ile dependencies.\n"
-    for rel, text in {"docs/en/docs/dependencies-with-yield.md": english,
-                      "docs/tr/docs/dependencies-with-yield.md": turkish}.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text, encoding="utf-8")
+    write_tree(tmp_path, {"docs/en/docs/dependencies-with-yield.md": english,
+                          "docs/tr/docs/dependencies-with-yield.md": turkish})
     with Workspace.open(tmp_path) as ws:
         ws.index(embeddings=False)
         hits = ws.search("dependencies with yield", limit=10, mode="keyword")
