@@ -307,7 +307,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
                 st: os.stat_result | None = abs_path.stat()
             except OSError:
                 st = None
-            why = stat_skip_reason(st, options)
+            why = stat_skip_reason(st, options, source)
             if why is not None:
                 result.skip(rel, why)
                 if record is not None:  # a file can grow or shrink across the limit in place
@@ -320,16 +320,30 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
     return result
 
 
-def stat_skip_reason(st: os.stat_result | None, options: DiscoveryOptions) -> str | None:
-    """Why a file is skipped by its stat (None: it is not)."""
+def stat_skip_reason(st: os.stat_result | None, options: DiscoveryOptions, source: str | None = None) -> str | None:
+    """Why a file ``source`` reads is skipped by its stat (None: it is not)."""
     if st is None:
         return "unreadable"
     if not stat.S_ISREG(st.st_mode):
         # A FIFO, socket or device: opening it could block forever.
         return "not a regular file"
-    if st.st_size > options.max_file_bytes:
+    if st.st_size > size_limit(options, source):
         return "too large"
     return None
+
+
+def size_limit(options: DiscoveryOptions, source: str | None) -> int:
+    """The largest file ``source`` reads: ``max_file_bytes``, times the source's
+    ``size_factor`` when most of its files' bytes are left unread (a notebook's images)."""
+    if source is None:
+        return options.max_file_bytes
+    from .registry import get_source
+
+    try:
+        factor = getattr(get_source(source), "size_factor", 1)
+    except Exception:  # a source no longer registered: the plain limit
+        factor = 1
+    return options.max_file_bytes * factor
 
 
 def symlink_allowed(path: Path, root: Path) -> bool:

@@ -30,8 +30,10 @@ from .discover import (
     DiscoveryOptions,
     WalkRecord,
     _git_dir,
+    classify,
     discover,
     file_stamp,
+    size_limit,
     stat_skip_reason,
     symlink_allowed,
 )
@@ -148,19 +150,22 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
             st = os.stat(root / rel)
         except OSError:
             st = None
-        if stat_skip_reason(st, options) != why:
+        kind = classify(rel)
+        if stat_skip_reason(st, options, kind[0] if kind else None) != why:
             return None
     result = Discovery(skipped=Counter(state["skipped"]), skipped_files=dict(state["skipped_files"]),
                        walk=state["started"])
     files = result.files
-    regular, largest = S_ISREG, options.max_file_bytes
+    regular, limits = S_ISREG, {}
     for rel, source, language in state["files"]:
         path = prefix + rel
         try:
             st = stat_of(path)
         except OSError:
             return None
-        if not regular(st.st_mode) or st.st_size > largest:  # stat_skip_reason, inline
+        if source not in limits:
+            limits[source] = size_limit(options, source)
+        if not regular(st.st_mode) or st.st_size > limits[source]:  # stat_skip_reason, inline
             return None
         files.append(DiscoveredFile(rel, path, source, language, st.st_mtime_ns, st.st_size, st.st_ctime_ns))
     return result
