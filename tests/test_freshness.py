@@ -137,6 +137,23 @@ def test_each_kind_of_change_is_seen_through_the_cache(sample_repo, tmp_path):
         touch(sample_repo / ".git" / "info" / "exclude", OLD + 60)))
 
 
+def test_files_unpacked_with_their_folders_times_put_back_are_seen(sample_repo, tmp_path):
+    """`tar -x` and `rsync -t` set a folder's modification time back to the archive's after
+    adding files to it; its change time still moves, and the saved walk is not reused."""
+    options, cache = DiscoveryOptions(), tmp_path / "walk.bin"
+    _age(sample_repo)
+    _walks_agree(sample_repo, options, cache)
+    assert _reused(sample_repo, options, cache)
+    folder = sample_repo / "shop"
+    old = os.stat(folder)
+    (folder / "unpacked.py").write_text("def unpacked():\n    pass\n")
+    os.utime(folder / "unpacked.py", (OLD, OLD))
+    os.utime(folder, ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert os.stat(folder).st_mtime_ns == old.st_mtime_ns
+    assert not _reused(sample_repo, options, cache)
+    assert "shop/unpacked.py" in {p for p, *_ in _walks_agree(sample_repo, options, cache)[0]}
+
+
 def test_a_recent_or_damaged_record_is_never_trusted(sample_repo, tmp_path):
     options, cache = DiscoveryOptions(), tmp_path / "walk.bin"
     (sample_repo / "shop" / "fresh.py").write_text("def fresh():\n    pass\n")  # changed just now

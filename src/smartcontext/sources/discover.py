@@ -228,19 +228,21 @@ class WalkRecord:
     its modification time and its .gitignore's stamp, and the symlinked files with whether
     they were allowed (a target can change without the link's folder changing)."""
 
-    # folder -> (its mtime, its .gitignore's stamp, its .smartcontextignore's stamp)
+    # folder -> (its mtime, its ctime, its .gitignore's stamp, its .smartcontextignore's stamp)
     dirs: dict[str, tuple] = field(default_factory=dict)
     symlinks: dict[str, bool] = field(default_factory=dict)
     stat_skipped: dict[str, str] = field(default_factory=dict)  # file -> why it was skipped
 
 
-def file_stamp(path: Path | str) -> tuple[int, int, int] | None:
-    """(modification time ns, size, inode), or None when there is no such file."""
+def file_stamp(path: Path | str) -> tuple[int, int, int, int] | None:
+    """(modification time ns, size, inode, change time ns), or None when there is no such
+    file. The change time too: a tool that restores modification times (``tar -x``,
+    ``rsync -t``, ``touch -r``) cannot set it back."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
 
 
 def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRecord | None = None) -> Discovery:
@@ -258,7 +260,7 @@ def discover(root: Path, options: DiscoveryOptions | None = None, record: WalkRe
             # After the listing: a change made since shows as a time after the walk
             # started, which the cache never trusts.
             dir_st = os.stat(dirpath)
-            record.dirs[rel_dir] = (dir_st.st_mtime_ns, file_stamp(abs_dir / ".gitignore"),
+            record.dirs[rel_dir] = (dir_st.st_mtime_ns, dir_st.st_ctime_ns, file_stamp(abs_dir / ".gitignore"),
                                     file_stamp(abs_dir / IGNORE_FILE))
         rules.load_dir(rel_dir, abs_dir)
         kept_dirs = []

@@ -3,7 +3,7 @@
 A full walk lists every folder, reads every .gitignore, asks git for its excludes file and
 classifies every file name through the source registry: most of a question's freshness
 check on a large repository. Its answer only changes when a folder's listing changes (which
-moves that folder's modification time), a .gitignore or exclude file changes, the
+moves that folder's modification and change times), a .gitignore or exclude file changes, the
 configuration changes, or the installed packages change (a plugin is added or removed;
 a plugin edited in place to claim other files is seen once reinstalled). So the last walk is kept
 beside the index with what it rested on, and a later walk that finds all of it unchanged
@@ -39,7 +39,7 @@ from .discover import (
 )
 
 # Bump when the saved shape or the meaning of a walk changes; an unknown file is ignored.
-_MAGIC = b"smartcontext walk 3\n"
+_MAGIC = b"smartcontext walk 4\n"
 RACY_NS = 2_000_000_000
 _HERE = Path(__file__).resolve().parent
 
@@ -130,13 +130,15 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
     top = str(root)
     prefix = top if top.endswith("/") else top + "/"
     join, stat_of = os.path.join, os.stat
-    for rel, (mtime, *ignores) in state["dirs"].items():
+    for rel, (mtime, ctime, *ignores) in state["dirs"].items():
         folder = prefix + rel if rel else top
         try:
-            now = stat_of(folder).st_mtime_ns
+            st = stat_of(folder)
         except OSError:
             return None
-        if now != mtime or mtime >= before:
+        # A folder's listing moves both times; a tool that puts the modification time back
+        # after adding files (tar -x, rsync -t) cannot put back its change time.
+        if st.st_mtime_ns != mtime or st.st_ctime_ns != ctime or mtime >= before:
             return None
         for name, ignore in zip((".gitignore", IGNORE_FILE), ignores):
             stamp = file_stamp(join(folder, name))
@@ -177,7 +179,7 @@ def _stamps_in(key: tuple) -> list[tuple]:
 
     def walk(value: object) -> None:
         if isinstance(value, tuple):
-            if len(value) == 3 and all(isinstance(v, int) for v in value):
+            if len(value) == 4 and all(isinstance(v, int) for v in value):
                 out.append(value)
             else:
                 for v in value:
