@@ -149,11 +149,11 @@ def _reuse(root: Path, options: DiscoveryOptions, cache: Path, key: tuple) -> Di
             return None
     for rel, why in state["stat_skipped"].items():
         try:
-            st = os.stat(root / rel)
+            skipped_st: os.stat_result | None = os.stat(root / rel)
         except OSError:
-            st = None
+            skipped_st = None
         kind = classify(rel)
-        if stat_skip_reason(st, options, kind[0] if kind else None) != why:
+        if stat_skip_reason(skipped_st, options, kind[0] if kind else None) != why:
             return None
     result = Discovery(skipped=Counter(state["skipped"]), skipped_files=dict(state["skipped_files"]),
                        walk=state["started"])
