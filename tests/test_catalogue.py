@@ -81,6 +81,24 @@ def test_paths_matching_and_test_paths(store):
     assert not is_test_path("src/testing_tools.py")
 
 
+@pytest.mark.parametrize("path, test", [
+    # Other languages' conventions, with their case: a class or a project named for tests.
+    ("Src/Newtonsoft.Json.Tests/Converters/IsoDateTimeConverterTests.cs", True),
+    ("src/main/java/org/ParserTest.java", True),
+    ("Tests/AlamofireTests/SessionTests.swift", True),
+    ("app/src/androidTest/java/MainScreen.kt", True),
+    ("spec/lib/router_spec.rb", True),
+    ("lib/router_spec.rb", True),
+    ("src/Json/Utilities/DateTimeUtils.cs", False),
+    ("src/main/java/org/Contest.java", False),
+    ("src/Latest.cs", False),
+    ("docs/Tests.md", False),
+    ("src/Attest/Verifier.php", False),
+])
+def test_test_paths_of_other_languages(path, test):
+    assert is_test_path(path) is test
+
+
 def test_tags_match_nested_tags_case_insensitively(store):
     cat = Catalogue(store)
     alpha = {cat.entries[r].id for r in cat.tagged({"project"})}

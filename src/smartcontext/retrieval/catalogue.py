@@ -33,9 +33,15 @@ _PATCH_MIN = 64
 # changes; an unknown or damaged file is rebuilt.
 _SAVED_MAGIC = catalogue_file.MAGIC
 _TEST_FILE = re.compile(
-    r"(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
+    r"(^|/)(test_[^/]*|[^/]*_(test|spec)\.[^/]+|[^/]*\.(test|spec)\.[^/]+|conftest\.py|tests?\.py)$"
 )
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "test_utils"}
+# The camel-case conventions of Java, Kotlin, C#, Swift and PHP, matched with their case:
+# a class file `ParserTest.java`, `JsonConvertTests.cs`; a test project or target folder
+# `Newtonsoft.Json.Tests/`, `AlamofireTests/`, `androidTest/`. A lower-case letter, digit or
+# dot before the capital, so `Contest.java` and `Tests/` (matched above) are not read twice.
+_CAMEL_TEST_FILE = re.compile(r"[a-z0-9]Tests?\.[A-Za-z]+$")
+_CAMEL_TEST_DIR = re.compile(r"[a-z0-9.]Tests?$")
 
 
 def is_test_path(path: str) -> bool:
@@ -43,7 +49,10 @@ def is_test_path(path: str) -> bool:
     parts = path.lower().split("/")
     if any(p in _TEST_DIRS for p in parts[:-1]):
         return True
-    return bool(_TEST_FILE.search(path.lower()))
+    if _TEST_FILE.search(path.lower()):
+        return True
+    folders, _, name = path.rpartition("/")
+    return bool(_CAMEL_TEST_FILE.search(name)) or any(_CAMEL_TEST_DIR.search(d) for d in folders.split("/") if d)
 
 
 class Catalogue:

@@ -30,7 +30,7 @@ from typing import Any
 from ..sealed import write_sealed
 from ..store.base import CatalogueRow
 
-MAGIC = b"smartcontext catalogue 2\n"
+MAGIC = b"smartcontext catalogue 3\n"
 # The maps kept as hash tables (the large ones); with "entries" first, the rows.
 LAZY_MAPS = ("entries", "by_id", "by_name", "by_fqname", "by_path", "children")
 # Maps whose missing keys read as a new empty list, as the defaultdicts a full read builds.
