@@ -4,7 +4,12 @@
   ``{"messages": [...]}``), the shape of chat-completion requests and of most exports;
 - a ChatGPT data export's ``conversations.json``: a list of conversations whose
   ``mapping`` is a tree of nodes; the thread shown to the user is the path from the root
-  to ``current_node``.
+  to ``current_node``;
+- a Claude data export's ``conversations.json``: a list of conversations with their
+  ``chat_messages`` (``sender`` human or assistant).
+
+Anthropic-style requests fit the first shape too: their top-level ``system`` prompt becomes
+the first message, and tool calls and tool results are kept as text (``sources.chat.content_text``).
 
 A message keeps its own id when it has one; otherwise its id comes from its content
 (``c`` + a hash of role, text and timestamp; the second identical message gets ``-2``),
@@ -27,8 +32,9 @@ from typing import Any
 from ..errors import ChatFileError
 from ..safeio import read_regular
 from .files import ChatData, ChatFile, Message, content_text
+from ..sources.chat import tool_call_text
 
-FORMATS = ("auto", "openai", "chatgpt", "smartcontext")
+FORMATS = ("auto", "openai", "chatgpt", "claude", "smartcontext")
 
 
 @dataclass
@@ -56,6 +62,10 @@ def detect_format(raw: Any) -> str:
         return "chatgpt"
     if isinstance(raw, dict) and "mapping" in raw:
         return "chatgpt"
+    if isinstance(raw, list) and raw and all(isinstance(c, dict) and "chat_messages" in c for c in raw):
+        return "claude"
+    if isinstance(raw, dict) and isinstance(raw.get("chat_messages"), list):
+        return "claude"
     if isinstance(raw, dict) and isinstance(raw.get("messages"), list):
         msgs = raw["messages"]
         if msgs and all(isinstance(m, dict) and "id" in m for m in msgs):
@@ -64,8 +74,8 @@ def detect_format(raw: Any) -> str:
     if isinstance(raw, list) and all(isinstance(m, dict) and "role" in m for m in raw):
         return "openai"
     raise ChatFileError(
-        "unrecognised chat format: expected an OpenAI-style messages list, a ChatGPT "
-        "conversations.json export, or a Smart Context chat file"
+        "unrecognised chat format: expected an OpenAI-style messages list, a ChatGPT or "
+        "Claude conversations.json export, or a Smart Context chat file"
     )
 
 
@@ -78,12 +88,17 @@ def content_id(role: str, text: str, timestamp: str | None) -> str:
 
 def openai_messages(raw: Any, where: str) -> list[Message]:
     msgs = raw["messages"] if isinstance(raw, dict) else raw
+    system = content_text(raw.get("system")) if isinstance(raw, dict) else ""
+    if system.strip():  # Anthropic's requests keep the system prompt beside the messages
+        msgs = [{"role": "system", "content": system}, *msgs]
     out: list[Message] = []
     seen: dict[str, int] = {}
     for n, m in enumerate(msgs, start=1):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise ChatFileError(f"{where}: message {n} has no 'role'")
         text = content_text(m.get("content"))
+        calls = [_openai_call_text(c) for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+        text = "\n".join(t for t in (text, *calls) if t)
         ts = _iso(m.get("timestamp") or m.get("created_at"))
         mid = m.get("id")
         if isinstance(mid, (str, int)) and not isinstance(mid, bool) and str(mid):
@@ -96,6 +111,37 @@ def openai_messages(raw: Any, where: str) -> list[Message]:
                 mid = f"{mid}-{seen[mid]}"
         extra = {k: m[k] for k in ("name", "tool_calls", "tool_call_id") if k in m}
         out.append(Message(mid, m["role"], text, ts, extra))
+    return out
+
+
+def _openai_call_text(call: dict[str, Any]) -> str:
+    fn = call.get("function")
+    if not isinstance(fn, dict):
+        return ""
+    name = fn.get("name") if isinstance(fn.get("name"), str) else ""
+    return tool_call_text(name, fn.get("arguments")) if name else ""
+
+
+_CLAUDE_ROLES = {"human": "user", "assistant": "assistant"}
+
+
+def claude_messages(conv: dict[str, Any], where: str) -> list[Message]:
+    """A Claude export conversation's messages, oldest first; a message's ``content``
+    blocks are preferred to its ``text`` (they hold the tool calls too)."""
+    msgs = conv.get("chat_messages")
+    if not isinstance(msgs, list):
+        raise ChatFileError(f"{where}: a Claude conversation without 'chat_messages'")
+    out: list[Message] = []
+    for n, m in enumerate(msgs, start=1):
+        if not isinstance(m, dict):
+            raise ChatFileError(f"{where}: message {n} is not an object")
+        role = _CLAUDE_ROLES.get(str(m.get("sender")), str(m.get("sender") or "user"))
+        text = content_text(m.get("content")) or content_text(m.get("text"))
+        if not text.strip():
+            continue
+        ts = _iso(m.get("created_at"))
+        mid = str(m.get("uuid") or content_id(role, text, ts))
+        out.append(Message(mid, role, text, ts))
     return out
 
 
@@ -212,8 +258,8 @@ def _merge(memory_dir: Path, chat_id: str, messages: list[Message], title: str |
 def import_chats(memory_dir: Path, source: str | Path, chat_id: str | None = None, format: str = "auto") -> ImportResult:
     """Import ``source`` into chat files of ``memory_dir``.
 
-    chat_id: the chat to write (OpenAI lists; default: the file's name). A ChatGPT export
-             holds many conversations: each goes to its own chat, named by its id.
+    chat_id: the chat to write (OpenAI lists; default: the file's name). A ChatGPT or
+             Claude export holds many conversations: each goes to its own chat, named by its id.
     """
     if format not in FORMATS:
         raise ChatFileError(f"unknown import format {format!r}; formats: {', '.join(FORMATS)}")
@@ -237,6 +283,16 @@ def import_chats(memory_dir: Path, source: str | Path, chat_id: str | None = Non
                 str(conv.get("conversation_id") or conv.get("id") or f"{path.stem}-{n}"))
             msgs = chatgpt_thread(conv)
             result.chats.append(_merge(memory_dir, cid, msgs, conv.get("title")))
+        return result
+    if fmt == "claude":
+        convs = raw if isinstance(raw, list) else [raw]
+        for n, conv in enumerate(convs, start=1):
+            if not isinstance(conv, dict):
+                raise ChatFileError(f"{path}: conversation {n} is not an object")
+            cid = chat_id if chat_id and len(convs) == 1 else _safe_id(str(conv.get("uuid") or f"{path.stem}-{n}"))
+            msgs = claude_messages(conv, f"{path}: conversation {n}")
+            name = conv.get("name") if isinstance(conv.get("name"), str) and conv.get("name") else None
+            result.chats.append(_merge(memory_dir, cid, msgs, name))
         return result
     if fmt == "smartcontext":
         from .files import parse_chat

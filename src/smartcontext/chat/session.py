@@ -188,7 +188,7 @@ class SmartContext:
         return list(dict.fromkeys(out))
 
     def import_file(self, source: str | Path, chat_id: str | None = None, format: str = "auto"):
-        """Import an OpenAI ``messages`` list or a ChatGPT ``conversations.json``
+        """Import an OpenAI or Anthropic ``messages`` list or a ChatGPT or Claude ``conversations.json``
         (``chat.importers``); returns the ``ImportResult``."""
         from .importers import import_chats
 

@@ -199,10 +199,10 @@ def _message_text(content: Optional[str], text: Optional[str]) -> str:
 
 @chat_app.command("import")
 def import_(
-    source: Path = typer.Argument(..., help="An OpenAI-style messages JSON, or a ChatGPT conversations.json export."),
+    source: Path = typer.Argument(..., help="An OpenAI- or Anthropic-style messages JSON, or a ChatGPT or Claude conversations.json export."),
     path: Optional[Path] = PathArg,
-    chat_id: str = typer.Option(None, "--chat-id", help="The chat to write (default: the file name; a ChatGPT export uses each conversation's id)."),
-    fmt: str = typer.Option("auto", "--format", help="auto, openai, chatgpt or smartcontext."),
+    chat_id: str = typer.Option(None, "--chat-id", help="The chat to write (default: the file name; a ChatGPT or Claude export uses each conversation's id)."),
+    fmt: str = typer.Option("auto", "--format", help="auto, openai, chatgpt, claude or smartcontext."),
     as_json: bool = JsonFlag,
 ) -> None:
     """Import chats into .memory/ (re-importing adds new messages, updates edited ones, drops none)."""

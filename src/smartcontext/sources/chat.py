@@ -53,7 +53,9 @@ def message_embed_text(role: str, content: str) -> str:
 
 
 def content_text(content: Any) -> str:
-    """A message's text: a string, or the text parts of an OpenAI-style content list."""
+    """A message's text: a string, or the parts of a content list (OpenAI's and
+    Anthropic's): text parts as written, a tool call as ``[tool call NAME ARGS]``, a tool
+    result's own content; images and other parts without words are left out."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -61,10 +63,32 @@ def content_text(content: Any) -> str:
         for part in content:
             if isinstance(part, str):
                 parts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
+            elif isinstance(part, dict):
+                text = _part_text(part)
+                if text:
+                    parts.append(text)
         return "\n".join(parts)
     return "" if content is None else str(content)
+
+
+def _part_text(part: dict[str, Any]) -> str:
+    if isinstance(part.get("text"), str):
+        return part["text"]
+    kind = part.get("type")
+    if kind == "tool_use" and isinstance(part.get("name"), str):
+        return tool_call_text(part["name"], part.get("input"))
+    if kind == "tool_result":
+        return content_text(part.get("content"))
+    return ""
+
+
+def tool_call_text(name: str, arguments: Any) -> str:
+    """A tool call as a line of the chat: what was asked for is context too."""
+    if isinstance(arguments, str):
+        args = arguments.strip()
+    else:
+        args = json.dumps(arguments, ensure_ascii=False, sort_keys=True) if arguments is not None else ""
+    return f"[tool call {name} {args}]" if args not in ("", "{}") else f"[tool call {name}]"
 
 
 @dataclass(slots=True)
