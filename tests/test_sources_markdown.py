@@ -443,3 +443,32 @@ def test_real_vault_sample_parses_consistently():
                 resolved += resolver.resolve(edge.dst_name, path) is not None
     assert len(texts) > 300 and total > 500
     assert resolved / total > 0.98
+
+
+def _drawing(lines: int = 24) -> str:
+    blob = "".join(chr(65 + (i * 7) % 26) + chr(97 + (i * 3) % 26) + str(i % 10) for i in range(lines * 90))
+    return "\n".join(blob[i:i + 256] for i in range(0, len(blob), 256))
+
+
+def test_a_section_of_encoded_drawing_data_is_left_out():
+    """An Excalidraw note: its words are under Text Elements, its drawing is compressed
+    base64 under Drawing, which search and a model cannot read."""
+    text = "\n".join([
+        "---", "excalidraw-plugin: parsed", "---",
+        "# Text Elements", "Login service ^a1b2c3", "", "Token cache ^d4e5f6", "",
+        "%%", "# Drawing", "```compressed-json", _drawing(), "```", "%%",
+        "# After the drawing", "Still read.", ""])
+    parsed = md.parse_markdown("Architecture.excalidraw.md", text)
+    assert [it.qualname for it in parsed.items] == ["Text Elements", "After the drawing"]
+    assert "Token cache" in parsed.items[0].text
+
+
+def test_a_heading_alone_or_a_short_hash_is_still_a_section():
+    parsed = md.parse_markdown("n.md", note(f"""
+        # Release
+        ## Commit
+        3f9a1c2b4d5e6f708192a3b4c5d6e7f8091a2b3c
+        ## Keys
+        {"A" * 99}
+        """))
+    assert [it.qualname for it in parsed.items] == ["Release", "Release/Commit", "Release/Keys"]

@@ -16,6 +16,7 @@ Reading the note (frontmatter, headings, fences, tags, links) is the notes core'
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,13 @@ from ..notes.tags import dedupe
 SECTION_MAX_TOKENS = 400
 OVERLAP_LINES = 3
 SUMMARY_CHARS = 200
+# A line of encoded data (base64): one run of such characters, no spaces; a part is data
+# when such lines are all it holds and one of them is 100 characters or more. Excalidraw
+# keeps a drawing as lines of compressed base64 under `# Drawing` (256 to a line, the last
+# shorter); a pasted image or archive has them too. Such a part says nothing to search or
+# to a model, and is left out of the index.
+_DATA_LINE = re.compile(r"[A-Za-z0-9+/=_-]+")
+_DATA_LONG = 100
 
 
 # ---------------------------------------------------------------- token estimate
@@ -89,6 +97,11 @@ def parse_markdown(path: str, text: str) -> ParsedFile:
         ranges = _split(scan, block.start, block.end)
         first_id = ""
         owned_from = block.start  # lines shared by overlapping parts: their links belong to the earlier part
+        kinds = [_readable_lines(scan, *r) for r in ranges]
+        if any(k is None for k in kinds):  # data dropped: a heading left alone goes with it
+            ranges = [r for r, k in zip(ranges, kinds, strict=True) if k]
+            if not ranges:
+                continue  # a section of drawing data: its sub-sections hang from its parent
         for part_no, (start, end) in enumerate(ranges, start=1):
             item_id = _unique(base if part_no == 1 else f"{base}@{start + 1}", start + 1, used)
             if part_no == 1:
@@ -160,6 +173,21 @@ def _blocks(scan: NoteScan) -> list[_Block]:
         _, end = _trim(scan.lines, index, next_index) or (index, index + 1)
         blocks.append(_Block(index, end, level, [t for _, t in stack], scan.lines[index].strip()))
     return blocks
+
+
+def _readable_lines(scan: NoteScan, start: int, end: int) -> int | None:
+    """How many lines of ``start:end`` are there to read, besides headings, fence lines and
+    Obsidian's ``%%`` comment marks; None when the rest is encoded data only."""
+    readable = longest = 0
+    for i in range(start, end):
+        line = scan.lines[i].strip()
+        if not line or line == "%%" or line.startswith(("```", "~~~")) or HEADING.match(line):
+            continue
+        if _DATA_LINE.fullmatch(line):
+            longest = max(longest, len(line))
+        else:
+            readable += 1
+    return None if longest >= _DATA_LONG and not readable else readable
 
 
 def _trim(lines: list[str], start: int, end: int) -> tuple[int, int] | None:
