@@ -1,4 +1,5 @@
-"""The built-in sources (code, markdown notes, Jupyter notebooks, chat files, plain text), registered through the same
+"""The built-in sources (code, Vue and Svelte components, markdown notes, Jupyter notebooks, chat
+files, plain text), registered through the same
 hook as a plugin's; ``tryfirst`` puts them first, so a plugin's source of the same name
 replaces one of them."""
 
@@ -107,12 +108,14 @@ def register_sources(register) -> None:
     # Imported here: the plugin manager loads this module for any registry (a question on
     # an index with vectors asks the embedders'), and chat files need a reader of their own.
     from .chat import ChatSource
+    from .components import ComponentSource
     from .notebook import NotebookSource
 
     register(MarkdownSource())
     register(CodeSource())
     register(TextSource())
     register(NotebookSource())
+    register(ComponentSource())
     # Last: for a path, the latest registered source that claims it wins, and only the
     # chat source claims .memory/*.json.
     register(ChatSource())

@@ -11,7 +11,8 @@ from ...model import ItemKind
 from .base import DefParts, ImportContext, LangSpec, ScopeInfo, string_value, strip_generics, text_of
 from .paths import module_name_for_path, resolve_relative_path
 
-_SCRIPT_EXTENSIONS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
+# Vue and Svelte components are imported by their file name too (sources/components.py).
+_SCRIPT_EXTENSIONS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".vue", ".svelte")
 _NOISE_MEMBERS = frozenset({
     "log", "warn", "error", "info", "debug", "push", "pop", "shift", "unshift", "map", "forEach",
     "filter", "reduce", "some", "every", "find", "includes", "indexOf", "slice", "splice", "concat",

@@ -1,0 +1,74 @@
+"""Vue and Svelte single-file components (``.vue``, ``.svelte``): their scripts as code.
+
+A component keeps its code in ``<script>`` blocks (``lang="ts"`` for TypeScript) beside a
+template and styles. The scripts are parsed by the JavaScript or TypeScript reader with
+every other line blanked, so each function, class and import keeps its own line numbers in
+the file; the file's own row holds the whole text, template and styles included, so a
+question about what a component shows still finds it, and the context shows the file as
+it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import ParsedFile
+from .base import decode
+from .builtin import CodeSource
+
+# An opening <script ...> tag at the start of a line (Vue's <script setup>, Svelte's
+# <script context="module">), up to its closing tag.
+_SCRIPT = re.compile(r"^[ \t]*<script\b([^>]*)>(.*?)</script\s*>", re.DOTALL | re.MULTILINE | re.IGNORECASE)
+_LANG = re.compile(r"""\blang\s*=\s*["']?(ts|typescript|tsx|js|javascript|jsx)\b""", re.IGNORECASE)
+_TYPESCRIPT = {"ts", "typescript", "tsx"}
+
+
+def script_view(text: str) -> tuple[str, str]:
+    """``(language, text)``: the file with every character outside its script blocks
+    blanked (line breaks kept), and the scripts' language, TypeScript when any block
+    says so."""
+    keep = [False] * len(text)
+    language = "javascript"
+    for m in _SCRIPT.finditer(text):
+        lang = _LANG.search(m.group(1))
+        if lang and lang.group(1).lower() in _TYPESCRIPT:
+            language = "typescript"
+        for i in range(m.start(2), m.end(2)):
+            keep[i] = True
+    view = "".join(c if keep[i] or c == "\n" else " " if c != "\r" else "\r" for i, c in enumerate(text))
+    return language, view
+
+
+class ComponentSource(CodeSource):
+    """Vue and Svelte components: the scripts' definitions, imports and calls, and the
+    whole file as the module's text."""
+
+    name = "component"
+    skip_generated = True
+    extensions = frozenset({".vue", ".svelte"})
+
+    def language_for(self, path: str) -> str | None:
+        lower = path.lower()
+        if lower.endswith(".vue"):
+            return "vue"
+        if lower.endswith(".svelte"):
+            return "svelte"
+        return None
+
+    def parse(self, path: str, data: bytes, language: str) -> ParsedFile:
+        from .code import parse_code
+
+        text = decode(data)
+        script_language, view = script_view(text)
+        parsed = parse_code(path, view.encode("utf-8"), script_language)
+        for item in parsed.items:
+            if item.traits.whole_file:
+                item.text = text  # the template and styles are the component too
+        parsed.language = language
+        return parsed
+
+    def warm_up(self, path: str, language: str) -> None:
+        from .code import parse_code
+
+        for script_language in ("javascript", "typescript"):
+            parse_code(path, b"\n", script_language)
