@@ -472,3 +472,19 @@ def test_a_heading_alone_or_a_short_hash_is_still_a_section():
         {"A" * 99}
         """))
     assert [it.qualname for it in parsed.items] == ["Release", "Release/Commit", "Release/Keys"]
+
+
+@pytest.mark.parametrize("heading, name", [
+    ("## Component files {#component-files}", "Component files"),
+    ("## Setup {#setup .advanced}", "Setup"),
+    ("## Notes {: #notes}", "Notes"),
+    ('## Slides {data-background-iframe="https://example.org/x"}', "Slides"),
+    ("## Logic {#each items as item}", "Logic {#each items as item}"),  # Svelte, not attributes
+    ("## Sets {a, b}", "Sets {a, b}"),
+    ("## {#props}", "{#props}"),  # nothing left without it: kept as written
+])
+def test_a_heading_is_named_without_its_attribute_list(heading, name):
+    parsed = md.parse_markdown("guide.md", f"# Guide\n\n{heading}\n\nText.\n")
+    section = parsed.items[-1]
+    assert section.name == name and section.id == f"guide.md#Guide/{name}"
+    assert section.text.startswith(heading)  # the text itself is as written

@@ -294,3 +294,23 @@ def test_a_source_whose_naming_or_bodies_break_leaves_its_files_as_text(tmp_path
         pm.unregister(name="test-misbehaving-source")
         KIND_TRAITS.pop("task", None)
         registry.reload()
+
+
+def test_a_new_version_of_a_source_reads_its_unchanged_files_again(tmp_path, monkeypatch):
+    """A file nobody edits is read again once, by the version of its source that now reads
+    it otherwise; other sources' files are not."""
+    (tmp_path / "guide.md").write_text("# Guide\n\n## Props {#props}\n\nThe props.\n")
+    (tmp_path / "app.py").write_text("def run():\n    return 1\n")
+    ws = Workspace.open(tmp_path)
+    ws.config.embeddings.model = "none"
+    assert ws.index().files_indexed == 2
+    assert ws.refresh().files_indexed == 0
+    assert not ws.pending_changes()
+    markdown = get_source("markdown")
+    monkeypatch.setattr(markdown, "version", markdown.version + 1)
+    assert ws.pending_changes()
+    again = ws.refresh()
+    assert (again.files_indexed, again.files_unchanged) == (1, 1)
+    assert ws.refresh().files_indexed == 0 and not ws.pending_changes()
+    assert ws.search("Props", mode="keyword")[0].id == "guide.md#Guide/Props"
+    ws.close()

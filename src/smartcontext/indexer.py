@@ -290,6 +290,23 @@ _RACY_NS = 2_000_000_000
 _RECHECK_MAX = 64
 
 
+# The version of each source that parsed the index's files, as ``{source: version}``. A
+# source whose reading changes (a section named otherwise, a part left out) raises its
+# ``version``, and the next run parses its files again, changed or not: without it, a file
+# nobody edits would keep the old reading in the index for ever.
+_READER_VERSIONS = "reader_versions"
+
+
+def _reader_versions(names) -> dict[str, int]:
+    out = {}
+    for name in names:
+        try:
+            out[name] = int(getattr(get_source(name), "version", 0) or 0)
+        except Exception:  # a source no longer registered: its files leave the index anyway
+            continue
+    return out
+
+
 def _same_stamp(state, f: DiscoveredFile, racy_after: int) -> bool:
     return (state.mtime_ns == f.mtime_ns and state.size == f.size and f.mtime_ns < racy_after
             and _untouched_since_run(f, racy_after))
@@ -350,7 +367,8 @@ class Indexer:
         # what is saved below can only be too old to match, never wrongly matching.
         checked = self._checked(found)
         seen = unchanged.stamps(found.files) if checked else b""
-        kept = unchanged.load(self.unchanged_cache, checked, seen) if checked else None
+        stale = self._stale_readers(found.files)
+        kept = unchanged.load(self.unchanged_cache, checked, seen) if checked and not stale else None
         if kept is not None:
             stats.files_unchanged = kept["unchanged"]
             for reason, n in kept["skipped"].items():
@@ -369,6 +387,9 @@ class Indexer:
         todo: list[tuple[DiscoveredFile, str | None]] = []
         for f in found.files:
             state = known.get(f.path)
+            if f.source in stale:
+                todo.append((f, None))  # read again by the new version, whatever its stamps
+                continue
             if state and _same_stamp(state, f, racy):
                 stats.files_unchanged += 1
                 continue
@@ -390,6 +411,8 @@ class Indexer:
             self._apply(todo, known, stats, skipped, progress, workers)
         if gone:
             stats.files_deleted = self.store.delete_files(gone)
+        if stale:  # every file of those sources is stored by now (an interrupted run raised)
+            self._save_reader_versions(found.files)
         quiet = not (todo or gone or self._wrote) and self._skips_now == remembered
         if self._skips_now != remembered:
             self.store.set_meta(_CONTENT_SKIPPED, json.dumps(self._skips_now, sort_keys=True))
@@ -411,6 +434,27 @@ class Indexer:
         counts = self.store.counts()
         stats.items, stats.edges = counts["items"], counts["edges"]
         return stats
+
+    def _stale_readers(self, files: list[DiscoveredFile]) -> set[str]:
+        """The sources of ``files`` whose version differs from the one that parsed them."""
+        try:
+            stored = json.loads(self.store.get_meta(_READER_VERSIONS) or "{}")
+        except ValueError:
+            stored = {}
+        if not isinstance(stored, dict):
+            stored = {}
+        current = _reader_versions({f.source for f in files})
+        return {name for name, version in current.items() if stored.get(name, 0) != version}
+
+    def _save_reader_versions(self, files: list[DiscoveredFile]) -> None:
+        try:
+            stored = json.loads(self.store.get_meta(_READER_VERSIONS) or "{}")
+        except ValueError:
+            stored = {}
+        if not isinstance(stored, dict):
+            stored = {}
+        stored.update(_reader_versions({f.source for f in files}))
+        self.store.set_meta(_READER_VERSIONS, json.dumps(stored, sort_keys=True))
 
     def _record_skipped(self, walked: dict[str, str]) -> bool:
         """Keep why each file was left out: the walk's reasons (ignored, too large, ...)
@@ -439,6 +483,8 @@ class Indexer:
     def has_changes(self) -> bool:
         """Whether a run would parse or delete anything (reads only)."""
         found = discover_cached(self.root, self.options, self.walk_cache)
+        if self._stale_readers(found.files):
+            return True
         checked = self._checked(found)
         if checked and unchanged.load(self.unchanged_cache, checked, unchanged.stamps(found.files)):
             return False

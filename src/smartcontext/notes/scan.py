@@ -14,7 +14,7 @@ from typing import Any
 
 from .frontmatter import frontmatter_aliases, frontmatter_tags, read_frontmatter
 from .links import Link, frontmatter_links, links_in_line
-from .syntax import FenceTracker, heading_text
+from .syntax import FenceTracker, heading_text, without_attributes
 from .tags import dedupe, tags_in_line
 
 
@@ -79,7 +79,8 @@ def scan_note(text: str) -> NoteScan:
             continue
         h = heading_text(line)
         if h:
-            scan.headings.append((i, h[0], h[1]))
+            # Sections are named as a reader sees them: "Props", not "Props {#props}".
+            scan.headings.append((i, h[0], without_attributes(h[1])))
         if "#" in line:
             tags = tags_in_line(line)
             if tags:

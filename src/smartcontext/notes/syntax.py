@@ -13,6 +13,11 @@ FENCE_OPEN = re.compile(r"^[ \t]*(?:>[ \t]*)*(`{3,}|~{3,})(.*)$")
 # ATX headings only: "# Title" (the space is required, "#tag" is a tag); setext
 # underlines are rare in vaults and "---" under a paragraph is far more often a rule.
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# A heading's attribute list, as Pandoc, kramdown, mkdocs and VitePress write it after the
+# text: "## Props {#props}", "## Setup {#setup .advanced}", "## Notes {: #notes}". Only
+# #id, .class and key=value tokens: "{#each items as item}" (Svelte) is text.
+_ATTR = r"""(?:[#.][A-Za-z][\w:.-]*|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s}]+))"""
+HEADING_ATTRIBUTES = re.compile(rf"[ \t]+\{{[ \t]*:?[ \t]*{_ATTR}(?:[ \t]+{_ATTR})*[ \t]*\}}[ \t]*$")
 INLINE_CODE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -27,6 +32,15 @@ MD_LINK = re.compile(
 def mask(pattern: re.Pattern[str], text: str) -> str:
     """Blank out matches, keeping positions, so later patterns cannot see inside them."""
     return pattern.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def without_attributes(heading: str) -> str:
+    """A heading's text without a trailing attribute list (``HEADING_ATTRIBUTES``): the
+    name a reader sees and searches for."""
+    if not heading.endswith("}"):
+        return heading
+    stripped = HEADING_ATTRIBUTES.sub("", heading)
+    return stripped if stripped.strip() else heading
 
 
 def heading_text(line: str) -> tuple[int, str] | None:

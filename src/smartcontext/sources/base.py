@@ -58,6 +58,9 @@ class BaseSource:
 
     name: str = ""
     skip_generated: bool = False
+    # Raised when the same file would now be read into other items: an index parsed by an
+    # older version reads every file of this source again on its next run.
+    version: int = 0
     # True for a source the ``[index] text_files`` setting turns off (plain text files).
     optional: bool = False
     extensions: frozenset[str] = frozenset()

@@ -80,6 +80,8 @@ class MarkdownSource(BaseSource):
     name = "markdown"
     extensions = frozenset({".md", ".markdown"})
     language = "markdown"
+    # 1: headings named without their attribute lists, parts of encoded data left out.
+    version = 1
 
     def parse(self, path: str, data: bytes, language: str) -> ParsedFile:
         from .markdown import parse_markdown
