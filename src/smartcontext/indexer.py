@@ -435,24 +435,22 @@ class Indexer:
         stats.items, stats.edges = counts["items"], counts["edges"]
         return stats
 
-    def _stale_readers(self, files: list[DiscoveredFile]) -> set[str]:
-        """The sources of ``files`` whose version differs from the one that parsed them."""
+    def _stored_reader_versions(self) -> dict[str, int]:
+        """What the index says parsed its files (nothing, or something unreadable: version 0)."""
         try:
             stored = json.loads(self.store.get_meta(_READER_VERSIONS) or "{}")
         except ValueError:
-            stored = {}
-        if not isinstance(stored, dict):
-            stored = {}
+            return {}
+        return stored if isinstance(stored, dict) else {}
+
+    def _stale_readers(self, files: list[DiscoveredFile]) -> set[str]:
+        """The sources of ``files`` whose version differs from the one that parsed them."""
+        stored = self._stored_reader_versions()
         current = _reader_versions({f.source for f in files})
         return {name for name, version in current.items() if stored.get(name, 0) != version}
 
     def _save_reader_versions(self, files: list[DiscoveredFile]) -> None:
-        try:
-            stored = json.loads(self.store.get_meta(_READER_VERSIONS) or "{}")
-        except ValueError:
-            stored = {}
-        if not isinstance(stored, dict):
-            stored = {}
+        stored = self._stored_reader_versions()
         stored.update(_reader_versions({f.source for f in files}))
         self.store.set_meta(_READER_VERSIONS, json.dumps(stored, sort_keys=True))
 
