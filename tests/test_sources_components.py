@@ -89,3 +89,12 @@ def test_a_svelte_component_and_its_import_of_a_vue_file(tmp_path):
         # The import, resolved to the component's module (not a module "CartSummary.vue").
         assert "@ src.components.CartSummary\n" in app.text
         assert ws.search("Shop window", mode="keyword")[0].path == "src/App.svelte"
+
+
+def test_a_component_whose_script_cannot_be_read_is_text_as_written(monkeypatch):
+    from smartcontext.sources import code
+
+    monkeypatch.setattr(code, "spec_for", lambda *a: None)  # no grammar for the script
+    parsed = ComponentSource().parse("src/Cart.vue", CART.lstrip("\n").encode(), "vue")
+    assert [it.kind for it in parsed.items] == ["text"]
+    assert "<button @click=\"checkout\">" in parsed.items[0].text and parsed.warnings

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
-from ..model import ParsedFile
+from ..model import ItemKind, ParsedFile
 from .base import decode
 from .builtin import CodeSource
+from .text import text_windows
 
 # An opening <script ...> tag at the start of a line (Vue's <script setup>, Svelte's
 # <script context="module">), up to its closing tag.
@@ -61,6 +62,11 @@ class ComponentSource(CodeSource):
         text = decode(data)
         script_language, view = script_view(text)
         parsed = parse_code(path, view.encode("utf-8"), script_language)
+        if len(parsed.items) == 1 and parsed.items[0].kind == ItemKind.TEXT:
+            # No grammar for the script: the file as it is, in windows, as for any code.
+            windows = text_windows(path, text)
+            windows.warnings = parsed.warnings
+            return windows
         for item in parsed.items:
             if item.traits.whole_file:
                 item.text = text  # the template and styles are the component too
