@@ -180,8 +180,9 @@ def _code_chars(root: Path, res) -> int:
         if s.mode == "signature":
             continue
         lines = (root / s.item.path).read_text().splitlines()
-        first = 1 if s.mode == "head" or s.item.kind == "module" else s.item.start_line
-        total += len("\n".join(lines[first - 1 : s.item.end_line]))
+        # A head is the lines it names: the file's preamble from line 1, or one module-level
+        # statement the question matched (``FORMATS = (...)`` at L37-37), not lines 1-37.
+        total += len("\n".join(lines[max(1, s.item.start_line) - 1 : s.item.end_line]))
     return total
 
 

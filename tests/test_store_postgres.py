@@ -631,6 +631,9 @@ def test_store_copy_cli_then_the_workspace_answers_from_postgres(sample_repo, pg
     out = json.loads(run("store", "copy", str(sample_repo), pg_url, "--workspace", name, "--json"))
     assert out["files"] == 9 and out["items"] > 20
     url = f"{pg_url}&workspace={name}" if "?" in pg_url else f"{pg_url}?workspace={name}"
+    # The readers that parsed the files came with them: indexing again reads nothing (the
+    # README too, which a markdown reader of another version would read again).
+    assert "0 file(s) parsed" in run("--store", url, "index", str(sample_repo))
     shared = run("--store", url, "context", "How does AuthService handle login?", str(sample_repo))
     assert "AuthService.login" in local or "login(" in local
     assert shared == local  # the same context from the copied index

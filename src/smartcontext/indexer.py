@@ -294,7 +294,7 @@ _RECHECK_MAX = 64
 # source whose reading changes (a section named otherwise, a part left out) raises its
 # ``version``, and the next run parses its files again, changed or not: without it, a file
 # nobody edits would keep the old reading in the index for ever.
-_READER_VERSIONS = "reader_versions"
+READER_VERSIONS = "reader_versions"
 
 
 def _reader_versions(names) -> dict[str, int]:
@@ -438,7 +438,7 @@ class Indexer:
     def _stored_reader_versions(self) -> dict[str, int]:
         """What the index says parsed its files (nothing, or something unreadable: version 0)."""
         try:
-            stored = json.loads(self.store.get_meta(_READER_VERSIONS) or "{}")
+            stored = json.loads(self.store.get_meta(READER_VERSIONS) or "{}")
         except ValueError:
             return {}
         return stored if isinstance(stored, dict) else {}
@@ -452,7 +452,7 @@ class Indexer:
     def _save_reader_versions(self, files: list[DiscoveredFile]) -> None:
         stored = self._stored_reader_versions()
         stored.update(_reader_versions({f.source for f in files}))
-        self.store.set_meta(_READER_VERSIONS, json.dumps(stored, sort_keys=True))
+        self.store.set_meta(READER_VERSIONS, json.dumps(stored, sort_keys=True))
 
     def _record_skipped(self, walked: dict[str, str]) -> bool:
         """Keep why each file was left out: the walk's reasons (ignored, too large, ...)

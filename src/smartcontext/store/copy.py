@@ -346,9 +346,12 @@ def copy_index(
                 if progress:
                     progress("vectors", min(start + VECTOR_BATCH, len(wanted)), len(wanted))
             stats.vectors[model] = copied
-    last = src.get_meta("last_indexed")
-    if last:
-        dst.set_meta("last_indexed", last)
+    # What parsed the files comes with them: without it, the destination's first run would
+    # read every file again as if parsed by an older reader (indexer.READER_VERSIONS).
+    for key in ("last_indexed", "reader_versions"):
+        value = src.get_meta(key)
+        if value:
+            dst.set_meta(key, value)
     stats.seconds = round(time.perf_counter() - t0, 3)
     dst.set_meta(COPY_META, json.dumps({
         "state": "complete", "source": src.location, "started": started,
