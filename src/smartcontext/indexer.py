@@ -34,7 +34,7 @@ from .sources.discover import (
 from .sources.registry import get_source
 from .sources import unchanged
 from .sources.walk_cache import discover_cached
-from .sources.text import TEXT_SOURCE, text_windows
+from .sources.text import MINIFIED_LINE_CHARS, TEXT_SOURCE, text_windows
 from .store.base import Store
 
 if TYPE_CHECKING:
@@ -101,11 +101,6 @@ def _content_hash(text: str) -> str:
     import hashlib  # a question that finds nothing changed never hashes
 
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-# A line this long is machine-made (a minified bundle, a data dump): its symbols are not
-# worth reading, and a parser's item for it would be one unreadable block.
-MINIFIED_LINE_CHARS = 20_000
 
 
 def parse_file(path: str, source: Source, language: str, data: bytes) -> ParsedFile:

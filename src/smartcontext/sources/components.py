@@ -10,6 +10,7 @@ it is.
 
 from __future__ import annotations
 
+import os
 import re
 
 from ..model import ItemKind, ParsedFile
@@ -24,20 +25,25 @@ _LANG = re.compile(r"""\blang\s*=\s*["']?(ts|typescript|tsx|js|javascript|jsx)\b
 _TYPESCRIPT = {"ts", "typescript", "tsx"}
 
 
+_NOT_A_LINE_BREAK = re.compile(r"[^\r\n]")
+_LANGUAGES = {".vue": "vue", ".svelte": "svelte"}
+
+
 def script_view(text: str) -> tuple[str, str]:
     """``(language, text)``: the file with every character outside its script blocks
     blanked (line breaks kept), and the scripts' language, TypeScript when any block
     says so."""
-    keep = [False] * len(text)
     language = "javascript"
+    pieces: list[str] = []
+    done = 0
     for m in _SCRIPT.finditer(text):
         lang = _LANG.search(m.group(1))
         if lang and lang.group(1).lower() in _TYPESCRIPT:
             language = "typescript"
-        for i in range(m.start(2), m.end(2)):
-            keep[i] = True
-    view = "".join(c if keep[i] or c == "\n" else " " if c != "\r" else "\r" for i, c in enumerate(text))
-    return language, view
+        pieces += [_NOT_A_LINE_BREAK.sub(" ", text[done:m.start(2)]), m.group(2)]
+        done = m.end(2)
+    pieces.append(_NOT_A_LINE_BREAK.sub(" ", text[done:]))
+    return language, "".join(pieces)
 
 
 class ComponentSource(CodeSource):
@@ -46,15 +52,9 @@ class ComponentSource(CodeSource):
 
     name = "component"
     skip_generated = True
-    extensions = frozenset({".vue", ".svelte"})
 
     def language_for(self, path: str) -> str | None:
-        lower = path.lower()
-        if lower.endswith(".vue"):
-            return "vue"
-        if lower.endswith(".svelte"):
-            return "svelte"
-        return None
+        return _LANGUAGES.get(os.path.splitext(path)[1].lower())
 
     def parse(self, path: str, data: bytes, language: str) -> ParsedFile:
         from .code import parse_code

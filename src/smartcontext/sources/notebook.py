@@ -20,11 +20,7 @@ from typing import Any
 from ..model import ParsedFile
 from .base import decode
 from .builtin import MarkdownSource
-from .text import text_windows
-
-# As the indexer's limit for other files (indexer.MINIFIED_LINE_CHARS): a line this long
-# is data pasted into a cell, not something to read.
-MINIFIED_LINE_CHARS = 20_000
+from .text import MINIFIED_LINE_CHARS, text_windows
 
 DEFAULT_LANGUAGE = "python"
 

@@ -10,6 +10,10 @@ from ..model import Item, ItemKind, ParsedFile
 from .base import BaseSource, decode
 
 WINDOW_LINES = 60
+# A line this long is machine-made (a minified bundle, a data dump, data pasted into a
+# notebook cell): its symbols are not worth reading, and a parser's item for it would be
+# one unreadable block, so the file is read as windows instead.
+MINIFIED_LINE_CHARS = 20_000
 # A window also ends at this many characters, and a longer line is cut into pieces (at a
 # space where there is one), so a one-line file of megabytes is still found and shown
 # piece by piece, each piece small enough for a context budget.
